@@ -1,0 +1,1 @@
+// PushRelayClient: see docs/architecture.md

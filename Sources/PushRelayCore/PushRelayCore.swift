@@ -1,0 +1,1 @@
+// PushRelayCore: see docs/architecture.md

@@ -1,0 +1,142 @@
+public import HTTPTypes
+public import NIOCore
+
+/// How a route handles its requests.
+public enum HTTPHandler: Sendable {
+    /// Runs on the connection's event loop once the whole body (at most `maxBodyBytes`) has arrived; the
+    /// fast path for tiny answers such as `/healthz`. It must not block.
+    case immediate(@Sendable (HTTPServerRequest, ByteBuffer) -> HTTPServerResponse)
+    /// Runs as an async function; reads the body itself and may stream its response for hours.
+    case async(@Sendable (HTTPServerRequest) async throws -> HTTPServerResponse)
+}
+
+/// What the transport asks of the application for each request head.
+public protocol HTTPServerResponder: Sendable {
+    /// Chooses the handler for a request head. Called on the event loop: must be quick and must not block.
+    func route(for head: HTTPRequest) -> HTTPRouteMatch
+}
+
+/// The result of routing a request head.
+public enum HTTPRouteMatch: Sendable {
+    case matched(HTTPHandler, maxBodyBytes: Int, pathParameters: [String: String])
+    case notFound
+    case methodNotAllowed
+}
+
+/// A small router: exact segments and `{name}` captures, matched by method and path.
+///
+/// Enough for PushRelay's fixed API of a dozen routes; lookups walk a segment trie, so the cost does not grow
+/// with the number of routes. Path segments are compared byte for byte; a trailing `*` segment, written
+/// `{name*}`, captures the rest of the path.
+public struct HTTPRouter: HTTPServerResponder {
+    private struct Entry: Sendable {
+        var handler: HTTPHandler
+        var maxBodyBytes: Int
+    }
+
+    private final class Node: @unchecked Sendable {
+        var children: [Substring: Node] = [:]
+        var capture: (name: String, node: Node)?
+        var restCapture: (name: String, methods: [HTTPRequest.Method: Entry])?
+        var methods: [HTTPRequest.Method: Entry] = [:]
+    }
+
+    private let root = Node()
+
+    /// The default body limit: 64 KiB.
+    public static let defaultMaxBodyBytes = 64 * 1024
+
+    public init() {}
+
+    /// Adds a route. A later route with the same method and pattern replaces the earlier one.
+    /// Call before the router is handed to a server; the router is not mutated afterwards.
+    public func add(
+        _ method: HTTPRequest.Method,
+        _ pattern: String,
+        maxBodyBytes: Int = HTTPRouter.defaultMaxBodyBytes,
+        _ handler: HTTPHandler
+    ) {
+        var node = root
+        let segments = pattern.split(separator: "/", omittingEmptySubsequences: true)
+        for (index, segment) in segments.enumerated() {
+            if segment.hasPrefix("{") && segment.hasSuffix("*}") && index == segments.count - 1 {
+                let name = String(segment.dropFirst().dropLast(2))
+                var methods = node.restCapture?.methods ?? [:]
+                methods[method] = Entry(handler: handler, maxBodyBytes: maxBodyBytes)
+                node.restCapture = (name, methods)
+                return
+            } else if segment.hasPrefix("{") && segment.hasSuffix("}") {
+                let name = String(segment.dropFirst().dropLast())
+                if let capture = node.capture {
+                    precondition(capture.name == name, "conflicting capture names at \(pattern)")
+                    node = capture.node
+                } else {
+                    let child = Node()
+                    node.capture = (name, child)
+                    node = child
+                }
+            } else if let child = node.children[segment] {
+                node = child
+            } else {
+                let child = Node()
+                node.children[segment] = child
+                node = child
+            }
+        }
+        node.methods[method] = Entry(handler: handler, maxBodyBytes: maxBodyBytes)
+    }
+
+    public func route(for head: HTTPRequest) -> HTTPRouteMatch {
+        let fullPath = head.path ?? "/"
+        let path = fullPath.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        var parameters: [String: String] = [:]
+        var node = root
+        var remaining = path.split(separator: "/", omittingEmptySubsequences: true)[...]
+        while let segment = remaining.first {
+            if let child = node.children[segment] {
+                node = child
+            } else if let capture = node.capture {
+                parameters[capture.name] = String(segment).removingPercentEncodingForPath()
+                node = capture.node
+            } else if let rest = node.restCapture {
+                parameters[rest.name] = remaining.joined(separator: "/")
+                return Self.select(rest.methods, head.method, parameters)
+            } else {
+                return .notFound
+            }
+            remaining = remaining.dropFirst()
+        }
+        if node.methods.isEmpty { return .notFound }
+        return Self.select(node.methods, head.method, parameters)
+    }
+
+    private static func select(
+        _ methods: [HTTPRequest.Method: Entry],
+        _ method: HTTPRequest.Method,
+        _ parameters: [String: String]
+    ) -> HTTPRouteMatch {
+        if let entry = methods[method] ?? (method == .head ? methods[.get] : nil) {
+            return .matched(entry.handler, maxBodyBytes: entry.maxBodyBytes, pathParameters: parameters)
+        }
+        return .methodNotAllowed
+    }
+}
+
+extension String {
+    /// Percent-decodes a path segment (`+` stays a plus); the segment as it is when it is not valid.
+    func removingPercentEncodingForPath() -> String {
+        guard contains("%") else { return self }
+        var bytes: [UInt8] = []
+        var iterator = utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%"), let h = iterator.next(), let l = iterator.next(),
+                let value = UInt8(String(decoding: [h, l], as: UTF8.self), radix: 16)
+            {
+                bytes.append(value)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self) ?? self
+    }
+}

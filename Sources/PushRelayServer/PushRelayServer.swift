@@ -1,0 +1,1 @@
+// PushRelayServer: see docs/architecture.md

@@ -1,0 +1,1 @@
+// PushRelayStore: see docs/architecture.md

@@ -1,0 +1,1 @@
+// PushRelayTLS: see docs/architecture.md
