@@ -12,7 +12,7 @@ public struct HTTPServerResponse: Sendable {
         /// A body written over time (an event stream): the closure writes whenever it has data and returns
         /// when the stream should end. It may run for hours. `write` suspends while the peer is not reading
         /// (HTTP/2 flow control, socket back-pressure) and throws once the peer has gone away.
-        case stream(@Sendable (HTTPResponseBodyWriter) async throws -> Void)
+        case stream(@Sendable (any HTTPResponseBodyWriter) async throws -> Void)
     }
 
     public var head: HTTPResponse
