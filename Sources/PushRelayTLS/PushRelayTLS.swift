@@ -1,1 +1,0 @@
-// PushRelayTLS: see docs/architecture.md

@@ -1,0 +1,15 @@
+/// Fired as an inbound user event by the TLS handler once the handshake has completed.
+///
+/// The HTTP transport reads `applicationProtocol` (the ALPN result) to choose HTTP/2 or HTTP/1.1 on a client
+/// connection; on the server the first plaintext bytes decide, so both agree with what ALPN chose.
+public struct TLSHandshakeCompleted: Sendable, Hashable {
+    /// The protocol ALPN settled on (`"h2"`, `"http/1.1"`), or `nil` when the peer offered none.
+    public var applicationProtocol: String?
+    /// The negotiated protocol version, e.g. `"TLSv1.3"`.
+    public var protocolVersion: String
+
+    public init(applicationProtocol: String?, protocolVersion: String) {
+        self.applicationProtocol = applicationProtocol
+        self.protocolVersion = protocolVersion
+    }
+}
