@@ -212,7 +212,9 @@ async def open_http(host: str, port: int, source: str | None = None) -> HTTPClie
 
 
 class Collector:
-    def __init__(self):
+    def __init__(self, only_i: int | None = None):
+        self.only_i = only_i  # count only this message (a fan-out run: earlier messages may come again)
+        self.other = 0
         self.lat = array.array("q")
         self.seen = set()
         self.duplicates = 0
@@ -226,6 +228,9 @@ class Collector:
             self.unparsed += 1
             return
         i = int(mi.group(1))
+        if self.only_i is not None and i != self.only_i:
+            self.other += 1
+            return
         if i in self.seen:
             self.duplicates += 1
             return
@@ -468,7 +473,7 @@ async def subscriber_run(cfg: dict, indices: list, ready_q, stop_ev, counter) ->
     target = cfg["target"]
     host, port = cfg["host"], cfg["port"]
     sources = cfg.get("sources") or [None]
-    col = Collector()
+    col = Collector(cfg.get("only_i"))
     conns = []
     ack_pending = {}  # device index -> [message ids]
     ack_stats = {"requests": 0, "ids": 0, "failed": 0, "numeric": cfg.get("ack_numeric", False)}
@@ -769,7 +774,7 @@ async def publisher_run(cfg: dict, p: int, start_ns: int) -> dict:
                 send(conn, backlog.popleft())
         if seq >= total and not backlog:
             break
-        await asyncio.sleep(0.0005)
+        await asyncio.sleep(0.001)  # uvloop timers have 1 ms resolution; shorter sleeps spin
     send_end = now_ns()
     # Wait for the last answers, bounded.
     while ok + failed < seq - len(backlog) and now_ns() < hard_end:
@@ -1064,6 +1069,125 @@ async def register_devices(host: str, port: int, client_key: str, project: str, 
 
     await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(min(concurrency, count)))), 600)
     return devices
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Topic fan-out (issue 6)
+
+
+async def topic_subscribe(host: str, port: int, server_key: str, topic: str, tokens: list,
+                          concurrency: int = 4) -> dict:
+    """Subscribes tokens to /topics/<topic> with POST /iid/v1:batchAdd, 1,000 tokens per request."""
+    check_loopback(host)
+    batches = [tokens[i:i + 1000] for i in range(0, len(tokens), 1000)]
+    errors = collections.Counter()
+    next_b = [0]
+
+    async def worker():
+        conn = await open_http(host, port)
+        while next_b[0] < len(batches):
+            b = batches[next_b[0]]
+            next_b[0] += 1
+            body = json.dumps({"to": f"/topics/{topic}", "registration_tokens": b}).encode()
+            status, resp = await conn.fetch(http_request("POST", host, "/iid/v1:batchAdd", {
+                "Authorization": f"key={server_key}", "Content-Type": "application/json"}, body))
+            if status != 200:
+                raise RuntimeError(f"batchAdd: HTTP {status} {resp[:300]!r}")
+            for r in json.loads(resp).get("results", []):
+                if r:
+                    errors[r.get("error", "?")] += 1
+        conn.transport.close()
+
+    await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(min(concurrency, len(batches))))), 600)
+    return {"subscribed": len(tokens) - sum(errors.values()), "errors": dict(errors)}
+
+
+def run_fanout(cfg: dict) -> dict:
+    """One message to a topic: answer time, time to the last connected listener, server peak memory.
+
+    cfg: host, port, server_key, topic, devices (all subscribed), listeners (how many of them hold a stream),
+    sub_procs, sources, server_pids, timeout, and optionally queue_probe: a callable(lg_i) -> number of
+    device queues that hold the message (e.g. a read-only query on the store), polled until it reaches
+    cfg['subscribers'].
+    """
+    check_loopback(cfg["host"])
+    ctx = mp.get_context("fork")
+    n_listen, sp = cfg["listeners"], max(1, cfg["sub_procs"])
+    sub_cfg = {"target": "pushrelay", "host": cfg["host"], "port": cfg["port"], "devices": cfg["devices"],
+               "sources": cfg.get("sources"), "ack": False, "max_runtime": cfg.get("timeout", 120) + 120,
+               "only_i": cfg["subscribers"]}
+    ready_q, result_q = ctx.Queue(), ctx.Queue()
+    stop_ev = ctx.Event()
+    counters = [ctx.Value("q", 0, lock=False) for _ in range(sp)]
+    procs = []
+    out = {"subscribers": cfg["subscribers"], "listeners": n_listen}
+    pids = cfg.get("server_pids") or []
+    try:
+        for j in range(sp):
+            pr = ctx.Process(target=subscriber_main, args=(sub_cfg, list(range(j, n_listen, sp)), ready_q, stop_ev,
+                                                           counters[j], result_q), daemon=True)
+            pr.start()
+            procs.append(pr)
+        connected = 0
+        for _ in range(sp):
+            kind, c, err = ready_q.get(timeout=300)
+            connected += c
+        out["connected"] = connected
+        time.sleep(1)
+        mem0 = proc_mem(pids)
+        out["memory_before_kb"] = mem0
+
+        async def send():
+            conn = await open_http(cfg["host"], cfg["port"])
+            ts = now_ns()
+            body = b"".join((b'{"to":"/topics/' + cfg["topic"].encode() + b'",', BODY_A, str(cfg["subscribers"]).encode(), BODY_B,
+                             str(ts).encode(), BODY_C))
+            status, resp = await conn.fetch(http_request("POST", cfg["host"], "/fcm/send", {
+                "Authorization": f"key={cfg['server_key']}", "Content-Type": "application/json"}, body))
+            t1 = now_ns()
+            conn.transport.close()
+            return ts, t1, status, resp
+
+        loop = new_event_loop()
+        ts, t_answer, status, resp = loop.run_until_complete(send())
+        loop.close()
+        out["answer"] = {"status": status, "body": resp[:200].decode(errors="replace"),
+                         "ms": (t_answer - ts) / 1e6}
+        peak = dict(mem0)
+        probe = cfg.get("queue_probe")
+        t_queues = None
+        end = time.monotonic() + cfg.get("timeout", 120)
+        while time.monotonic() < end:
+            m = proc_mem(pids)
+            peak = {k: max(peak[k], m[k]) for k in peak}
+            got = sum(c.value for c in counters)
+            if probe is not None and t_queues is None:
+                try:
+                    if probe() >= cfg["subscribers"]:
+                        t_queues = now_ns()
+                except Exception as e:  # a store busy with the expansion; try again
+                    out["probe_error"] = repr(e)
+            if got >= connected and (probe is None or t_queues is not None):
+                break
+            time.sleep(0.02)
+        out["memory_peak_kb"] = peak
+        out["queues_ms"] = (t_queues - ts) / 1e6 if t_queues else None
+        stop_ev.set()
+        results = [result_q.get(timeout=60) for _ in range(sp)]
+    finally:
+        stop_ev.set()
+        for pr in procs:
+            pr.join(timeout=10)
+            if pr.is_alive():
+                pr.terminate()
+    lat = array.array("q")
+    for r in results:
+        if "lat" in r:
+            lat.frombytes(r.pop("lat"))
+    out["received"] = len(lat)
+    out["listener_latency"] = summarize(lat)
+    out["last_listener_ms"] = max(lat) / 1e6 if lat else None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------

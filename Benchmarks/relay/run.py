@@ -298,6 +298,42 @@ def phase_pushrelay_stream(work: str, args, res: dict) -> None:
     stop(s)
 
 
+def phase_fanout(work: str, args, res: dict) -> None:
+    """Issue 6: one send to a topic with 10,000 and 100,000 subscribers; args.fanout_listeners hold streams."""
+    data = os.path.join(work, "pushrelay-fanout")
+    s = start(servers.start_pushrelay(args.pushrelay_bin, work, data))
+    project = servers.pushrelay_project(args.pushrelay_bin, data, "fanout")
+    key = project["server_key"]
+    status, body = post_json(s.port, "/iid/v1:batchAdd", {"Authorization": f"key={key}"},
+                             {"to": "/topics/probe", "registration_tokens": ["x"]})
+    if status != 200:
+        res["e_fanout"] = {"skipped": f"the daemon has no topics yet (batchAdd: HTTP {status})"}
+        log(f"(e) fan-out skipped: batchAdd answered {status}")
+        stop(s)
+        return
+    devices = register(s.port, project, max(args.fanout_sizes))
+    sources = [f"127.0.0.{2 + i}" for i in range(args.idle_sources)]
+    res["e_fanout"] = []
+    for size in args.fanout_sizes:
+        topic = f"fan{size}"
+        loop = loadgen.new_event_loop()
+        t0 = time.monotonic()
+        sub = loop.run_until_complete(loadgen.topic_subscribe("127.0.0.1", s.port, key, topic,
+                                                              [d["token"] for d in devices[:size]]))
+        loop.close()
+        log(f"(e) {size} subscribed to /topics/{topic} in {time.monotonic() - t0:.1f} s: {sub}")
+        cfg = {"host": "127.0.0.1", "port": s.port, "server_key": key, "topic": topic, "devices": devices,
+               "subscribers": size, "listeners": min(size, args.fanout_listeners), "sub_procs": args.idle_procs,
+               "sources": sources, "server_pids": [s.pid], "timeout": 120}
+        r = loadgen.run_fanout(cfg)
+        r["subscribe"] = sub
+        res["e_fanout"].append(r)
+        log(f"    answer {r['answer']}, last of {r['received']}/{r['connected']} listeners after "
+            f"{r.get('last_listener_ms')} ms, queues {r.get('queues_ms')} ms, "
+            f"peak PSS {r['memory_peak_kb']['pss_kb']} kB (before {r['memory_before_kb']['pss_kb']} kB)")
+    stop(s)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The table
 
@@ -351,6 +387,15 @@ def table(res: dict, args) -> str:
             proj[t] = (d[t]["before"]["pss_kb"] + per[t] * 200_000) / 1024
     rows.append("| (d) projection for 200,000 devices (MB: base + 200,000 x per device) | "
                 + " | ".join(fmt(proj.get(t)) for t in ("pushrelay", "nchan", "mosquitto")) + " | |")
+    fo = res.get("e_fanout")
+    if isinstance(fo, list):
+        for r in fo:
+            rows.append(f"| (issue 6) topic with {r['subscribers']:,} subscribers: answer ms / last of "
+                        f"{r.get('received', 0):,} listeners ms / all queues ms / peak PSS MB | "
+                        f"{fmt(r['answer']['ms'], 1)} / {fmt(r.get('last_listener_ms'), 1)} / "
+                        f"{fmt(r.get('queues_ms'), 1)} / {fmt(r['memory_peak_kb']['pss_kb'] / 1024)} | | | |")
+    elif isinstance(fo, dict):
+        rows.append(f"| (issue 6) topic fan-out | {fo.get('skipped')} | | | |")
     gc = res.get("generator_ceiling")
     if gc:
         rows.append(f"| generator ceiling (one publisher process vs nchan, msg/s) | | {fmt(gc.get('achieved'))} | | |")
@@ -379,8 +424,10 @@ def main() -> int:
     ap.add_argument("--idle-sources", type=int, default=4)
     ap.add_argument("--ceiling", type=int, default=40000, help="0 skips the generator-ceiling run")
     ap.add_argument("--perf", action="store_true", help="sample the daemon with perf during (a) and (b)")
-    ap.add_argument("--only", nargs="+", default=["nghttpd", "nchan", "mosquitto", "sends", "stream"],
-                    help="phases: nghttpd nchan mosquitto sends stream")
+    ap.add_argument("--fanout-sizes", type=int, nargs="+", default=[10_000, 100_000])
+    ap.add_argument("--fanout-listeners", type=int, default=10_000)
+    ap.add_argument("--only", nargs="+", default=["nghttpd", "sends", "nchan", "mosquitto", "stream", "fanout"],
+                    help="phases: nghttpd sends nchan mosquitto stream fanout")
     args = ap.parse_args()
 
     def on_signal(signum, frame):
@@ -401,7 +448,8 @@ def main() -> int:
               ("sends", lambda: phase_pushrelay_sends(work, args, res) if args.pushrelay_bin else None),
               ("nchan", lambda: phase_peer("nchan", lambda: servers.start_nchan(work), args, res)),
               ("mosquitto", lambda: phase_peer("mosquitto", lambda: servers.start_mosquitto(work), args, res)),
-              ("stream", lambda: phase_pushrelay_stream(work, args, res) if args.pushrelay_bin else None)]
+              ("stream", lambda: phase_pushrelay_stream(work, args, res) if args.pushrelay_bin else None),
+              ("fanout", lambda: phase_fanout(work, args, res) if args.pushrelay_bin else None)]
     try:
         for name, phase in phases:
             if name not in args.only:
