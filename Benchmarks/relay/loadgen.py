@@ -1140,8 +1140,8 @@ def run_fanout(cfg: dict) -> dict:
         async def send():
             conn = await open_http(cfg["host"], cfg["port"])
             ts = now_ns()
-            body = b"".join((b'{"to":"/topics/' + cfg["topic"].encode() + b'",', BODY_A, str(cfg["subscribers"]).encode(), BODY_B,
-                             str(ts).encode(), BODY_C))
+            prefix = b'{"to":"/topics/' + cfg["topic"].encode() + b'",'
+            body = message_body(cfg["subscribers"], ts, prefix)
             status, resp = await conn.fetch(http_request("POST", cfg["host"], "/fcm/send", {
                 "Authorization": f"key={cfg['server_key']}", "Content-Type": "application/json"}, body))
             t1 = now_ns()
