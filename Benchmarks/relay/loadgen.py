@@ -228,13 +228,15 @@ class Collector:
             self.unparsed += 1
             return
         i = int(mi.group(1))
-        if self.only_i is not None and i != self.only_i:
-            self.other += 1
-            return
-        if i in self.seen:
+        if self.only_i is not None:  # fan-out: every listener gets the same message once
+            if i != self.only_i:
+                self.other += 1
+                return
+        elif i in self.seen:
             self.duplicates += 1
             return
-        self.seen.add(i)
+        else:
+            self.seen.add(i)
         self.received += 1
         self.lat.append(ts - int(mt.group(1)))
 
