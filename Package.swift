@@ -60,7 +60,7 @@ let package = Package(
         // Storage protocol and the SQLite implementation.
         .target(
             name: "PushRelayStore",
-            dependencies: ["PushRelayCore", "CSQLite", logging, nioConcurrency],
+            dependencies: ["PushRelayCore", "CSQLite", "COpenSSL", logging, nioConcurrency],
             swiftSettings: swiftSettings
         ),
         // Routes, auth, delivery, services: wires Core, Store and HTTP together.

@@ -1,0 +1,128 @@
+import NIOConcurrencyHelpers
+
+/// An in-memory cache of hot lookups: server key → project, device secret → device, token → device,
+/// project id → project. Only hits are cached (a miss always asks the database, so a project or device created by
+/// another process is seen at once).
+///
+/// Invalidation: every write that can turn a hit into a miss (project delete, key rotation, device unregister) bumps
+/// `auth_epoch` in the database in its transaction. This process clears the cache after such a commit; changes by
+/// another process (the CLI) are noticed by re-reading the epoch at most every
+/// ``SQLiteStore/Configuration/authRecheckInterval``. A lookup that raced with an invalidation does not fill the cache
+/// (generation check).
+final class AuthCache: Sendable {
+    struct ServerKeyEntry: Sendable {
+        var project: Project
+        /// Microseconds; nil for the current key.
+        var validUntil: Int64?
+    }
+
+    private struct State: Sendable {
+        var generation: UInt64 = 0
+        var epoch: Int64?
+        var lastCheck: ContinuousClock.Instant?
+        var serverKeys: [KeyHash: ServerKeyEntry] = [:]
+        var devicesBySecret: [KeyHash: Device] = [:]
+        var devicesByToken: [String: Device] = [:]
+        var projects: [ProjectID: Project] = [:]
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let maxEntries: Int
+
+    init(maxEntries: Int) {
+        self.maxEntries = max(maxEntries, 1)
+    }
+
+    /// True when the epoch should be re-read now (the caller then calls ``observe(epoch:)``).
+    func epochCheckDue(interval: Duration) -> Bool {
+        let now = ContinuousClock.now
+        return self.state.withLockedValue { state in
+            if let last = state.lastCheck, now - last < interval, state.epoch != nil {
+                return false
+            }
+            state.lastCheck = now
+            return true
+        }
+    }
+
+    /// Records the epoch read from the database; clears the cache if it moved.
+    func observe(epoch: Int64) {
+        self.state.withLockedValue { state in
+            if state.epoch != epoch {
+                Self.clear(&state)
+                state.epoch = epoch
+            }
+        }
+    }
+
+    /// Clears everything (after a commit of this process that changed credentials or removed devices).
+    func invalidate(epoch: Int64?) {
+        self.state.withLockedValue { state in
+            Self.clear(&state)
+            state.epoch = epoch
+        }
+    }
+
+    /// The current generation, to pass back when inserting what a database read returned.
+    var generation: UInt64 {
+        self.state.withLockedValue { $0.generation }
+    }
+
+    func serverKey(_ hash: KeyHash) -> ServerKeyEntry? {
+        self.state.withLockedValue { $0.serverKeys[hash] }
+    }
+
+    func insertServerKey(_ hash: KeyHash, _ entry: ServerKeyEntry, generation: UInt64) {
+        self.insert(generation: generation) { $0.serverKeys[hash] = entry }
+    }
+
+    func device(secret hash: KeyHash) -> Device? {
+        self.state.withLockedValue { $0.devicesBySecret[hash] }
+    }
+
+    func insertDevice(_ device: Device, secret hash: KeyHash, generation: UInt64) {
+        self.insert(generation: generation) { $0.devicesBySecret[hash] = device }
+    }
+
+    /// Cached devices of these tokens (nil where not cached).
+    func devices(tokens: [String]) -> [Device?] {
+        self.state.withLockedValue { state in tokens.map { state.devicesByToken[$0] } }
+    }
+
+    func insertDevices(_ devices: [Device], generation: UInt64) {
+        self.insert(generation: generation) { state in
+            for device in devices {
+                state.devicesByToken[device.token] = device
+            }
+        }
+    }
+
+    func project(_ id: ProjectID) -> Project? {
+        self.state.withLockedValue { $0.projects[id] }
+    }
+
+    func insertProject(_ project: Project, generation: UInt64) {
+        self.insert(generation: generation) { $0.projects[project.id] = project }
+    }
+
+    private func insert(generation: UInt64, _ body: (inout State) -> Void) {
+        self.state.withLockedValue { state in
+            guard state.generation == generation else { return }
+            let size = state.serverKeys.count + state.devicesBySecret.count + state.devicesByToken.count
+                + state.projects.count
+            if size >= self.maxEntries {
+                Self.clear(&state)
+                return
+            }
+            body(&state)
+        }
+    }
+
+    private static func clear(_ state: inout State) {
+        state.generation &+= 1
+        state.serverKeys.removeAll()
+        state.devicesBySecret.removeAll()
+        state.devicesByToken.removeAll()
+        state.projects.removeAll()
+    }
+}

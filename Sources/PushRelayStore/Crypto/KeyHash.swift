@@ -1,0 +1,36 @@
+import COpenSSL
+
+// The only file that calls libcrypto: SHA-256 of keys and secrets, constant-time comparison, random bytes.
+
+/// The SHA-256 digest of a key or secret: what the store keeps instead of the clear value.
+struct KeyHash: Hashable, Sendable {
+    /// The 32 digest bytes.
+    let bytes: [UInt8]
+
+    /// Hashes a key as UTF-8.
+    init(of key: String) {
+        var utf8 = Array(key.utf8)
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        utf8.withUnsafeMutableBufferPointer { input in
+            digest.withUnsafeMutableBufferPointer { output in
+                _ = SHA256(input.baseAddress, input.count, output.baseAddress)
+            }
+        }
+        self.bytes = digest
+    }
+
+    /// Wraps stored digest bytes.
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// Compares with stored bytes in constant time (CRYPTO_memcmp).
+    func matches(_ stored: [UInt8]) -> Bool {
+        guard stored.count == self.bytes.count else { return false }
+        return self.bytes.withUnsafeBytes { a in
+            stored.withUnsafeBytes { b in
+                CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0
+            }
+        }
+    }
+}

@@ -1,0 +1,254 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+
+/// The single writer of the database: a dedicated thread (never an event loop or the cooperative pool) that takes
+/// every pending write request, runs them in ONE transaction, commits (one fsync), tells the commit observer which
+/// devices got messages, then resumes every caller. Between groups it expands topic messages, one bounded batch per
+/// transaction.
+final class GroupCommitWriter: @unchecked Sendable {
+    /// Counters for tests and metrics.
+    struct Statistics: Sendable, Hashable {
+        /// Transactions committed.
+        var transactions = 0
+        /// Requests committed (a request is one call: an enqueue of N messages is one request).
+        var requests = 0
+        /// The most requests one transaction held.
+        var largestGroup = 0
+        /// Groups rolled back and retried request by request.
+        var groupFailures = 0
+    }
+
+    private enum ExitState {
+        case running
+        case waiting(CheckedContinuation<Void, Never>)
+        case exited
+    }
+
+    let queue = WriteQueue()
+    private let context: StoreContext
+    // Touched only by the writer thread once it runs.
+    private let connection: SQLiteConnection
+    private var persistedLastID: Int64
+    private var topicMessages: [Int64]
+    private var fanOutBackoffUntil: ContinuousClock.Instant?
+
+    private let statistics = NIOLockedValueBox(Statistics())
+    private let observer = NIOLockedValueBox<(@Sendable ([DeviceID]) -> Void)?>(nil)
+    private let exit = NIOLockedValueBox(ExitState.running)
+
+    init(connection: SQLiteConnection, context: StoreContext, persistedLastID: Int64, topicMessages: [Int64]) {
+        self.connection = connection
+        self.context = context
+        self.persistedLastID = persistedLastID
+        self.topicMessages = topicMessages
+    }
+
+    /// Starts the writer thread.
+    func start() {
+        let thread = Thread { [self] in
+            self.run()
+        }
+        thread.name = "pushrelay-store-writer"
+        thread.start()
+    }
+
+    /// Runs `body` in the next group transaction and returns its result once committed.
+    /// `isolated` puts the request in its own savepoint (see ``WriteRequest/isolated``).
+    func write<T: Sendable>(
+        isolated: Bool = false,
+        _ body: @escaping @Sendable (WriteTransaction) throws -> T
+    ) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let result = ResultBox<T>()
+            let request = WriteRequest(
+                isolated: isolated,
+                perform: { transaction in result.value = try body(transaction) },
+                complete: { error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let value = result.value {
+                        continuation.resume(returning: value)
+                    } else {
+                        continuation.resume(throwing: StoreError.unavailable("write produced no result"))
+                    }
+                }
+            )
+            if !self.queue.submit(request) {
+                continuation.resume(throwing: StoreError.closed)
+            }
+        }
+    }
+
+    /// Sets the commit observer.
+    func setObserver(_ observer: (@Sendable ([DeviceID]) -> Void)?) {
+        self.observer.withLockedValue { $0 = observer }
+    }
+
+    /// The counters.
+    var currentStatistics: Statistics {
+        self.statistics.withLockedValue { $0 }
+    }
+
+    /// Finishes queued writes, stops the thread and closes the connection.
+    func close() async {
+        self.queue.close()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = self.exit.withLockedValue { state -> Bool in
+                switch state {
+                case .exited: return true
+                case .running:
+                    state = .waiting(continuation)
+                    return false
+                case .waiting: preconditionFailure("close() called twice concurrently")
+                }
+            }
+            if resumeNow {
+                continuation.resume()
+            }
+        }
+    }
+
+    // MARK: The thread
+
+    private func run() {
+        while true {
+            let fanOutReady = self.context.configuration.automaticFanOut && self.fanOutReady
+            let (requests, closing) = self.queue.takeAll(wait: !fanOutReady)
+            if !requests.isEmpty {
+                self.runGroup(requests)
+            } else if closing {
+                break
+            }
+            if self.context.configuration.automaticFanOut && self.fanOutReady {
+                self.runFanOutBatch()
+            }
+        }
+        self.connection.close()
+        let waiter = self.exit.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            defer { state = .exited }
+            if case .waiting(let continuation) = state { return continuation }
+            return nil
+        }
+        waiter?.resume()
+    }
+
+    private var fanOutReady: Bool {
+        guard !self.topicMessages.isEmpty else { return false }
+        if let until = self.fanOutBackoffUntil, ContinuousClock.now < until {
+            return false
+        }
+        return true
+    }
+
+    /// Expands one batch of the oldest unfinished topic message in its own transaction.
+    private func runFanOutBatch() {
+        guard let id = self.topicMessages.first else { return }
+        let batchSize = self.context.configuration.fanOutBatchSize
+        let request = WriteRequest(
+            isolated: false,
+            perform: { transaction in _ = try transaction.expandTopicMessage(id: id, batchSize: batchSize) },
+            complete: { [self] error in
+                if let error {
+                    self.context.logger.error(
+                        "topic fan-out batch failed; retrying in 1 s",
+                        metadata: ["relay.topic_message.id": "\(id)", "relay.error": "\(error)"]
+                    )
+                    self.fanOutBackoffUntil = ContinuousClock.now + .seconds(1)
+                }
+            }
+        )
+        self.runGroup([request])
+    }
+
+    /// Runs one step of the fan-out on demand (tests, with automatic fan-out off). Returns false when nothing is
+    /// left to expand.
+    func expandOneBatch() async throws -> Bool {
+        let batchSize = self.context.configuration.fanOutBatchSize
+        return try await self.write { transaction in
+            guard let id = try transaction.pendingTopicMessageIDs().first else { return false }
+            _ = try transaction.expandTopicMessage(id: id, batchSize: batchSize)
+            return true
+        }
+    }
+
+    private func runGroup(_ requests: [WriteRequest]) {
+        let transaction = WriteTransaction(connection: self.connection, context: self.context)
+        var errors = [(any Error)?](repeating: nil, count: requests.count)
+        do {
+            try self.connection.statement("BEGIN IMMEDIATE").run()
+            for (index, request) in requests.enumerated() {
+                if request.isolated {
+                    try self.connection.statement("SAVEPOINT request").run()
+                    do {
+                        try request.perform(transaction)
+                        try self.connection.statement("RELEASE request").run()
+                    } catch {
+                        try self.connection.statement("ROLLBACK TO request").run()
+                        try self.connection.statement("RELEASE request").run()
+                        transaction.discardQueueStates()
+                        errors[index] = error
+                    }
+                } else {
+                    try request.perform(transaction)
+                }
+            }
+            self.persistedLastID = try transaction.finish(persistedLastID: self.persistedLastID)
+            try self.connection.statement("COMMIT").run()
+        } catch {
+            if self.connection.inTransaction {
+                try? self.connection.execute("ROLLBACK")
+            }
+            self.persistedLastID = self.readPersistedLastID() ?? self.persistedLastID
+            if requests.count == 1 {
+                requests[0].complete(error)
+            } else {
+                self.statistics.withLockedValue { $0.groupFailures += 1 }
+                for request in requests {
+                    self.runGroup([request])
+                }
+            }
+            return
+        }
+        self.afterCommit(transaction, requestCount: requests.count)
+        for (index, request) in requests.enumerated() {
+            request.complete(errors[index])
+        }
+    }
+
+    private func afterCommit(_ transaction: WriteTransaction, requestCount: Int) {
+        self.statistics.withLockedValue {
+            $0.transactions += 1
+            $0.requests += requestCount
+            $0.largestGroup = max($0.largestGroup, requestCount)
+        }
+        if transaction.authChanged {
+            self.context.authCache.invalidate(epoch: transaction.newAuthEpoch)
+        }
+        if !transaction.finishedTopicMessages.isEmpty {
+            let finished = Set(transaction.finishedTopicMessages)
+            self.topicMessages.removeAll { finished.contains($0) }
+        }
+        self.topicMessages.append(contentsOf: transaction.newTopicMessages)
+        if !transaction.newTopicMessages.isEmpty {
+            self.fanOutBackoffUntil = nil
+        }
+        if !transaction.touchedDevices.isEmpty, let observer = self.observer.withLockedValue({ $0 }) {
+            observer(transaction.touchedDevices)
+        }
+    }
+
+    private func readPersistedLastID() -> Int64? {
+        guard let select = try? self.connection.statement("SELECT value FROM meta WHERE key = 'last_message_id'"),
+            (try? select.step()) == true
+        else { return nil }
+        let value = select.int64(0)
+        try? select.run()
+        return value
+    }
+}
+
+/// Carries a request's result from the writer thread to its continuation.
+private final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
+}

@@ -1,0 +1,17 @@
+/// Hands out message ids: `max(now in microseconds, last + 1)`. Strictly increasing for the life of the database:
+/// the last id is persisted with every commit and recovered (with the largest stored id) at open.
+struct MessageIDGenerator: Sendable {
+    /// The last id handed out.
+    private(set) var last: Int64
+
+    /// Starts after `last`.
+    init(last: Int64) {
+        self.last = last
+    }
+
+    /// The next id.
+    mutating func next(nowMicros: Int64) -> Int64 {
+        self.last = max(nowMicros, self.last + 1)
+        return self.last
+    }
+}

@@ -1,0 +1,40 @@
+/// A message to a topic or a topic condition. It is committed as one row (durable at return) and expanded into the
+/// subscribers' queues in the background; devices that subscribe after the send do not get it.
+public struct NewTopicMessage: Hashable, Sendable {
+    /// Whom the message goes to.
+    public enum Target: Hashable, Sendable {
+        /// Every device of the project subscribed to this topic (the name without `/topics/`).
+        case topic(String)
+        /// Every device of the project whose subscriptions satisfy this condition text; the store compiles it with
+        /// its condition compiler (``SQLiteStore/Configuration/conditionCompiler``).
+        case condition(String)
+    }
+
+    /// The sending project.
+    public var project: ProjectID
+    /// The topic or condition.
+    public var target: Target
+    /// The body of each device's copy (opaque to the store). Topic copies are numbered at expansion with each
+    /// device's own increasing id; the body should therefore not contain the id.
+    public var body: [UInt8]
+    /// The collapse key, or nil.
+    public var collapseKey: String?
+    /// Time to live, counted from the send (not from the expansion). Must be positive: a TTL-0 topic message would
+    /// expire before the expansion reaches most devices (the store throws ``StoreError/invalidArgument``).
+    public var timeToLive: Duration
+
+    /// Creates a topic message; the default time to live is FCM's four weeks.
+    public init(
+        project: ProjectID,
+        target: Target,
+        body: [UInt8],
+        collapseKey: String? = nil,
+        timeToLive: Duration = .seconds(2_419_200)
+    ) {
+        self.project = project
+        self.target = target
+        self.body = body
+        self.collapseKey = collapseKey
+        self.timeToLive = timeToLive
+    }
+}

@@ -1,1 +1,0 @@
-// PushRelayStore: see docs/architecture.md

@@ -1,0 +1,125 @@
+/// Where PushRelay keeps projects, devices, topic subscriptions and the per-device message queues.
+///
+/// Engine-agnostic: ``SQLiteStore`` is the default, a PostgreSQL implementation may follow; SQL stays inside the
+/// implementations. Every write is durable when its call returns (the transaction has committed and, for SQLite,
+/// fsynced), and many concurrent writes share one commit. Keys and secrets are stored as SHA-256 hashes and
+/// compared in constant time; the clear values exist only in ``ProjectCredentials`` and ``DeviceRegistration``.
+///
+/// Errors are ``StoreError``; ``StoreError/Code/unavailable`` means nothing was committed for that call.
+public protocol PushStore: Sendable {
+    // MARK: Projects
+
+    /// Creates a project with a fresh unique 11-digit sender id, server key and client key.
+    /// Throws ``StoreError/Code/alreadyExists`` if the name is taken, ``StoreError/Code/invalidArgument`` if empty.
+    func createProject(name: String) async throws -> ProjectCredentials
+
+    /// All projects, by name.
+    func projects() async throws -> [Project]
+
+    /// The project with this name, or nil.
+    func project(named name: String) async throws -> Project?
+
+    /// The project with this id, or nil (e.g. for the sender id of a device's project).
+    func project(id: ProjectID) async throws -> Project?
+
+    /// Deletes a project with its devices, messages, topics and subscriptions. Returns false if there was none.
+    func deleteProject(named name: String) async throws -> Bool
+
+    /// Issues a new server key for the project and returns it in clear (once). The keys valid until now stay valid
+    /// for `gracePeriod` more (keys already in a shorter grace period keep theirs).
+    /// Throws ``StoreError/Code/notFound`` for an unknown project.
+    func rotateServerKey(project name: String, gracePeriod: Duration) async throws -> String
+
+    /// The project whose current (or in-grace) server key this is, or nil (answer 401).
+    func authenticateServerKey(_ key: String) async throws -> Project?
+
+    /// The project if `key` is its client key, or nil.
+    func authenticateClientKey(_ key: String, project name: String) async throws -> Project?
+
+    // MARK: Devices
+
+    /// Registers a device: a new token and secret.
+    func registerDevice(project: ProjectID, app: String, platform: String) async throws -> DeviceRegistration
+
+    /// Unregisters the device holding this secret (its messages and subscriptions go with it). Returns the removed
+    /// device, or nil if the secret is unknown. Later sends to its token find no device (`NotRegistered`).
+    func unregisterDevice(secret: String) async throws -> Device?
+
+    /// The device holding this secret, or nil (answer 401 on the stream).
+    func authenticateDevice(secret: String) async throws -> Device?
+
+    /// Looks tokens up, up to 1000 at once. The result has one entry per token, in order: nil for an unknown token
+    /// (`NotRegistered`; the relay checks the format for `InvalidRegistration` first and the project for
+    /// `MismatchSenderId` itself).
+    func resolveTokens(_ tokens: [String]) async throws -> [Device?]
+
+    // MARK: Queues
+
+    /// Appends messages to device queues in one durable commit, applying the queue policy (collapse keys, the
+    /// 4-key and 100-message limits, `deleted_messages`) atomically. One result per message, in order.
+    /// Devices that got a stored message are reported to the commit observer after the commit.
+    func enqueue(_ messages: [NewMessage]) async throws -> [EnqueueResult]
+
+    /// A number for a message delivered live and never stored (time to live 0), in sequence with stored ids.
+    /// ``enqueue(_:)`` does the same for messages with a zero time to live.
+    func nextTransientMessageID() -> MessageID
+
+    /// The device's stored, unexpired messages with an id greater than `after` (all if nil), in id order, at most
+    /// `limit`.
+    func pendingMessages(for device: DeviceID, after: MessageID?, limit: Int) async throws -> [StoredMessage]
+
+    /// Acknowledges (deletes) these messages of the device; unknown ids are ignored. Returns how many were deleted.
+    /// Durable at return.
+    @discardableResult
+    func acknowledge(device: DeviceID, ids: [MessageID]) async throws -> Int
+
+    /// Acknowledges every message of the device with an id up to and including `upTo` (`Last-Event-ID`).
+    /// Returns how many were deleted. Durable at return.
+    @discardableResult
+    func acknowledge(device: DeviceID, upTo: MessageID) async throws -> Int
+
+    /// Deletes up to `limit` expired messages, expired unexpanded topic messages and rotated keys past their grace
+    /// period.
+    /// The server calls it periodically; the report feeds metrics counters.
+    func purge(limit: Int) async throws -> PurgeReport
+
+    /// Queue gauges for metrics.
+    func queueStatistics() async throws -> QueueStatistics
+
+    // MARK: Topics
+
+    /// Subscribes tokens of `project` to `topic` (created on first use), up to 1000 tokens, one result per token in
+    /// order. Idempotent: an existing subscription keeps its date.
+    func subscribe(tokens: [String], to topic: String, project: ProjectID) async throws -> [TopicMembershipResult]
+
+    /// Unsubscribes tokens of `project` from `topic`, one result per token in order.
+    func unsubscribe(tokens: [String], from topic: String, project: ProjectID) async throws -> [TopicMembershipResult]
+
+    /// The topics a device is subscribed to, by name.
+    func subscriptions(of device: DeviceID) async throws -> [TopicSubscription]
+
+    /// Commits a topic or condition message (one row, durable at return) and returns its id (FCM's numeric topic
+    /// `message_id`). The store expands it into the queues of the devices subscribed at this moment, in the
+    /// background, in bounded batches, resuming after a restart without duplicates; devices are reported to the
+    /// commit observer batch by batch. Throws ``StoreError/Code/invalidArgument`` for a zero time to live or a
+    /// condition the compiler rejects.
+    func enqueueTopicMessage(_ message: NewTopicMessage) async throws -> MessageID
+
+    // MARK: Notification and lifecycle
+
+    /// Sets the function called after every commit that stored messages, with the devices that got new messages
+    /// (each once). It runs on the store's writer thread: it must return quickly (wake the streams, do not wait).
+    /// Replaces the previous observer; nil removes it.
+    func setCommitObserver(_ observer: (@Sendable ([DeviceID]) -> Void)?)
+
+    /// Finishes the writes already submitted, stops the background work and closes the engine. Later calls throw
+    /// ``StoreError/closed``.
+    func close() async
+}
+
+extension PushStore {
+    /// Rotates the server key with the default grace period of 24 hours.
+    public func rotateServerKey(project name: String) async throws -> String {
+        try await self.rotateServerKey(project: name, gracePeriod: .seconds(86_400))
+    }
+}

@@ -1,0 +1,226 @@
+import CSQLite
+
+// The only file that touches libsqlite3 pointers: open, prepare (with a statement cache), bind, step, read columns,
+// finalize, close. Result codes become ``StoreError`` here. A connection is confined to one thread at a time (the
+// writer thread, or a reader holding it from the pool); it is not Sendable.
+
+/// One SQLite database connection with its prepared statement cache.
+final class SQLiteConnection {
+    private var handle: OpaquePointer?
+    private var cache: [String: SQLiteStatement] = [:]
+
+    /// Opens (creating if needed) the database at `path`.
+    init(path: String, busyTimeout: Duration) throws(StoreError) {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw StoreError.unavailable("cannot open database: \(message)", engineCode: rc)
+        }
+        self.handle = db
+        sqlite3_extended_result_codes(db, 1)
+        let millis = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(db, Int32(clamping: millis))
+    }
+
+    deinit {
+        self.close()
+    }
+
+    /// Finalizes every cached statement and closes the connection.
+    func close() {
+        for statement in self.cache.values {
+            statement.finalize()
+        }
+        self.cache.removeAll()
+        if let handle = self.handle {
+            sqlite3_close_v2(handle)
+            self.handle = nil
+        }
+    }
+
+    /// Runs SQL text that may hold several statements and returns no rows (schema, pragmas, BEGIN/COMMIT).
+    func execute(_ sql: String) throws(StoreError) {
+        let db = try self.db()
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(db, sql, nil, nil, &errorMessage)
+        defer { sqlite3_free(errorMessage) }
+        if rc != SQLITE_OK {
+            let message = errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(db))
+            throw Self.error(rc, message)
+        }
+    }
+
+    /// A prepared statement for `sql`, from the cache, reset and with no bindings. Valid until the next call that
+    /// uses the same SQL text on this connection.
+    func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
+        if let cached = self.cache[sql] {
+            cached.reset()
+            return cached
+        }
+        let db = try self.db()
+        var pointer: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &pointer, nil)
+        guard rc == SQLITE_OK, let pointer else {
+            throw Self.error(rc, "prepare failed: \(String(cString: sqlite3_errmsg(db)))")
+        }
+        let statement = SQLiteStatement(pointer: pointer, connection: db)
+        self.cache[sql] = statement
+        return statement
+    }
+
+    /// A statement that is not cached (SQL text built per call, e.g. with a variable number of parameters).
+    /// Finalized when `body` returns.
+    func withUncachedStatement<T>(
+        _ sql: String,
+        _ body: (SQLiteStatement) throws(StoreError) -> T
+    ) throws(StoreError) -> T {
+        let db = try self.db()
+        var pointer: OpaquePointer?
+        let rc = sqlite3_prepare_v2(db, sql, -1, &pointer, nil)
+        guard rc == SQLITE_OK, let pointer else {
+            throw Self.error(rc, "prepare failed: \(String(cString: sqlite3_errmsg(db)))")
+        }
+        let statement = SQLiteStatement(pointer: pointer, connection: db)
+        defer { statement.finalize() }
+        return try body(statement)
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    var changes: Int {
+        guard let handle = self.handle else { return 0 }
+        return Int(sqlite3_changes(handle))
+    }
+
+    /// Whether a transaction is open on this connection.
+    var inTransaction: Bool {
+        guard let handle = self.handle else { return false }
+        return sqlite3_get_autocommit(handle) == 0
+    }
+
+    private func db() throws(StoreError) -> OpaquePointer {
+        guard let handle = self.handle else { throw StoreError.closed }
+        return handle
+    }
+
+    /// Maps a SQLite result code to a store error.
+    static func error(_ rc: Int32, _ message: String) -> StoreError {
+        switch rc & 0xFF {
+        case SQLITE_CORRUPT, SQLITE_NOTADB:
+            return StoreError(code: .corrupt, message: message, engineCode: rc)
+        case SQLITE_CONSTRAINT:
+            return StoreError(code: .invalidArgument, message: "constraint: \(message)", engineCode: rc)
+        default:
+            // BUSY, LOCKED, IOERR, FULL, CANTOPEN, NOMEM, READONLY, …: the engine cannot serve now.
+            return StoreError(code: .unavailable, message: message, engineCode: rc)
+        }
+    }
+}
+
+/// A prepared statement. Bind parameters (1-based), then `step()` through the rows.
+final class SQLiteStatement {
+    private var pointer: OpaquePointer?
+    private let connection: OpaquePointer
+
+    fileprivate init(pointer: OpaquePointer, connection: OpaquePointer) {
+        self.pointer = pointer
+        self.connection = connection
+    }
+
+    fileprivate func finalize() {
+        sqlite3_finalize(self.pointer)
+        self.pointer = nil
+    }
+
+    fileprivate func reset() {
+        sqlite3_reset(self.pointer)
+        sqlite3_clear_bindings(self.pointer)
+    }
+
+    /// Binds an integer.
+    func bind(_ value: Int64, at index: Int32) throws(StoreError) {
+        try self.check(sqlite3_bind_int64(self.pointer, index, value))
+    }
+
+    /// Binds an integer.
+    func bind(_ value: Int, at index: Int32) throws(StoreError) {
+        try self.check(sqlite3_bind_int64(self.pointer, index, Int64(value)))
+    }
+
+    /// Binds text, or NULL for nil.
+    func bind(_ value: String?, at index: Int32) throws(StoreError) {
+        guard let value else {
+            try self.check(sqlite3_bind_null(self.pointer, index))
+            return
+        }
+        var copy = value
+        let rc = copy.withUTF8 { utf8 in
+            sqlite3_bind_text(
+                self.pointer, index, utf8.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) },
+                Int32(utf8.count), pushrelay_sqlite_transient()
+            )
+        }
+        try self.check(rc)
+    }
+
+    /// Binds a blob (an empty array binds an empty blob, not NULL).
+    func bind(_ value: [UInt8], at index: Int32) throws(StoreError) {
+        let rc = value.withUnsafeBytes { bytes in
+            sqlite3_bind_blob64(
+                self.pointer, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64(bytes.count),
+                pushrelay_sqlite_transient()
+            )
+        }
+        try self.check(rc)
+    }
+
+    /// Advances to the next row; false when the statement is done.
+    func step() throws(StoreError) -> Bool {
+        let rc = sqlite3_step(self.pointer)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let message = String(cString: sqlite3_errmsg(self.connection))
+            sqlite3_reset(self.pointer)
+            throw SQLiteConnection.error(rc, message)
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    func run() throws(StoreError) {
+        while try self.step() {}
+    }
+
+    /// Column `index` (0-based) of the current row as an integer (0 for NULL).
+    func int64(_ index: Int32) -> Int64 {
+        sqlite3_column_int64(self.pointer, index)
+    }
+
+    /// Whether column `index` of the current row is NULL.
+    func isNull(_ index: Int32) -> Bool {
+        sqlite3_column_type(self.pointer, index) == SQLITE_NULL
+    }
+
+    /// Column `index` as text; nil for NULL.
+    func text(_ index: Int32) -> String? {
+        guard let cString = sqlite3_column_text(self.pointer, index) else { return nil }
+        let count = Int(sqlite3_column_bytes(self.pointer, index))
+        return String(decoding: UnsafeBufferPointer(start: cString, count: count), as: UTF8.self)
+    }
+
+    /// Column `index` as bytes (empty for NULL).
+    func blob(_ index: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(self.pointer, index))
+        guard count > 0, let base = sqlite3_column_blob(self.pointer, index) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    private func check(_ rc: Int32) throws(StoreError) {
+        if rc != SQLITE_OK {
+            throw SQLiteConnection.error(rc, "bind failed: \(String(cString: sqlite3_errmsg(self.connection)))")
+        }
+    }
+}

@@ -1,0 +1,131 @@
+/// The SQLite schema and connection settings. Times are microseconds since the Unix epoch; keys and secrets are
+/// SHA-256 digests (BLOB), never clear text.
+enum SQLiteSchema {
+    /// `PRAGMA user_version` of the current schema.
+    static let version: Int64 = 1
+
+    /// Settings of every connection. `synchronous=FULL` in WAL mode fsyncs the log at every commit: a returned write
+    /// survives power loss.
+    static func connectionPragmas(writer: Bool) -> String {
+        var pragmas = """
+            PRAGMA synchronous = FULL;
+            PRAGMA foreign_keys = ON;
+            PRAGMA temp_store = MEMORY;
+            PRAGMA cache_size = -16384;
+            """
+        if writer {
+            pragmas += "PRAGMA wal_autocheckpoint = 4000;\nPRAGMA journal_size_limit = 67108864;\n"
+        } else {
+            pragmas += "PRAGMA query_only = 1;\n"
+        }
+        return pragmas
+    }
+
+    /// Creates the schema (version 1) in an empty database.
+    static let create = """
+        CREATE TABLE meta (
+            key TEXT PRIMARY KEY,
+            value INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO meta (key, value) VALUES ('last_message_id', 0), ('auth_epoch', 0);
+
+        CREATE TABLE projects (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE,
+            sender_id INTEGER NOT NULL UNIQUE,
+            client_key_hash BLOB NOT NULL,
+            created_at INTEGER NOT NULL
+        );
+
+        -- valid_until NULL: the current key; otherwise a rotated key in its grace period.
+        CREATE TABLE server_keys (
+            key_hash BLOB PRIMARY KEY,
+            project_id INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            created_at INTEGER NOT NULL,
+            valid_until INTEGER
+        ) WITHOUT ROWID;
+        CREATE INDEX server_keys_project ON server_keys (project_id);
+
+        CREATE TABLE devices (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            project_id INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            token TEXT NOT NULL UNIQUE,
+            secret_hash BLOB NOT NULL UNIQUE,
+            app TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            registered_at INTEGER NOT NULL
+        );
+        CREATE INDEX devices_project ON devices (project_id);
+
+        -- One row per pending message of a device. id is the message id (store-wide unique, increasing), so the
+        -- index on device_id lists a device's queue in id order. kind: 0 message, 1 deleted_messages marker.
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            device_id INTEGER NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+            kind INTEGER NOT NULL,
+            collapse_key TEXT,
+            expires_at INTEGER NOT NULL,
+            body BLOB NOT NULL
+        );
+        CREATE INDEX messages_device ON messages (device_id);
+        CREATE INDEX messages_collapsible ON messages (device_id, collapse_key) WHERE collapse_key IS NOT NULL;
+        CREATE INDEX messages_plain ON messages (device_id, expires_at) WHERE collapse_key IS NULL AND kind = 0;
+        CREATE INDEX messages_expiry ON messages (expires_at);
+
+        CREATE TABLE topics (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            project_id INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            UNIQUE (project_id, name)
+        );
+
+        -- AUTOINCREMENT: ids never go back, so "id <= the largest id at send time" is the send's snapshot.
+        CREATE TABLE subscriptions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            topic_id INTEGER NOT NULL REFERENCES topics (id) ON DELETE CASCADE,
+            device_id INTEGER NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+            added_at INTEGER NOT NULL,
+            UNIQUE (topic_id, device_id)
+        );
+        CREATE INDEX subscriptions_device ON subscriptions (device_id);
+
+        -- A topic or condition message being expanded into device queues. cursor: the last device id done;
+        -- snapshot: the largest subscription id at send. The row is deleted when the expansion finishes.
+        CREATE TABLE topic_messages (
+            id INTEGER PRIMARY KEY,
+            project_id INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            topic TEXT,
+            condition TEXT,
+            snapshot INTEGER NOT NULL,
+            cursor INTEGER NOT NULL DEFAULT 0,
+            collapse_key TEXT,
+            expires_at INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            body BLOB NOT NULL
+        );
+
+        PRAGMA user_version = 1;
+        """
+
+    /// Brings a database to the current schema (creating it when empty). Runs on the writer connection.
+    static func migrate(_ connection: SQLiteConnection) throws(StoreError) {
+        let statement = try connection.statement("PRAGMA user_version")
+        _ = try statement.step()
+        let version = statement.int64(0)
+        try statement.run()
+        if version == Self.version {
+            return
+        }
+        if version > Self.version {
+            throw StoreError(code: .corrupt, message: "database schema \(version) is newer than \(Self.version)")
+        }
+        let tables = try connection.statement("SELECT count(*) FROM sqlite_master")
+        _ = try tables.step()
+        let count = tables.int64(0)
+        try tables.run()
+        guard count == 0 else {
+            throw StoreError(code: .corrupt, message: "not a PushRelay database (schema version \(version))")
+        }
+        try connection.execute("BEGIN IMMEDIATE;\n" + Self.create + "\nCOMMIT;")
+    }
+}

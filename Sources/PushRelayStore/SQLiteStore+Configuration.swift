@@ -1,0 +1,47 @@
+public import Foundation
+public import PushRelayCore
+
+extension SQLiteStore {
+    /// How a ``SQLiteStore`` opens and behaves. Every field has a default except the database path.
+    public struct Configuration: Sendable {
+        /// The database file (created if missing; `-wal` and `-shm` files sit beside it).
+        public var path: String
+        /// How long a connection waits for a lock held by another process (e.g. the CLI) before
+        /// ``StoreError/Code/unavailable``. Default 5 s.
+        public var busyTimeout: Duration = .seconds(5)
+        /// Read connections kept open when idle. Default 8.
+        public var maxIdleReadConnections: Int = 8
+        /// The per-device queue limits. Default FCM's: 100 non-collapsible, 4 collapse keys.
+        public var queuePolicy: QueuePolicy = QueuePolicy()
+        /// How long a `deleted_messages` marker stays pending. Default 4 weeks.
+        public var deletedMessagesTimeToLive: Duration = .seconds(2_419_200)
+        /// Devices expanded per transaction when a topic message fans out. Default 1000.
+        public var fanOutBatchSize: Int = 1000
+        /// Topics one device may hold (FCM: 2000). Default 2000.
+        public var maxTopicsPerDevice: Int = 2000
+        /// How often the auth cache re-reads the database's auth epoch to notice changes made by another process
+        /// (a project deleted or a key rotated by the CLI). Default 250 ms.
+        public var authRecheckInterval: Duration = .milliseconds(250)
+        /// Entries the auth cache holds before it starts over. Default 200,000.
+        public var authCacheEntries: Int = 200_000
+        /// Compiles a condition text (`'a' in topics && 'b' in topics`) into a matcher, or nil if it is malformed.
+        /// The relay sets it from the core's condition parser. Default: rejects every condition.
+        public var conditionCompiler: @Sendable (String) -> TopicConditionMatcher? = { _ in nil }
+        /// Makes tokens, secrets and keys. Default ``CredentialGenerator/default``.
+        public var credentials: CredentialGenerator = .default
+        /// The wall clock (expiry, ids, dates). Tests move it.
+        public var clock: @Sendable () -> Date = { Date() }
+        /// Whether the writer expands topic messages by itself (tests turn it off to stop mid-expansion).
+        var automaticFanOut = true
+
+        /// A configuration for the database file at `path`.
+        public init(path: String) {
+            self.path = path
+        }
+
+        /// A configuration for `pushrelay.sqlite` in the data directory `directory` (which must exist).
+        public init(directory: String) {
+            self.path = directory.hasSuffix("/") ? directory + "pushrelay.sqlite" : directory + "/pushrelay.sqlite"
+        }
+    }
+}

@@ -1,0 +1,124 @@
+extension SQLiteStore {
+    /// See ``PushStore/registerDevice(project:app:platform:)``.
+    public func registerDevice(project: ProjectID, app: String, platform: String) async throws -> DeviceRegistration {
+        let credentials = self.context.configuration.credentials
+        return try await self.writer.write(isolated: true) { transaction in
+            let connection = transaction.connection
+            let exists = try connection.statement("SELECT 1 FROM projects WHERE id = ?1")
+            try exists.bind(project.rawValue, at: 1)
+            guard try exists.step() else {
+                throw StoreError.notFound("no project with id \(project)")
+            }
+            try exists.run()
+            let token = credentials.deviceToken()
+            let secret = credentials.deviceSecret()
+            let insert = try connection.statement(
+                """
+                INSERT INTO devices (project_id, token, secret_hash, app, platform, registered_at)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id
+                """
+            )
+            try insert.bind(project.rawValue, at: 1)
+            try insert.bind(token, at: 2)
+            try insert.bind(KeyHash(of: secret).bytes, at: 3)
+            try insert.bind(app, at: 4)
+            try insert.bind(platform, at: 5)
+            try insert.bind(transaction.nowMicros, at: 6)
+            _ = try insert.step()
+            let id = DeviceID(rawValue: insert.int64(0))
+            try insert.run()
+            let device = Device(
+                id: id, project: project, token: token, app: app, platform: platform,
+                registeredAt: StoreContext.date(micros: transaction.nowMicros)
+            )
+            return DeviceRegistration(device: device, secret: secret)
+        }
+    }
+
+    /// See ``PushStore/unregisterDevice(secret:)``.
+    public func unregisterDevice(secret: String) async throws -> Device? {
+        let hash = KeyHash(of: secret)
+        return try await self.writer.write(isolated: true) { transaction in
+            let connection = transaction.connection
+            let select = try connection.statement(Self.selectDevice + " WHERE secret_hash = ?1")
+            try select.bind(hash.bytes, at: 1)
+            guard try select.step(), hash.matches(select.blob(6)) else { return nil }
+            let device = Self.device(from: select)
+            try select.run()
+            let delete = try connection.statement("DELETE FROM devices WHERE id = ?1")
+            try delete.bind(device.id.rawValue, at: 1)
+            try delete.run()
+            transaction.authChanged = true
+            transaction.discardQueueState(of: device.id)
+            return device
+        }
+    }
+
+    /// See ``PushStore/authenticateDevice(secret:)``.
+    public func authenticateDevice(secret: String) async throws -> Device? {
+        let hash = KeyHash(of: secret)
+        try self.refreshAuthCacheIfDue()
+        let cache = self.context.authCache
+        if let device = cache.device(secret: hash) {
+            return device
+        }
+        let generation = cache.generation
+        let device = try self.readers.read { connection throws(StoreError) -> Device? in
+            let select = try connection.statement(Self.selectDevice + " WHERE secret_hash = ?1")
+            try select.bind(hash.bytes, at: 1)
+            guard try select.step(), hash.matches(select.blob(6)) else { return nil }
+            let device = Self.device(from: select)
+            try select.run()
+            return device
+        }
+        if let device {
+            cache.insertDevice(device, secret: hash, generation: generation)
+        }
+        return device
+    }
+
+    /// See ``PushStore/resolveTokens(_:)``.
+    public func resolveTokens(_ tokens: [String]) async throws -> [Device?] {
+        try self.refreshAuthCacheIfDue()
+        let cache = self.context.authCache
+        var devices = cache.devices(tokens: tokens)
+        let missing = devices.indices.filter { devices[$0] == nil }
+        guard !missing.isEmpty else { return devices }
+        let generation = cache.generation
+        let found = try self.readers.read { connection throws(StoreError) -> [Device?] in
+            var found: [Device?] = []
+            found.reserveCapacity(missing.count)
+            for index in missing {
+                let select = try connection.statement(Self.selectDevice + " WHERE token = ?1")
+                try select.bind(tokens[index], at: 1)
+                if try select.step() {
+                    found.append(Self.device(from: select))
+                    try select.run()
+                } else {
+                    found.append(nil)
+                }
+            }
+            return found
+        }
+        for (index, device) in zip(missing, found) {
+            devices[index] = device
+        }
+        cache.insertDevices(found.compactMap { $0 }, generation: generation)
+        return devices
+    }
+
+    /// Columns of ``device(from:)``, plus the secret hash as column 6.
+    static let selectDevice = "SELECT id, project_id, token, app, platform, registered_at, secret_hash FROM devices"
+
+    /// A device from columns 0…5 of ``selectDevice``.
+    static func device(from row: SQLiteStatement) -> Device {
+        Device(
+            id: DeviceID(rawValue: row.int64(0)),
+            project: ProjectID(rawValue: row.int64(1)),
+            token: row.text(2) ?? "",
+            app: row.text(3) ?? "",
+            platform: row.text(4) ?? "",
+            registeredAt: StoreContext.date(micros: row.int64(5))
+        )
+    }
+}

@@ -1,0 +1,237 @@
+import Foundation
+
+extension SQLiteStore {
+    /// See ``PushStore/createProject(name:)``.
+    public func createProject(name: String) async throws -> ProjectCredentials {
+        guard !name.isEmpty, name.utf8.count <= 256 else {
+            throw StoreError.invalidArgument("a project name has 1 to 256 bytes")
+        }
+        let credentials = self.context.configuration.credentials
+        return try await self.writer.write(isolated: true) { transaction in
+            let connection = transaction.connection
+            let exists = try connection.statement("SELECT 1 FROM projects WHERE name = ?1")
+            try exists.bind(name, at: 1)
+            if try exists.step() {
+                try exists.run()
+                throw StoreError.alreadyExists("a project named \(name) exists")
+            }
+            var senderID: Int64
+            var isTaken: Bool
+            repeat {
+                senderID = Int64.random(in: 10_000_000_000...99_999_999_999)
+                let taken = try connection.statement("SELECT 1 FROM projects WHERE sender_id = ?1")
+                try taken.bind(senderID, at: 1)
+                isTaken = try taken.step()
+            } while isTaken
+            let serverKey = credentials.serverKey()
+            let clientKey = credentials.clientKey()
+            let insert = try connection.statement(
+                """
+                INSERT INTO projects (name, sender_id, client_key_hash, created_at) VALUES (?1, ?2, ?3, ?4)
+                RETURNING id
+                """
+            )
+            try insert.bind(name, at: 1)
+            try insert.bind(senderID, at: 2)
+            try insert.bind(KeyHash(of: clientKey).bytes, at: 3)
+            try insert.bind(transaction.nowMicros, at: 4)
+            _ = try insert.step()
+            let id = ProjectID(rawValue: insert.int64(0))
+            try insert.run()
+            try Self.insertServerKey(serverKey, project: id, in: transaction)
+            let project = Project(
+                id: id, name: name, senderID: senderID, createdAt: StoreContext.date(micros: transaction.nowMicros)
+            )
+            return ProjectCredentials(project: project, serverKey: serverKey, clientKey: clientKey)
+        }
+    }
+
+    private static func insertServerKey(
+        _ key: String,
+        project: ProjectID,
+        in transaction: WriteTransaction
+    ) throws(StoreError) {
+        let insert = try transaction.connection.statement(
+            "INSERT INTO server_keys (key_hash, project_id, created_at, valid_until) VALUES (?1, ?2, ?3, NULL)"
+        )
+        try insert.bind(KeyHash(of: key).bytes, at: 1)
+        try insert.bind(project.rawValue, at: 2)
+        try insert.bind(transaction.nowMicros, at: 3)
+        try insert.run()
+    }
+
+    /// See ``PushStore/projects()``.
+    public func projects() async throws -> [Project] {
+        try self.readers.read { connection throws(StoreError) in
+            let select = try connection.statement(
+                "SELECT id, name, sender_id, created_at FROM projects ORDER BY name"
+            )
+            var projects: [Project] = []
+            while try select.step() {
+                projects.append(Self.project(from: select))
+            }
+            return projects
+        }
+    }
+
+    /// See ``PushStore/project(named:)``.
+    public func project(named name: String) async throws -> Project? {
+        try self.readers.read { connection throws(StoreError) in
+            let select = try connection.statement(
+                "SELECT id, name, sender_id, created_at FROM projects WHERE name = ?1"
+            )
+            try select.bind(name, at: 1)
+            guard try select.step() else { return nil }
+            let project = Self.project(from: select)
+            try select.run()
+            return project
+        }
+    }
+
+    /// See ``PushStore/project(id:)``.
+    public func project(id: ProjectID) async throws -> Project? {
+        try self.refreshAuthCacheIfDue()
+        let cache = self.context.authCache
+        if let project = cache.project(id) {
+            return project
+        }
+        let generation = cache.generation
+        let project = try self.readers.read { connection throws(StoreError) -> Project? in
+            let select = try connection.statement(
+                "SELECT id, name, sender_id, created_at FROM projects WHERE id = ?1"
+            )
+            try select.bind(id.rawValue, at: 1)
+            guard try select.step() else { return nil }
+            let project = Self.project(from: select)
+            try select.run()
+            return project
+        }
+        if let project {
+            cache.insertProject(project, generation: generation)
+        }
+        return project
+    }
+
+    /// See ``PushStore/deleteProject(named:)``.
+    public func deleteProject(named name: String) async throws -> Bool {
+        try await self.writer.write(isolated: true) { transaction in
+            let delete = try transaction.connection.statement("DELETE FROM projects WHERE name = ?1")
+            try delete.bind(name, at: 1)
+            try delete.run()
+            let deleted = transaction.connection.changes > 0
+            if deleted {
+                transaction.authChanged = true
+                transaction.discardQueueStates()
+            }
+            return deleted
+        }
+    }
+
+    /// See ``PushStore/rotateServerKey(project:gracePeriod:)``.
+    public func rotateServerKey(project name: String, gracePeriod: Duration) async throws -> String {
+        let grace = max(StoreContext.micros(gracePeriod), 0)
+        let credentials = self.context.configuration.credentials
+        return try await self.writer.write(isolated: true) { transaction in
+            let connection = transaction.connection
+            let select = try connection.statement("SELECT id FROM projects WHERE name = ?1")
+            try select.bind(name, at: 1)
+            guard try select.step() else {
+                throw StoreError.notFound("no project named \(name)")
+            }
+            let project = ProjectID(rawValue: select.int64(0))
+            try select.run()
+            let graceEnd = transaction.nowMicros &+ grace
+            let expire = try connection.statement(
+                """
+                UPDATE server_keys SET valid_until = ?2
+                WHERE project_id = ?1 AND (valid_until IS NULL OR valid_until > ?2)
+                """
+            )
+            try expire.bind(project.rawValue, at: 1)
+            try expire.bind(graceEnd, at: 2)
+            try expire.run()
+            let key = credentials.serverKey()
+            try Self.insertServerKey(key, project: project, in: transaction)
+            transaction.authChanged = true
+            return key
+        }
+    }
+
+    /// See ``PushStore/authenticateServerKey(_:)``.
+    public func authenticateServerKey(_ key: String) async throws -> Project? {
+        let hash = KeyHash(of: key)
+        let now = self.context.nowMicros
+        try self.refreshAuthCacheIfDue()
+        let cache = self.context.authCache
+        if let entry = cache.serverKey(hash) {
+            if let validUntil = entry.validUntil, validUntil <= now {
+                return nil
+            }
+            return entry.project
+        }
+        let generation = cache.generation
+        let entry = try self.readers.read { connection throws(StoreError) -> AuthCache.ServerKeyEntry? in
+            let select = try connection.statement(
+                """
+                SELECT p.id, p.name, p.sender_id, p.created_at, k.key_hash, k.valid_until
+                FROM server_keys k JOIN projects p ON p.id = k.project_id
+                WHERE k.key_hash = ?1
+                """
+            )
+            try select.bind(hash.bytes, at: 1)
+            guard try select.step() else { return nil }
+            let project = Self.project(from: select)
+            let stored = select.blob(4)
+            let validUntil = select.isNull(5) ? nil : select.int64(5)
+            try select.run()
+            guard hash.matches(stored) else { return nil }
+            return AuthCache.ServerKeyEntry(project: project, validUntil: validUntil)
+        }
+        guard let entry else { return nil }
+        cache.insertServerKey(hash, entry, generation: generation)
+        if let validUntil = entry.validUntil, validUntil <= now {
+            return nil
+        }
+        return entry.project
+    }
+
+    /// See ``PushStore/authenticateClientKey(_:project:)``.
+    public func authenticateClientKey(_ key: String, project name: String) async throws -> Project? {
+        let hash = KeyHash(of: key)
+        return try self.readers.read { connection throws(StoreError) -> Project? in
+            let select = try connection.statement(
+                "SELECT id, name, sender_id, created_at, client_key_hash FROM projects WHERE name = ?1"
+            )
+            try select.bind(name, at: 1)
+            guard try select.step() else { return nil }
+            let project = Self.project(from: select)
+            let stored = select.blob(4)
+            try select.run()
+            return hash.matches(stored) ? project : nil
+        }
+    }
+
+    /// Re-reads the auth epoch when due, so that changes made by another process clear the cache.
+    func refreshAuthCacheIfDue() throws(StoreError) {
+        let cache = self.context.authCache
+        guard cache.epochCheckDue(interval: self.context.configuration.authRecheckInterval) else { return }
+        let epoch = try self.readers.read { connection throws(StoreError) -> Int64 in
+            let select = try connection.statement("SELECT value FROM meta WHERE key = 'auth_epoch'")
+            _ = try select.step()
+            let value = select.int64(0)
+            try select.run()
+            return value
+        }
+        cache.observe(epoch: epoch)
+    }
+
+    /// A project from columns 0…3 (id, name, sender_id, created_at).
+    static func project(from row: SQLiteStatement) -> Project {
+        Project(
+            id: ProjectID(rawValue: row.int64(0)),
+            name: row.text(1) ?? "",
+            senderID: row.int64(2),
+            createdAt: StoreContext.date(micros: row.int64(3))
+        )
+    }
+}

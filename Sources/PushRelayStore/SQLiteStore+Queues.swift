@@ -1,0 +1,126 @@
+extension SQLiteStore {
+    /// See ``PushStore/enqueue(_:)``.
+    public func enqueue(_ messages: [NewMessage]) async throws -> [EnqueueResult] {
+        if messages.allSatisfy({ $0.timeToLive <= .zero }) {
+            // Nothing to store: number them for the live delivery without a commit.
+            return messages.map { _ in .transient(self.nextTransientMessageID()) }
+        }
+        return try await self.writer.write { transaction in
+            var results: [EnqueueResult] = []
+            results.reserveCapacity(messages.count)
+            for message in messages {
+                results.append(try transaction.enqueue(message))
+            }
+            return results
+        }
+    }
+
+    /// See ``PushStore/nextTransientMessageID()``.
+    public func nextTransientMessageID() -> MessageID {
+        MessageID(rawValue: self.context.nextMessageID(nowMicros: self.context.nowMicros))
+    }
+
+    /// See ``PushStore/pendingMessages(for:after:limit:)``.
+    public func pendingMessages(for device: DeviceID, after: MessageID?, limit: Int) async throws -> [StoredMessage] {
+        guard limit > 0 else { return [] }
+        let now = self.context.nowMicros
+        return try self.readers.read { connection throws(StoreError) in
+            let select = try connection.statement(
+                """
+                SELECT id, kind, collapse_key, expires_at, body FROM messages
+                WHERE device_id = ?1 AND id > ?2 AND expires_at > ?3
+                ORDER BY id LIMIT ?4
+                """
+            )
+            try select.bind(device.rawValue, at: 1)
+            try select.bind(after?.rawValue ?? 0, at: 2)
+            try select.bind(now, at: 3)
+            try select.bind(limit, at: 4)
+            var messages: [StoredMessage] = []
+            while try select.step() {
+                messages.append(
+                    StoredMessage(
+                        id: MessageID(rawValue: select.int64(0)),
+                        device: device,
+                        kind: select.int64(1) == 1 ? .deletedMessages : .message,
+                        body: select.blob(4),
+                        collapseKey: select.text(2),
+                        expiresAt: StoreContext.date(micros: select.int64(3))
+                    )
+                )
+            }
+            return messages
+        }
+    }
+
+    /// See ``PushStore/acknowledge(device:ids:)``.
+    @discardableResult
+    public func acknowledge(device: DeviceID, ids: [MessageID]) async throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        return try await self.writer.write { transaction in
+            try transaction.acknowledge(device: device, ids: ids)
+        }
+    }
+
+    /// See ``PushStore/acknowledge(device:upTo:)``.
+    @discardableResult
+    public func acknowledge(device: DeviceID, upTo: MessageID) async throws -> Int {
+        try await self.writer.write { transaction in
+            try transaction.acknowledge(device: device, upTo: upTo)
+        }
+    }
+
+    /// See ``PushStore/purge(limit:)``.
+    public func purge(limit: Int) async throws -> PurgeReport {
+        try await self.writer.write { transaction in
+            let connection = transaction.connection
+            var report = PurgeReport()
+            let messages = try connection.statement(
+                "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE expires_at <= ?1 LIMIT ?2)"
+            )
+            try messages.bind(transaction.nowMicros, at: 1)
+            try messages.bind(max(limit, 0), at: 2)
+            try messages.run()
+            report.expiredMessages = connection.changes
+            let topics = try connection.statement("DELETE FROM topic_messages WHERE expires_at <= ?1 RETURNING id")
+            try topics.bind(transaction.nowMicros, at: 1)
+            while try topics.step() {
+                transaction.finishedTopicMessages.append(topics.int64(0))
+                report.expiredTopicMessages += 1
+            }
+            let keys = try connection.statement(
+                "DELETE FROM server_keys WHERE valid_until IS NOT NULL AND valid_until <= ?1"
+            )
+            try keys.bind(transaction.nowMicros, at: 1)
+            try keys.run()
+            report.expiredServerKeys = connection.changes
+            transaction.discardQueueStates()
+            return report
+        }
+    }
+
+    /// See ``PushStore/queueStatistics()``.
+    public func queueStatistics() async throws -> QueueStatistics {
+        try self.readers.read { connection throws(StoreError) in
+            let select = try connection.statement(
+                """
+                SELECT (SELECT count(*) FROM messages),
+                       (SELECT count(DISTINCT device_id) FROM messages),
+                       (SELECT count(*) FROM topic_messages),
+                       (SELECT count(*) FROM devices),
+                       (SELECT count(*) FROM projects)
+                """
+            )
+            _ = try select.step()
+            let statistics = QueueStatistics(
+                storedMessages: Int(select.int64(0)),
+                devicesWithMessages: Int(select.int64(1)),
+                topicMessagesExpanding: Int(select.int64(2)),
+                devices: Int(select.int64(3)),
+                projects: Int(select.int64(4))
+            )
+            try select.run()
+            return statistics
+        }
+    }
+}

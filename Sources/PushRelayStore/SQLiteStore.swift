@@ -1,0 +1,94 @@
+public import Logging
+
+/// The default ``PushStore``: one SQLite database file (system libsqlite3) in WAL mode with `synchronous=FULL`.
+///
+/// - Writes go to one writer thread that groups every pending request into one transaction and one fsync
+///   (group commit), applying the queue policy inside the transaction; callers resume after the commit.
+/// - Reads (lookups, pending messages) run on the calling task with pooled read connections, concurrently with the
+///   writer (WAL).
+/// - Hot authentication lookups are cached in memory (see ``Configuration/authRecheckInterval``).
+/// - Topic messages are expanded into device queues by the writer thread between groups, in batches of
+///   ``Configuration/fanOutBatchSize`` devices, each batch with its cursor in one transaction.
+///
+/// Several processes may open the same file (the daemon and the CLI); each has its own writer and they take turns
+/// on SQLite's write lock.
+public final class SQLiteStore: PushStore {
+    let context: StoreContext
+    let writer: GroupCommitWriter
+    let readers: ReadPool
+
+    /// Opens (creating if needed) the database and starts the writer thread. Call ``close()`` when done.
+    public init(configuration: Configuration, logger: Logger = Logger(label: "pushrelay.store")) throws {
+        let connection = try SQLiteConnection(path: configuration.path, busyTimeout: configuration.busyTimeout)
+        let journal = try connection.statement("PRAGMA journal_mode = WAL")
+        guard try journal.step(), journal.text(0)?.lowercased() == "wal" else {
+            throw StoreError.unavailable("cannot switch \(configuration.path) to WAL mode")
+        }
+        try journal.run()
+        try connection.execute(SQLiteSchema.connectionPragmas(writer: true))
+        try SQLiteSchema.migrate(connection)
+
+        let last = try connection.statement(
+            """
+            SELECT max(
+                (SELECT value FROM meta WHERE key = 'last_message_id'),
+                coalesce((SELECT max(id) FROM messages), 0),
+                coalesce((SELECT max(id) FROM topic_messages), 0))
+            """
+        )
+        _ = try last.step()
+        let persistedLastID = last.int64(0)
+        try last.run()
+        var topicMessages: [Int64] = []
+        let pending = try connection.statement("SELECT id FROM topic_messages ORDER BY id")
+        while try pending.step() {
+            topicMessages.append(pending.int64(0))
+        }
+
+        self.context = StoreContext(configuration: configuration, logger: logger, lastMessageID: persistedLastID)
+        self.readers = ReadPool(
+            path: configuration.path,
+            busyTimeout: configuration.busyTimeout,
+            maxIdle: configuration.maxIdleReadConnections
+        )
+        self.writer = GroupCommitWriter(
+            connection: connection,
+            context: self.context,
+            persistedLastID: persistedLastID,
+            topicMessages: topicMessages
+        )
+        self.writer.start()
+        logger.debug(
+            "store opened",
+            metadata: ["relay.store.path": "\(configuration.path)", "relay.store.fanout_pending": "\(topicMessages.count)"]
+        )
+    }
+
+    /// See ``PushStore/setCommitObserver(_:)``.
+    public func setCommitObserver(_ observer: (@Sendable ([DeviceID]) -> Void)?) {
+        self.writer.setObserver(observer)
+    }
+
+    /// See ``PushStore/close()``. Topic expansions in progress resume at the next open.
+    public func close() async {
+        await self.writer.close()
+        self.readers.close()
+    }
+
+    // MARK: Test hooks (internal; `@testable import`)
+
+    /// Writer counters: transactions, requests, largest group.
+    var writerStatistics: GroupCommitWriter.Statistics { self.writer.currentStatistics }
+
+    /// Holds write requests in the queue (the writer takes none) until ``resumeWriter()``.
+    func suspendWriter() { self.writer.queue.suspend() }
+
+    /// Lets the writer run again.
+    func resumeWriter() { self.writer.queue.resume() }
+
+    /// Write requests waiting in the queue.
+    var queuedWriteRequests: Int { self.writer.queue.count }
+
+    /// Runs one fan-out batch now; false when no topic message is left to expand.
+    func expandOneFanOutBatch() async throws -> Bool { try await self.writer.expandOneBatch() }
+}

@@ -1,0 +1,39 @@
+/// What one ``PushStore/purge(limit:)`` run removed (for logs and metrics counters).
+public struct PurgeReport: Hashable, Sendable {
+    /// Expired messages deleted from device queues.
+    public var expiredMessages: Int
+    /// Topic messages whose time to live passed before their expansion finished (expansion stopped).
+    public var expiredTopicMessages: Int
+    /// Rotated server keys deleted after their grace period.
+    public var expiredServerKeys: Int
+
+    /// Creates a value.
+    public init(expiredMessages: Int = 0, expiredTopicMessages: Int = 0, expiredServerKeys: Int = 0) {
+        self.expiredMessages = expiredMessages
+        self.expiredTopicMessages = expiredTopicMessages
+        self.expiredServerKeys = expiredServerKeys
+    }
+}
+
+/// Gauges of the queues (for `/metrics`).
+public struct QueueStatistics: Hashable, Sendable {
+    /// Messages stored in device queues, expired-but-unpurged included.
+    public var storedMessages: Int
+    /// Devices with at least one stored message.
+    public var devicesWithMessages: Int
+    /// Topic messages whose expansion into device queues has not finished.
+    public var topicMessagesExpanding: Int
+    /// Registered devices.
+    public var devices: Int
+    /// Projects.
+    public var projects: Int
+
+    /// Creates a value.
+    public init(storedMessages: Int, devicesWithMessages: Int, topicMessagesExpanding: Int, devices: Int, projects: Int) {
+        self.storedMessages = storedMessages
+        self.devicesWithMessages = devicesWithMessages
+        self.topicMessagesExpanding = topicMessagesExpanding
+        self.devices = devices
+        self.projects = projects
+    }
+}

@@ -1,0 +1,227 @@
+import PushRelayCore
+
+/// One write transaction of the writer thread, shared by the requests of a group. It carries the queue policy
+/// machines of the devices touched so far (loaded once per device per transaction) and what to do after the commit.
+final class WriteTransaction {
+    let connection: SQLiteConnection
+    let context: StoreContext
+    /// Fixed for the transaction: expiry and ids use one clock reading.
+    let nowMicros: Int64
+
+    private struct DeviceQueue {
+        var machine: QueuePolicy.Machine
+    }
+
+    /// Machines of devices loaded in this transaction; nil value: the device does not exist.
+    private var queues: [DeviceID: DeviceQueue?] = [:]
+    /// Devices that got a stored message, in first-touch order.
+    private(set) var touchedDevices: [DeviceID] = []
+    private var touchedSet: Set<DeviceID> = []
+    /// Set by writes that can turn an auth-cache hit into a miss; the epoch is bumped before the commit.
+    var authChanged = false
+    /// The new auth epoch, when bumped.
+    private(set) var newAuthEpoch: Int64?
+    /// Topic messages committed in this transaction, to hand to the fan-out after the commit.
+    var newTopicMessages: [Int64] = []
+    /// Topic messages whose expansion finished (row deleted) in this transaction.
+    var finishedTopicMessages: [Int64] = []
+
+    init(connection: SQLiteConnection, context: StoreContext) {
+        self.connection = connection
+        self.context = context
+        self.nowMicros = context.nowMicros
+    }
+
+    /// A new message id.
+    func nextID() -> Int64 {
+        self.context.nextMessageID(nowMicros: self.nowMicros)
+    }
+
+    /// Forgets the loaded queue states (after a write that changed queues behind the machines' back).
+    func discardQueueStates() {
+        self.queues.removeAll(keepingCapacity: true)
+    }
+
+    /// Forgets one device's loaded queue state.
+    func discardQueueState(of device: DeviceID) {
+        self.queues[device] = nil
+    }
+
+    // MARK: Enqueue
+
+    /// Appends one message to its device's queue under the queue policy.
+    func enqueue(_ message: NewMessage) throws(StoreError) -> EnqueueResult {
+        let ttl = StoreContext.micros(message.timeToLive)
+        if ttl <= 0 {
+            return .transient(MessageID(rawValue: self.nextID()))
+        }
+        guard
+            let id = try self.append(
+                device: message.device, body: message.body, collapseKey: message.collapseKey,
+                expiresAt: self.nowMicros &+ ttl
+            )
+        else {
+            return .deviceNotFound
+        }
+        return .stored(MessageID(rawValue: id))
+    }
+
+    /// Appends a message expiring at `expiresAt` (microseconds) to a device's queue; nil if the device does not exist
+    /// or the message is already expired.
+    func append(device: DeviceID, body: [UInt8], collapseKey: String?, expiresAt: Int64) throws(StoreError) -> Int64? {
+        let remaining = expiresAt - self.nowMicros
+        guard remaining > 0 else { return nil }
+        guard var queue = try self.queue(of: device) else { return nil }
+        let arrival = QueuePolicy.Arrival(
+            collapseKey: collapseKey,
+            timeToLiveSeconds: (remaining + 999_999) / 1_000_000
+        )
+        let actions = queue.machine.enqueue(arrival, nowMicros: self.nowMicros, nextID: { self.nextID() })
+        self.queues[device] = queue
+        var storedID: Int64?
+        for action in actions {
+            switch action {
+            case .remove(let ids):
+                let delete = try self.connection.statement("DELETE FROM messages WHERE id = ?1")
+                for id in ids {
+                    try delete.bind(id, at: 1)
+                    try delete.run()
+                }
+            case .removeAllNonCollapsible:
+                let delete = try self.connection.statement(
+                    "DELETE FROM messages WHERE device_id = ?1 AND collapse_key IS NULL AND kind = 0"
+                )
+                try delete.bind(device.rawValue, at: 1)
+                try delete.run()
+            case .storeDeletedMessagesMarker(let id):
+                let ttl = StoreContext.micros(self.context.configuration.deletedMessagesTimeToLive)
+                try self.insertMessage(
+                    id: id, device: device, kind: 1, collapseKey: nil, expiresAt: self.nowMicros &+ ttl, body: []
+                )
+            case .store(let id):
+                try self.insertMessage(
+                    id: id, device: device, kind: 0, collapseKey: collapseKey, expiresAt: expiresAt, body: body
+                )
+                storedID = id
+            case .deliverNowOrDrop:
+                return nil
+            }
+        }
+        if self.touchedSet.insert(device).inserted {
+            self.touchedDevices.append(device)
+        }
+        return storedID
+    }
+
+    private func insertMessage(
+        id: Int64,
+        device: DeviceID,
+        kind: Int64,
+        collapseKey: String?,
+        expiresAt: Int64,
+        body: [UInt8]
+    ) throws(StoreError) {
+        let insert = try self.connection.statement(
+            "INSERT INTO messages (id, device_id, kind, collapse_key, expires_at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        )
+        try insert.bind(id, at: 1)
+        try insert.bind(device.rawValue, at: 2)
+        try insert.bind(kind, at: 3)
+        try insert.bind(collapseKey, at: 4)
+        try insert.bind(expiresAt, at: 5)
+        try insert.bind(body, at: 6)
+        try insert.run()
+    }
+
+    /// The device's queue machine, loaded from the database on first use in this transaction; nil if the device
+    /// does not exist.
+    private func queue(of device: DeviceID) throws(StoreError) -> DeviceQueue? {
+        if let cached = self.queues[device] {
+            return cached
+        }
+        let summary = try self.connection.statement(
+            """
+            SELECT
+                (SELECT count(*) FROM messages
+                    WHERE device_id = ?1 AND collapse_key IS NULL AND kind = 0 AND expires_at > ?2),
+                EXISTS (SELECT 1 FROM messages WHERE device_id = ?1 AND kind = 1)
+            FROM devices WHERE id = ?1
+            """
+        )
+        try summary.bind(device.rawValue, at: 1)
+        try summary.bind(self.nowMicros, at: 2)
+        guard try summary.step() else {
+            self.queues[device] = .some(nil)
+            return nil
+        }
+        var state = QueuePolicy.State(
+            pendingNonCollapsible: Int(summary.int64(0)),
+            hasDeletedMessagesMarker: summary.int64(1) != 0
+        )
+        try summary.run()
+        let collapsible = try self.connection.statement(
+            "SELECT id, collapse_key, expires_at FROM messages WHERE device_id = ?1 AND collapse_key IS NOT NULL"
+        )
+        try collapsible.bind(device.rawValue, at: 1)
+        while try collapsible.step() {
+            state.collapsible.append(
+                QueuePolicy.CollapsibleEntry(
+                    id: collapsible.int64(0),
+                    collapseKey: collapsible.text(1) ?? "",
+                    expiresAtMicros: collapsible.int64(2)
+                )
+            )
+        }
+        let queue = DeviceQueue(machine: QueuePolicy.Machine(policy: self.context.configuration.queuePolicy, state: state))
+        self.queues[device] = queue
+        return queue
+    }
+
+    // MARK: Acknowledge
+
+    /// Deletes the listed messages of the device.
+    func acknowledge(device: DeviceID, ids: [MessageID]) throws(StoreError) -> Int {
+        let delete = try self.connection.statement("DELETE FROM messages WHERE id = ?1 AND device_id = ?2")
+        var deleted = 0
+        for id in ids {
+            try delete.bind(id.rawValue, at: 1)
+            try delete.bind(device.rawValue, at: 2)
+            try delete.run()
+            deleted += self.connection.changes
+        }
+        self.discardQueueState(of: device)
+        return deleted
+    }
+
+    /// Deletes the device's messages up to and including `upTo`.
+    func acknowledge(device: DeviceID, upTo: MessageID) throws(StoreError) -> Int {
+        let delete = try self.connection.statement("DELETE FROM messages WHERE device_id = ?1 AND id <= ?2")
+        try delete.bind(device.rawValue, at: 1)
+        try delete.bind(upTo.rawValue, at: 2)
+        try delete.run()
+        self.discardQueueState(of: device)
+        return self.connection.changes
+    }
+
+    // MARK: Commit
+
+    /// Writes what must be committed with the group: the id generator's position and the auth epoch.
+    func finish(persistedLastID: Int64) throws(StoreError) -> Int64 {
+        let last = self.context.lastMessageID
+        if last > persistedLastID {
+            let update = try self.connection.statement("UPDATE meta SET value = ?1 WHERE key = 'last_message_id'")
+            try update.bind(last, at: 1)
+            try update.run()
+        }
+        if self.authChanged {
+            let bump = try self.connection.statement(
+                "UPDATE meta SET value = value + 1 WHERE key = 'auth_epoch' RETURNING value"
+            )
+            if try bump.step() {
+                self.newAuthEpoch = bump.int64(0)
+            }
+            try bump.run()
+        }
+        return max(last, persistedLastID)
+    }
+}
