@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -298,6 +299,32 @@ def phase_pushrelay_stream(work: str, args, res: dict) -> None:
     stop(s)
 
 
+def expansion_probe(db: str):
+    """True once the store has no topic message left to expand (SQLiteStore deletes the row at the end)."""
+    if not os.path.exists(db):
+        return None
+
+    def probe() -> bool:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return con.execute("SELECT count(*) FROM topic_messages").fetchone()[0] == 0
+        finally:
+            con.close()
+
+    return probe
+
+
+def count_rows(db: str, table: str):
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        finally:
+            con.close()
+    except Exception as e:
+        return repr(e)
+
+
 def phase_fanout(work: str, args, res: dict) -> None:
     """Issue 6: one send to a topic with 10,000 and 100,000 subscribers; args.fanout_listeners hold streams."""
     data = os.path.join(work, "pushrelay-fanout")
@@ -324,8 +351,10 @@ def phase_fanout(work: str, args, res: dict) -> None:
         log(f"(e) {size} subscribed to /topics/{topic} in {time.monotonic() - t0:.1f} s: {sub}")
         cfg = {"host": "127.0.0.1", "port": s.port, "server_key": key, "topic": topic, "devices": devices,
                "subscribers": size, "listeners": min(size, args.fanout_listeners), "sub_procs": args.idle_procs,
-               "sources": sources, "server_pids": [s.pid], "timeout": 120}
+               "sources": sources, "server_pids": [s.pid], "timeout": 120,
+               "queue_probe": expansion_probe(os.path.join(data, "pushrelay.sqlite"))}
         r = loadgen.run_fanout(cfg)
+        r["queued_rows_after"] = count_rows(os.path.join(data, "pushrelay.sqlite"), "messages")
         r["subscribe"] = sub
         res["e_fanout"].append(r)
         log(f"    answer {r['answer']}, last of {r['received']}/{r['connected']} listeners after "
