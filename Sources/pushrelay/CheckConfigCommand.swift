@@ -22,7 +22,7 @@ struct CheckConfigCommand: ParsableCommand {
             otherwise.
 
             Fields (file key / flag):
-            \(ConfigurationField.allCases.map { "  \($0.key) / \($0.flag): \($0.summary)" }.joined(separator: "\n"))
+            \(ConfigurationField.helpText)
             """
     )
 
@@ -33,6 +33,10 @@ struct CheckConfigCommand: ParsableCommand {
     var arguments: [String] = []
 
     func run() throws {
+        // The arguments are captured for the loader, so help is recognised here.
+        if arguments.contains("--help") || arguments.contains("-h") {
+            throw CleanExit.helpRequest(Self.self)
+        }
         var loaderArguments = arguments
         if let first = loaderArguments.first, !first.hasPrefix("-") {
             loaderArguments = [ConfigurationLoader.configFileFlag, first] + loaderArguments.dropFirst()

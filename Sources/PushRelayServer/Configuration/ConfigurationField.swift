@@ -65,6 +65,11 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         }
     }
 
+    /// One line per field, `  key / --flag: summary`, for the `--help` discussion of `serve` and `check-config`.
+    public static var helpText: String {
+        allCases.map { "  \($0.key) / \($0.flag): \($0.summary)" }.joined(separator: "\n")
+    }
+
     /// The field for a config-file key, if there is one.
     public init?(key: String) {
         self.init(rawValue: key)
