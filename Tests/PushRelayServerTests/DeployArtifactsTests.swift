@@ -41,4 +41,23 @@ struct DeployArtifactsTests {
         #expect(used.subtracting(RelayMetricNames.all).isEmpty, "\(used.subtracting(RelayMetricNames.all))")
         #expect(text.contains("metrics_path: /metrics"))
     }
+
+    @Test("docs/operations.md documents every configuration field and every metric")
+    func operationsGuideIsComplete() throws {
+        let text = try String(contentsOfFile: repositoryRoot + "/docs/operations.md", encoding: .utf8)
+        for field in ConfigurationField.allCases {
+            #expect(text.contains("| `\(field.key)` |"), "field \(field.key) missing from the table")
+        }
+        for name in RelayMetricNames.all {
+            #expect(text.contains("| `\(name)` |"), "metric \(name) missing from the table")
+        }
+    }
+
+    @Test("deploy/pushrelay.conf mentions every configuration field")
+    func exampleConfigIsComplete() throws {
+        let text = try String(contentsOfFile: repositoryRoot + "/deploy/pushrelay.conf", encoding: .utf8)
+        for field in ConfigurationField.allCases {
+            #expect(text.contains("\(field.key) = "), "\(field.key) missing from the example config")
+        }
+    }
 }
