@@ -187,7 +187,13 @@ def perf_summary(out_dir: str, name: str, limit: int = 25) -> str:
         return ""
     p = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso,symbol", "--stdio",
                         "--percent-limit", "1", "-g", "none"], capture_output=True, text=True, timeout=300)
-    lines = [ln for ln in p.stdout.splitlines() if ln.strip() and not ln.startswith("#")]
+    text = p.stdout
+    try:  # Swift symbols are mangled; swift-demangle (with the toolchain) makes them readable
+        text = subprocess.run(["swift-demangle", "--simplified"], input=text, capture_output=True, text=True,
+                              timeout=120).stdout or text
+    except (OSError, subprocess.SubprocessError):
+        pass
+    lines = [ln[:200] for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
     return "\n".join(lines[:limit])
 
 
