@@ -1,6 +1,6 @@
 /// Generators for the secrets and numbers of projects and devices. Every secret carries at least 128 random bits
 /// from `SystemRandomNumberGenerator` (the OS's CSPRNG) unless a test passes its own generator.
-public enum ProjectCredentials {
+public enum Credentials {
     /// A device secret, the stream credential: `prd_` + 43 base64url characters (258 bits).
     public static func deviceSecret(using generator: inout some RandomNumberGenerator) -> String {
         "prd_" + Base64URL.randomString(length: 43, using: &generator)
