@@ -540,8 +540,8 @@ async def subscriber_run(cfg: dict, indices: list, ready_q, stop_ev, counter) ->
             ack_conns.append(await open_http(host, port, sources[n % len(sources)]))
 
     def ack_send(conn: HTTPClient):
-        if not ack_queue:
-            conn.idle = True
+        if not ack_queue or conn.closed:
+            conn.idle = not conn.closed
             return
         k, ids = ack_queue.popleft()
         conn.idle = False
@@ -551,20 +551,42 @@ async def subscriber_run(cfg: dict, indices: list, ready_q, stop_ev, counter) ->
                                                       "Content-Type": "application/json"}, body)
 
         def done(status, resp, k=k, ids=ids):
+            if status == 0:  # the server closed this connection: retry the batch on a new one
+                ack_stats["reconnects"] = ack_stats.get("reconnects", 0) + 1
+                ack_queue.appendleft((k, ids))
+                if ack_stats["reconnects"] <= 1000:
+                    loop.create_task(replace_ack_conn(conn))
+                return
             ack_stats["requests"] += 1
             if 200 <= status < 300:
                 ack_stats["ids"] += len(ids)
             else:
                 ack_stats["failed"] += 1
-                if status == 400 and not ack_stats["numeric"]:
+                if status >= 500 and len(ids) > 1:
+                    # Some daemon builds fail a multi-id ack (SQLITE_MISUSE in the store); ack one id per request.
+                    ack_stats["split_after_5xx"] = ack_stats.get("split_after_5xx", 0) + 1
+                    for one in ids:
+                        ack_queue.append((k, [one]))
+                elif status == 400 and not ack_stats["numeric"]:
                     ack_stats["numeric"] = True  # the server wants numbers; say so in the result
                     ack_stats["switched_to_numeric"] = resp[:200].decode(errors="replace")
                     ack_queue.append((k, ids))
                 elif "first_error" not in ack_stats:
                     ack_stats["first_error"] = f"{status} {resp[:200]!r}"
-            ack_send(conn)
+            loop.call_soon(ack_send, conn)
 
         conn.request(req, done)
+
+    async def replace_ack_conn(old: HTTPClient):
+        i = ack_conns.index(old)
+        try:
+            new = await open_http(host, port, sources[i % len(sources)])
+        except OSError as e:
+            ack_stats["reconnect_error"] = repr(e)
+            return
+        new.idle = True
+        ack_conns[i] = new
+        ack_send(new)
 
     for c in ack_conns:
         c.idle = True
