@@ -444,7 +444,7 @@ def main() -> int:
     ap.add_argument("--work", help="working directory (default: a new temporary one, removed at the end)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary working directory")
     ap.add_argument("--listeners", type=int, default=1000)
-    ap.add_argument("--rates", type=int, nargs="+", default=[5000, 20000])
+    ap.add_argument("--rates", type=int, nargs="*", default=[5000, 20000])
     ap.add_argument("--duration", type=float, default=10)
     ap.add_argument("--sub-procs", type=int, default=2)
     ap.add_argument("--conns", type=int, default=32, help="HTTP connections per publisher process")
