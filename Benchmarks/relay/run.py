@@ -238,13 +238,10 @@ def phase_pushrelay_sends(work: str, args, res: dict) -> None:
         f"({res['a_pushrelay'].get('s2xx')} 2xx, {res['a_pushrelay'].get('s5xx')} 5xx)")
     res["c"] = []
     for k in args.tokens_per_request:
-        n = max(args.h2_c * 4, args.h2_n // k) if k > 1 else args.h2_n
+        n = max(args.h2_c * 4, args.c_tokens // k)
         bf = os.path.join(work, f"multi-{k}.json")
         with open(bf, "w") as f:
             json.dump({**SCENARIO_BODY, "registration_ids": [d["token"] for d in devices[:k]]}, f)
-        if k == 1:
-            # registration_ids with one token; (a) itself uses "to"
-            pass
         r = h2load(url, bf, headers, n, args.h2_c, args.h2_m)
         r["tokens_per_request"] = k
         r["tokens_per_s"] = r.get("req_per_s", 0) * k
@@ -253,6 +250,24 @@ def phase_pushrelay_sends(work: str, args, res: dict) -> None:
             f"({r.get('s2xx')} 2xx)")
     res["a_data_dir_bytes"] = du(data)
     stop(s)
+
+
+def fdatasync_ms(directory: str, n: int = 200) -> dict:
+    """fdatasync latency of 4 kB appends on the disk that holds the data directories (the commit floor)."""
+    path = os.path.join(directory, "fsync-probe")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    times = []
+    try:
+        for _ in range(n):
+            os.write(fd, b"x" * 4096)
+            t = time.perf_counter()
+            os.fdatasync(fd)
+            times.append((time.perf_counter() - t) * 1000)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    times.sort()
+    return {"p50": times[n // 2], "p90": times[int(n * 0.9)], "p99": times[int(n * 0.99)], "max": times[-1]}
 
 
 def du(path: str) -> int:
@@ -267,42 +282,59 @@ def du(path: str) -> int:
 
 
 def phase_peer(name: str, starter, args, res: dict) -> None:
-    s = start(starter())
+    """A fresh server for every measurement, so that no run inherits another's buffers or backlog."""
     target = "nchan" if name == "nchan" else "mqtt"
-    pids = [s.pid]
-    res[f"b_{name}"] = {str(rate): latency(target, s.port, rate, args, pids) for rate in args.rates}
+    res[f"b_{name}"] = {}
+    for rate in args.rates:
+        s = start(starter())
+        res[f"b_{name}"][str(rate)] = latency(target, s.port, rate, args, [s.pid])
+        stop(s)
     if name == "nchan" and args.ceiling:
         # The generator's own ceiling: as fast as it can, against the fastest server here.
-        cfg = latency_cfg(target, s.port, args.ceiling, args, pids)
+        s = start(starter())
+        cfg = latency_cfg(target, s.port, args.ceiling, args, [s.pid])
         cfg["pub_procs"] = 1
-        log(f"generator ceiling: nchan, asking for {args.ceiling} msg/s from one publisher process")
+        cfg["duration"] = 5
+        log(f"generator ceiling: nchan, asking for {args.ceiling} msg/s from one publisher process for 5 s")
         r = loadgen.run_latency(cfg)
+        stop(s)
+        pub = (r.get("publishers") or [{}])[0]
         res["generator_ceiling"] = {"requested": args.ceiling, "achieved": r.get("achieved_rate"),
-                                    "publisher_cpu_s": r.get("generator_cpu_s"), "wall_s": r.get("wall_s"),
-                                    "received": r.get("received"), "sent_ok": r.get("sent_ok")}
-        log(f"    achieved {r.get('achieved_rate', 0):.0f} msg/s; generator CPU {r.get('generator_cpu_s')}")
+                                    "publisher_cpu_s": pub.get("cpu_s"), "publisher_send_s": pub.get("send_s"),
+                                    "subscriber_cpu_s": r.get("generator_cpu_s", {}).get("subscribers"),
+                                    "received": r.get("received"), "sent_ok": r.get("sent_ok"),
+                                    "latency": r.get("latency")}
+        log(f"    achieved {r.get('achieved_rate', 0):.0f} msg/s; publisher CPU {pub.get('cpu_s')} s over "
+            f"{pub.get('send_s', 0):.1f} s")
     if args.idle_clients:
-        res[f"d_{name}"] = idle(target, s.port, pids, args)
-    stop(s)
+        s = start(starter())
+        res[f"d_{name}"] = idle(target, s.port, [s.pid], args)
+        stop(s)
+
+
+def pushrelay_with_devices(work: str, args, name: str, count: int) -> tuple:
+    data = os.path.join(work, name)
+    s = start(servers.start_pushrelay(args.pushrelay_bin, work, data))
+    project = servers.pushrelay_project(args.pushrelay_bin, data, "bench")
+    return s, project, register(s.port, project, count)
 
 
 def phase_pushrelay_stream(work: str, args, res: dict) -> None:
-    data = os.path.join(work, "pushrelay-stream")
-    s = start(servers.start_pushrelay(args.pushrelay_bin, work, data))
-    project = servers.pushrelay_project(args.pushrelay_bin, data, "bench")
-    devices = register(s.port, project, max(args.idle_clients, args.listeners))
+    """(d) on a daemon with 10,000 devices; (b) on a fresh daemon per rate, like the peers."""
     if args.idle_clients:
+        s, project, devices = pushrelay_with_devices(work, args, "pushrelay-idle", args.idle_clients)
         res["d_pushrelay"] = idle("pushrelay", s.port, [s.pid], args, devices)
-        time.sleep(2)
+        stop(s)
     res["b_pushrelay"] = {}
     for rate in args.rates:
+        s, project, devices = pushrelay_with_devices(work, args, f"pushrelay-{rate}", args.listeners)
         rec = perf_record(s.pid, min(8, args.duration), work, f"stream-{rate}") if args.perf else None
         res["b_pushrelay"][str(rate)] = latency("pushrelay", s.port, rate, args, [s.pid], devices,
                                                 project["server_key"])
         if rec:
             rec.wait(timeout=60)
             res[f"b_perf_{rate}"] = perf_summary(work, f"stream-{rate}")
-    stop(s)
+        stop(s)
 
 
 def expansion_probe(db: str):
@@ -453,6 +485,7 @@ def main() -> int:
     ap.add_argument("--h2-n", type=int, default=200_000)
     ap.add_argument("--h2-c", type=int, default=8)
     ap.add_argument("--h2-m", type=int, default=32)
+    ap.add_argument("--c-tokens", type=int, default=50_000, help="(c): tokens per h2load run (requests x k)")
     ap.add_argument("--tokens-per-request", type=int, nargs="+", default=[1, 10, 100, 1000])
     ap.add_argument("--idle-clients", type=int, default=10_000)
     ap.add_argument("--idle-procs", type=int, default=4)
@@ -475,6 +508,8 @@ def main() -> int:
     os.makedirs(work, exist_ok=True)
     res = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "loadavg_start": os.getloadavg(),
            "nproc": os.cpu_count(), "args": vars(args), "uvloop": loadgen.uvloop is not None}
+    res["fdatasync_ms_start"] = fdatasync_ms(work)
+    log(f"fdatasync (ms) at start: {res['fdatasync_ms_start']}")
     body_file = os.path.join(work, "scenario.json")
     with open(body_file, "w") as f:
         json.dump({**SCENARIO_BODY, "to": "eeDh2Sd5HknG1zdC1w1UBD:APA91bFKGr99Cpj7q1Es0oexCeoXf9qinT6GuI-pvCouR8AK"
@@ -499,13 +534,18 @@ def main() -> int:
         stop_all()
         res["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         res["loadavg_end"] = os.getloadavg()
+        try:
+            res["fdatasync_ms_end"] = fdatasync_ms(work)
+        except OSError:
+            pass
         with open(args.out, "w") as f:
             json.dump(res, f, indent=1, default=str)
         if not args.work and not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     t = table(res, args)
     print(t)
-    print(f"\nload average at start {res['loadavg_start']}, at end {res['loadavg_end']}; "
+    print(f"\nfdatasync 4 kB (ms): start {res.get('fdatasync_ms_start')}, end {res.get('fdatasync_ms_end')}")
+    print(f"load average at start {res['loadavg_start']}, at end {res['loadavg_end']}; "
           f"uvloop {'on' if res['uvloop'] else 'off'}; JSON: {args.out}")
     for k in ("a_perf", *[f"b_perf_{r}" for r in args.rates]):
         if res.get(k):
