@@ -425,22 +425,31 @@ def table(res: dict, args) -> str:
     a_ng = res.get("a_nghttpd", {}).get("req_per_s")
     rows.append(f"| (a) durable single-token sends/s (h2load -n {args.h2_n} -c {args.h2_c} -m {args.h2_m} -t 1) | "
                 f"{fmt(a_pr)} | nghttpd (no store): {fmt(a_ng)} | | {ratio(a_pr, a_ng)} of nghttpd |")
+    a_cpu = res.get("a_pushrelay", {}).get("server_cpu_s")
+    if a_cpu and res.get("a_pushrelay", {}).get("done"):
+        rows.append(f"| (a) daemon CPU per send (us) | {fmt(a_cpu / res['a_pushrelay']['done'] * 1e6, 1)} | | | |")
     for rate in args.rates:
         b = {t: res.get(f"b_{t}", {}).get(str(rate), {}) for t in ("pushrelay", "nchan", "mosquitto")}
         for q in ("p50", "p99", "p999", "max"):
             v = {t: b[t].get("latency", {}).get(f"{q}_us") for t in b}
-            rows.append(f"| (b) {q} send-to-receive at {rate:,} msg/s, {args.listeners:,} listeners (us) | "
-                        f"{fmt(v['pushrelay'])} | {fmt(v['nchan'])} | {fmt(v['mosquitto'])} | "
+            v = {t: (x / 1000 if x is not None else None) for t, x in v.items()}
+            rows.append(f"| (b) {q} send-to-receive at {rate:,} msg/s, {args.listeners:,} listeners (ms) | "
+                        f"{fmt(v['pushrelay'], 2)} | {fmt(v['nchan'], 2)} | {fmt(v['mosquitto'], 2)} | "
                         f"{ratio(v['pushrelay'], v['nchan'])} of nchan, {ratio(v['pushrelay'], v['mosquitto'])} "
                         f"of mosquitto |")
         miss = {t: (b[t].get("missing"), b[t].get("achieved_rate")) for t in b}
         rows.append(f"| (b) at {rate:,} msg/s: missing / achieved send rate | "
                     + " | ".join(f"{fmt(m)} / {fmt(r)}" for m, r in miss.values()) + " | |")
+        ans = {t: [p.get("resp", {}).get("p50_us") for p in b[t].get("publishers", [])] for t in b}
+        ans = {t: (max(x for x in v if x is not None) / 1000 if any(x is not None for x in v) else None)
+               for t, v in ans.items()}
+        rows.append(f"| (b) p50 publisher answer time at {rate:,} msg/s (ms; PushRelay: durable commit) | "
+                    f"{fmt(ans['pushrelay'], 2)} | {fmt(ans['nchan'], 2)} | {fmt(ans['mosquitto'], 2)} | |")
         cpu = {t: b[t].get("server_cpu_per_msg_us") for t in b}
         rows.append(f"| (b) server CPU per message at {rate:,} msg/s (us) | {fmt(cpu['pushrelay'], 1)} | "
                     f"{fmt(cpu['nchan'], 1)} | {fmt(cpu['mosquitto'], 1)} | |")
     for c in res.get("c", []):
-        rows.append(f"| (c) {c['tokens_per_request']} tokens/request: requests/s, tokens/s | "
+        rows.append(f"| (c) {c['tokens_per_request']} tokens/request (registration_ids): requests/s, tokens/s | "
                     f"{fmt(c.get('req_per_s'))} req/s, {fmt(c.get('tokens_per_s'))} tokens/s | | | |")
     d = {t: res.get(f"d_{t}", {}) for t in ("pushrelay", "nchan", "mosquitto")}
     per = {t: d[t].get("pss_per_client_kb") for t in d}
