@@ -31,9 +31,9 @@ public struct JSONNumber: Sendable, Hashable {
     }
 
     /// A number from JSON text already checked by the parser.
-    init(validatedText text: String, isInteger: Bool) {
+    init(validatedText text: String, int64Value: Int64?) {
         self.text = text
-        self.int64Value = isInteger ? Int64(text) : nil
+        self.int64Value = int64Value
     }
 
     /// The value as a double (`Double(text)`); large integers round.
