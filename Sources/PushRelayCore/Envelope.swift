@@ -31,9 +31,7 @@ public struct Envelope: Sendable, Hashable {
     /// Builds the envelope of a validated send.
     public init(request: FCMSendRequest, senderID: SenderID) {
         var builder = EnvelopeBuilder(capacity: 160 + request.payloadSize + request.payloadSize / 4)
-        let sender = senderID.description
-        builder.member("google.c.sender.id", string: sender)
-        builder.member("google.c.a.e", string: "1")
+        builder.senderHeader(senderID)
         var aps = APSFields()
         if let notification = request.notification {
             for member in notification.entries { aps.take(member) }
@@ -50,11 +48,11 @@ public struct Envelope: Sendable, Hashable {
                 builder.member(prefix: "", key: member.key, stringOrJSON: member.value)
             }
         }
-        if let collapseKey = request.collapseKey { builder.member("collapse_key", string: collapseKey) }
+        if let collapseKey = request.collapseKey { builder.member(#""collapse_key":"#, string: collapseKey) }
         if case .topic(let topic) = request.addressing {
-            builder.member("from", string: topic.path)
+            builder.member(#""from":"#, string: topic.path)
         } else {
-            builder.member("from", string: sender)
+            builder.from(senderID)
         }
         self.body = builder.finish()
     }
@@ -64,9 +62,9 @@ public struct Envelope: Sendable, Hashable {
     ///     {"google.c.sender.id":"19283323559","message_type":"deleted_messages","from":"19283323559"}
     public static func deletedMessages(senderID: SenderID) -> Envelope {
         var builder = EnvelopeBuilder(capacity: 96)
-        builder.member("google.c.sender.id", string: senderID.description)
-        builder.member("message_type", string: "deleted_messages")
-        builder.member("from", string: senderID.description)
+        builder.senderHeader(senderID, analytics: false)
+        builder.member(#""message_type":"#, string: "deleted_messages")
+        builder.from(senderID)
         return Envelope(body: builder.finish())
     }
 
@@ -170,11 +168,29 @@ struct EnvelopeBuilder {
         isFirst = false
     }
 
-    mutating func member(_ name: StaticString, string: String) {
-        separator()
+    /// `{"google.c.sender.id":"<id>"` and, with `analytics`, `,"google.c.a.e":"1"`; must come first.
+    mutating func senderHeader(_ sender: SenderID, analytics: Bool = true) {
+        JSONWriter.appendRaw(#""google.c.sender.id":""#, to: &buffer)
+        JSONWriter.appendDecimal(sender.value, to: &buffer)
+        if analytics {
+            JSONWriter.appendRaw(#"","google.c.a.e":"1""#, to: &buffer)
+        } else {
+            buffer.append(UInt8(ascii: "\""))
+        }
+        isFirst = false
+    }
+
+    /// `"from":"<sender id>"`.
+    mutating func from(_ sender: SenderID) {
+        JSONWriter.appendRaw(#","from":""#, to: &buffer)
+        JSONWriter.appendDecimal(sender.value, to: &buffer)
         buffer.append(UInt8(ascii: "\""))
-        JSONWriter.appendRaw(name, to: &buffer)
-        JSONWriter.appendRaw("\":", to: &buffer)
+    }
+
+    /// A member whose key is known: `quotedKey` is written as it is (`"name":`).
+    mutating func member(_ quotedKey: StaticString, string: String) {
+        separator()
+        JSONWriter.appendRaw(quotedKey, to: &buffer)
         JSONWriter.appendString(string, to: &buffer)
     }
 
@@ -200,12 +216,11 @@ struct EnvelopeBuilder {
         buffer.append(UInt8(ascii: "\""))
     }
 
-    private mutating func field(_ name: StaticString, first: inout Bool) {
+    /// Writes `quotedKey` (`"name":`) after a comma unless it is the first member.
+    private mutating func field(_ quotedKey: StaticString, first: inout Bool) {
         if !first { buffer.append(UInt8(ascii: ",")) }
         first = false
-        buffer.append(UInt8(ascii: "\""))
-        JSONWriter.appendRaw(name, to: &buffer)
-        JSONWriter.appendRaw("\":", to: &buffer)
+        JSONWriter.appendRaw(quotedKey, to: &buffer)
     }
 
     private mutating func stringField(_ name: StaticString, _ value: JSONValue?, first: inout Bool) {
@@ -226,37 +241,37 @@ struct EnvelopeBuilder {
             return
         }
         separator()
-        JSONWriter.appendRaw("\"aps\":{", to: &buffer)
+        JSONWriter.appendRaw(#""aps":{"#, to: &buffer)
         var first = true
         if aps.hasAlert {
-            field("alert", first: &first)
+            field(#""alert":"#, first: &first)
             buffer.append(UInt8(ascii: "{"))
             var alertFirst = true
-            stringField("title", aps.title, first: &alertFirst)
-            stringField("subtitle", aps.subtitle, first: &alertFirst)
-            stringField("body", aps.body, first: &alertFirst)
-            stringField("title-loc-key", aps.titleLocKey, first: &alertFirst)
-            argsField("title-loc-args", aps.titleLocArgs, first: &alertFirst)
-            stringField("loc-key", aps.bodyLocKey, first: &alertFirst)
-            argsField("loc-args", aps.bodyLocArgs, first: &alertFirst)
+            stringField(#""title":"#, aps.title, first: &alertFirst)
+            stringField(#""subtitle":"#, aps.subtitle, first: &alertFirst)
+            stringField(#""body":"#, aps.body, first: &alertFirst)
+            stringField(#""title-loc-key":"#, aps.titleLocKey, first: &alertFirst)
+            argsField(#""title-loc-args":"#, aps.titleLocArgs, first: &alertFirst)
+            stringField(#""loc-key":"#, aps.bodyLocKey, first: &alertFirst)
+            argsField(#""loc-args":"#, aps.bodyLocArgs, first: &alertFirst)
             buffer.append(UInt8(ascii: "}"))
         }
         if let badge = aps.badge {
             if let number = badge.int64Value ?? badge.stringValue.flatMap({ Int64($0) }) {
-                field("badge", first: &first)
+                field(#""badge":"#, first: &first)
                 JSONWriter.appendDecimal(number, to: &buffer)
             } else {
-                stringField("badge", badge, first: &first)
+                stringField(#""badge":"#, badge, first: &first)
             }
         }
-        stringField("sound", aps.sound, first: &first)
-        stringField("category", aps.clickAction, first: &first)
+        stringField(#""sound":"#, aps.sound, first: &first)
+        stringField(#""category":"#, aps.clickAction, first: &first)
         if request.contentAvailable {
-            field("content-available", first: &first)
+            field(#""content-available":"#, first: &first)
             buffer.append(UInt8(ascii: "1"))
         }
         if request.mutableContent {
-            field("mutable-content", first: &first)
+            field(#""mutable-content":"#, first: &first)
             buffer.append(UInt8(ascii: "1"))
         }
         buffer.append(UInt8(ascii: "}"))

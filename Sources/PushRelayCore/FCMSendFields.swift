@@ -129,7 +129,7 @@ public enum FCMPayloadSize {
             case .number(let number): total += number.text.utf8.count
             case .bool(let flag): total += flag ? 4 : 5
             case .null: total += 4
-            default: total += value.serialized().count
+            default: total += JSONWriter.serializedCount(value)
             }
         }
         return total

@@ -154,7 +154,6 @@ struct JSONParser {
 
     private mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
         let start = index
-        var isInteger = true
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         let first = try peek()
         if first == UInt8(ascii: "0") {
@@ -165,13 +164,11 @@ struct JSONParser {
             throw unexpectedCharacter(at: index)
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            isInteger = false
             index += 1
             guard Self.isDigit(try peek()) else { throw unexpectedCharacter(at: index) }
             skipDigits()
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            isInteger = false
             index += 1
             let sign = try peek()
             if sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { index += 1 }
@@ -179,24 +176,7 @@ struct JSONParser {
             skipDigits()
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        return JSONNumber(validatedText: text, int64Value: isInteger ? integerValue(start..<index) : nil)
-    }
-
-    /// The value of validated integer text, or `nil` past `Int64`.
-    private func integerValue(_ range: Range<Int>) -> Int64? {
-        var index = range.lowerBound
-        let negative = bytes[index] == UInt8(ascii: "-")
-        if negative { index += 1 }
-        var value: Int64 = 0
-        while index < range.upperBound {
-            let digit = Int64(bytes[index] &- UInt8(ascii: "0"))
-            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (next, overflow2) = negative ? times10.subtractingReportingOverflow(digit) : times10.addingReportingOverflow(digit)
-            if overflow1 || overflow2 { return nil }
-            value = next
-            index += 1
-        }
-        return value
+        return JSONNumber(validatedText: text)
     }
 
     private mutating func skipDigits() {
@@ -217,6 +197,16 @@ struct JSONParser {
         let span = bytes.span
         var position = start
         var seen: UInt8 = 0
+        // Eight bytes at a time while none is a quote, a backslash or a control character.
+        let raw = span.bytes
+        var seenWords: UInt64 = 0
+        while position + 8 <= span.count {
+            let word = raw.unsafeLoadUnaligned(fromByteOffset: position, as: UInt64.self)
+            if Self.hasStopByte(word) { break }
+            seenWords |= word
+            position += 8
+        }
+        if seenWords & 0x8080_8080_8080_8080 != 0 { seen = 0x80 }
         while position < span.count {
             let byte = span[position]
             if byte == UInt8(ascii: "\"") {
@@ -234,6 +224,18 @@ struct JSONParser {
             position += 1
         }
         throw JSONParseError(code: .unexpectedEnd, position: position)
+    }
+
+    /// Whether any byte of `word` is `"`, `\` or below 0x20 (may also flag bytes after such a byte; exact for
+    /// "none").
+    @inline(__always)
+    private static func hasStopByte(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let found = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+        return found & highs != 0
     }
 
     /// The slow path, from the first backslash: collects bytes with escapes resolved.
@@ -367,6 +369,12 @@ struct JSONParser {
         let bytes = self.bytes
         let span = bytes.span
         var position = index
+        let raw = span.bytes
+        while position + 8 <= span.count,
+            raw.unsafeLoadUnaligned(fromByteOffset: position, as: UInt64.self) == 0x2020_2020_2020_2020
+        {
+            position += 8
+        }
         while position < span.count {
             switch span[position] {
             case 0x20, 0x0A, 0x0D, 0x09: position += 1

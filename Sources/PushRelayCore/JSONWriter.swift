@@ -34,6 +34,40 @@ public enum JSONWriter {
         }
     }
 
+    /// The byte count of `value`'s compact serialization, computed without writing it.
+    public static func serializedCount(_ value: JSONValue) -> Int {
+        switch value {
+        case .null: return 4
+        case .bool(let flag): return flag ? 4 : 5
+        case .number(let number): return number.text.utf8.count
+        case .string(let string): return 2 + escapedCount(string)
+        case .array(let elements):
+            var total = 2 + max(0, elements.count - 1)
+            for element in elements { total += serializedCount(element) }
+            return total
+        case .object(let object):
+            var total = 2 + max(0, object.count - 1)
+            for member in object.entries { total += 3 + escapedCount(member.key) + serializedCount(member.value) }
+            return total
+        }
+    }
+
+    /// The byte count of `string`'s escaped contents (without quotes).
+    public static func escapedCount(_ string: String) -> Int {
+        let utf8 = string.utf8
+        let span = utf8.span
+        var total = span.count
+        for i in span.indices {
+            let byte = span[i]
+            guard needsEscape(byte) else { continue }
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09, 0x08, 0x0C: total += 1
+            default: total += 5
+            }
+        }
+        return total
+    }
+
     /// Appends `string` as a quoted, escaped JSON string.
     public static func appendString(_ string: String, to buffer: inout [UInt8]) {
         buffer.append(UInt8(ascii: "\""))
@@ -46,9 +80,7 @@ public enum JSONWriter {
     public static func appendEscaped(_ string: String, to buffer: inout [UInt8]) {
         let utf8 = string.utf8
         let span = utf8.span
-        var clean = 0
-        while clean < span.count, !needsEscape(span[clean]) { clean += 1 }
-        if clean == span.count {
+        if isClean(span) {
             buffer.append(contentsOf: utf8)
             return
         }
@@ -112,7 +144,7 @@ public enum JSONWriter {
     private static func appendDoublyEscapedString(_ string: String, to buffer: inout [UInt8]) {
         appendRaw("\\\"", to: &buffer)
         let utf8 = string.utf8
-        if utf8.contains(where: needsEscape) {
+        if !isClean(utf8.span) {
             var once: [UInt8] = []
             appendEscaped(string, to: &once)
             appendEscaped(bytes: once, to: &buffer)
@@ -179,6 +211,27 @@ public enum JSONWriter {
     public static func appendDecimal(_ value: Int64, to buffer: inout [UInt8]) {
         if value < 0 { buffer.append(UInt8(ascii: "-")) }
         appendDecimal(value.magnitude, to: &buffer)
+    }
+
+    /// Whether no byte needs an escape; eight bytes at a time.
+    @inline(__always)
+    private static func isClean(_ span: Span<UInt8>) -> Bool {
+        let raw = span.bytes
+        var index = 0
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        while index + 8 <= span.count {
+            let word = raw.unsafeLoadUnaligned(fromByteOffset: index, as: UInt64.self)
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let found = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+            if found & 0x8080_8080_8080_8080 != 0 { break }
+            index += 8
+        }
+        while index < span.count {
+            if needsEscape(span[index]) { return false }
+            index += 1
+        }
+        return true
     }
 
     @inline(__always)

@@ -186,3 +186,16 @@ struct JSONValueTests {
         #expect(JSONValue(dictionaryLiteral: ("x", [1, 2])).stringOrJSONText == #"{"x":[1,2]}"#)
     }
 }
+
+@Suite("JSON writer sizes")
+struct JSONWriterCountTests {
+    @Test func serializedCountMatchesTheOutput() throws {
+        for text in [
+            #"{"a":[1,-2.5,"x",true,false,null,{}],"b":{"c":[]},"d":"\u0007\n\"é😀"}"#, "[]", "{}", "\"\"", "0",
+            #"{"k\"ey":"v\\"}"#,
+        ] {
+            let value = try JSONValue.parse(text)
+            #expect(JSONWriter.serializedCount(value) == value.serialized().count, "\(text)")
+        }
+    }
+}
