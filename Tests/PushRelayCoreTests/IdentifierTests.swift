@@ -141,3 +141,18 @@ struct AuthorizationHeaderTests {
         #expect(AuthorizationHeader.bearer("key=abc") == nil)
     }
 }
+
+@Suite("Token alphabet")
+struct TokenAlphabetTests {
+    @Test func everyByteIsClassifiedLikeTheRegex() {
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        let prefix = "eeDh2Sd5HknG1zdC1w1UBD:APA91b" + String(repeating: "a", count: 30)
+        for byte in UInt8(0)...UInt8(255) {
+            var bytes = Array(prefix.utf8)
+            bytes.append(byte)
+            let text = String(decoding: bytes, as: UTF8.self)
+            let valid = allowed.contains(byte)
+            #expect(RegistrationToken.isWellFormed(text) == valid, "byte \(byte)")
+        }
+    }
+}
