@@ -1,3 +1,4 @@
+public import PushRelayCore
 /// The outcome of one ``NewMessage`` in ``PushStore/enqueue(_:)``, in request order.
 public enum EnqueueResult: Hashable, Sendable {
     /// Committed to the device's queue with this id (durable: the commit's fsync has returned).

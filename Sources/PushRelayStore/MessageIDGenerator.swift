@@ -1,3 +1,4 @@
+import PushRelayCore
 /// Hands out message ids: `max(now in microseconds, last + 1)`. Strictly increasing for the life of the database:
 /// the last id is persisted with every commit and recovered (with the largest stored id) at open.
 struct MessageIDGenerator: Sendable {

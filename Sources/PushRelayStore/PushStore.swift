@@ -1,3 +1,4 @@
+public import PushRelayCore
 /// Where PushRelay keeps projects, devices, topic subscriptions and the per-device message queues.
 ///
 /// Engine-agnostic: ``SQLiteStore`` is the default, a PostgreSQL implementation may follow; SQL stays inside the

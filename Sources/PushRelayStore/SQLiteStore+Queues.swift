@@ -1,3 +1,4 @@
+public import PushRelayCore
 extension SQLiteStore {
     /// See ``PushStore/enqueue(_:)``.
     public func enqueue(_ messages: [NewMessage]) async throws -> [EnqueueResult] {
@@ -33,7 +34,7 @@ extension SQLiteStore {
                 """
             )
             try select.bind(device.rawValue, at: 1)
-            try select.bind(after?.rawValue ?? 0, at: 2)
+            try select.bind(after?.rowValue ?? 0, at: 2)
             try select.bind(now, at: 3)
             try select.bind(limit, at: 4)
             var messages: [StoredMessage] = []

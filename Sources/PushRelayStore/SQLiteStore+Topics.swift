@@ -1,3 +1,4 @@
+public import PushRelayCore
 extension SQLiteStore {
     /// See ``PushStore/subscribe(tokens:to:project:)``.
     public func subscribe(

@@ -1,3 +1,4 @@
+public import PushRelayCore
 public import Logging
 
 /// The default ``PushStore``: one SQLite database file (system libsqlite3) in WAL mode with `synchronous=FULL`.

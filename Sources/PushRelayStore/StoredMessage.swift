@@ -1,3 +1,4 @@
+public import PushRelayCore
 public import Foundation
 
 /// A pending message of a device, as ``PushStore/pendingMessages(for:after:limit:)`` returns it.

@@ -1,3 +1,4 @@
+import PushRelayCore
 import Logging
 
 extension WriteTransaction {

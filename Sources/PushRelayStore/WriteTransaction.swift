@@ -184,7 +184,7 @@ final class WriteTransaction {
         let delete = try self.connection.statement("DELETE FROM messages WHERE id = ?1 AND device_id = ?2")
         var deleted = 0
         for id in ids {
-            try delete.bind(id.rawValue, at: 1)
+            try delete.bind(id.rowValue, at: 1)
             try delete.bind(device.rawValue, at: 2)
             try delete.run()
             deleted += self.connection.changes
@@ -197,7 +197,7 @@ final class WriteTransaction {
     func acknowledge(device: DeviceID, upTo: MessageID) throws(StoreError) -> Int {
         let delete = try self.connection.statement("DELETE FROM messages INDEXED BY messages_queue WHERE device_id = ?1 AND id <= ?2")
         try delete.bind(device.rawValue, at: 1)
-        try delete.bind(upTo.rawValue, at: 2)
+        try delete.bind(upTo.rowValue, at: 2)
         try delete.run()
         self.discardQueueState(of: device)
         return self.connection.changes

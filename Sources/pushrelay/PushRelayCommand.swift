@@ -5,6 +5,6 @@ struct PushRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushrelay",
         abstract: "FCM-compatible push notification relay.",
-        subcommands: [StoreDebugCommand.self]
+        subcommands: [ServeCommand.self, ProjectCommand.self, CheckConfigCommand.self, StoreDebugCommand.self]
     )
 }

@@ -1,0 +1,118 @@
+/// A parsed and validated FCM legacy send request (`POST /fcm/send`), from JSON or from the form-encoded
+/// plain-text variant.
+///
+/// Parsing (``parse(json:limits:)``, ``parse(form:)``, ``parse(body:contentType:)``) throws an ``FCMError``
+/// for problems that answer the whole request (`400`: bad JSON, wrong field types, empty or oversized
+/// `registration_ids`, a malformed topic or condition). Problems that FCM answers per target with a `200`
+/// are kept in the value: ``recipients`` carry `MissingRegistration`/`InvalidRegistration`, and
+/// ``messageError`` (`InvalidDataKey`, `InvalidTtl`, `MessageTooBig`) applies to every target.
+public struct FCMSendRequest: Sendable, Hashable {
+    /// `priority`.
+    public enum Priority: String, Sendable, Hashable {
+        /// `"normal"` (APNs 5).
+        case normal
+        /// `"high"` (APNs 10).
+        case high
+    }
+
+    /// How the request body was encoded; the answer uses the same family (JSON or `id=`/`Error=` text).
+    public enum Encoding: Sendable, Hashable {
+        /// `application/json`.
+        case json
+        /// `application/x-www-form-urlencoded` (or no content type), answered in plain text.
+        case form
+    }
+
+    /// How the body was encoded.
+    public var encoding: Encoding
+    /// Where the message goes (tokens, a topic, or a condition).
+    public var addressing: FCMAddressing
+    /// `collapse_key`.
+    public var collapseKey: String?
+    /// `priority` as given; see ``effectivePriority``.
+    public var priority: Priority?
+    /// `content_available`.
+    public var contentAvailable: Bool
+    /// `mutable_content`.
+    public var mutableContent: Bool
+    /// `time_to_live` in seconds as given (default 2,419,200). Out of range values set ``messageError`` to
+    /// `InvalidTtl`; a non-integer number is kept here as `-1`.
+    public var timeToLive: Int64
+    /// `dry_run`: validate and answer, deliver nothing (results carry `fake_message_id`).
+    public var dryRun: Bool
+    /// `restricted_package_name`.
+    public var restrictedPackageName: String?
+    /// `data`, keys in order, values as sent (the legacy API accepts any JSON value).
+    public var data: JSONObject?
+    /// `notification`, every key in order, custom keys (such as `orderInfo`) kept as JSON values.
+    public var notification: JSONObject?
+    /// `delay_while_idle` (deprecated; accepted and ignored).
+    public var delayWhileIdle: Bool
+    /// An error for the message as a whole, answered for every target: `InvalidDataKey`, `InvalidTtl` or
+    /// `MessageTooBig` (checked in that order).
+    public var messageError: FCMError?
+    /// The payload size by the ``FCMPayloadSize`` rule.
+    public var payloadSize: Int
+
+    /// A request with the given addressing and defaults for every option (not validated; for tests and tools).
+    public init(addressing: FCMAddressing, encoding: Encoding = .json) {
+        self.encoding = encoding
+        self.addressing = addressing
+        self.collapseKey = nil
+        self.priority = nil
+        self.contentAvailable = false
+        self.mutableContent = false
+        self.timeToLive = FCMLimits.defaultTimeToLive
+        self.dryRun = false
+        self.restrictedPackageName = nil
+        self.data = nil
+        self.notification = nil
+        self.delayWhileIdle = false
+        self.messageError = nil
+        self.payloadSize = 0
+    }
+
+    /// The priority that applies: as given, else `high` for notification messages and `normal` for data messages.
+    public var effectivePriority: Priority {
+        priority ?? (notification == nil ? .normal : .high)
+    }
+
+    /// The token recipients in request order (empty for topic and condition sends).
+    public var recipients: [FCMRecipient] {
+        if case .tokens(let recipients) = addressing { return recipients }
+        return []
+    }
+
+    /// Whether the answer is the token form (`multicast_id`, `results[]`) rather than the topic form.
+    public var isTokenSend: Bool {
+        if case .tokens = addressing { return true }
+        return false
+    }
+}
+
+/// Where a send goes.
+public enum FCMAddressing: Sendable, Hashable {
+    /// `to` with a token, or `registration_ids`, in request order. A request without any target is
+    /// `.tokens([FCMRecipient(token: "", error: .missingRegistration)])`, which FCM answers as one failed result.
+    case tokens([FCMRecipient])
+    /// `to: "/topics/<name>"`.
+    case topic(TopicName)
+    /// `condition`.
+    case condition(TopicCondition)
+}
+
+/// One token target of a send and what validation already knows about it.
+public struct FCMRecipient: Sendable, Hashable {
+    /// The token as sent (`""` when missing; a non-string `registration_ids` element as its JSON text).
+    public var token: String
+    /// `MissingRegistration`, `InvalidRegistration`, or the request's ``FCMSendRequest/messageError``; `nil` when
+    /// the token is well formed and the message valid: the relay then looks the token up (`NotRegistered`,
+    /// `MismatchSenderId`, `InvalidPackageName`) and queues.
+    public var error: FCMError?
+
+    /// A recipient.
+    public init(token: String, error: FCMError? = nil) {
+        self.token = token
+        self.error = error
+    }
+}

@@ -1,0 +1,373 @@
+/// The JSON parser: one pass over UTF-8 bytes, no intermediate tokens, strings without escapes taken as one slice.
+///
+/// Memory-safe (plain `Array` indexing); positions in errors are byte offsets from 0.
+struct JSONParser {
+    private let bytes: [UInt8]
+    private var index: Int = 0
+    private var depth: Int = 0
+    private let maxDepth: Int
+
+    init(bytes: [UInt8], maxDepth: Int) {
+        self.bytes = bytes
+        self.maxDepth = maxDepth
+    }
+
+    /// Parses the whole input as one value surrounded by optional whitespace.
+    mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        skipWhitespace()
+        let value = try parseValue()
+        skipWhitespace()
+        if index < bytes.count { throw unexpectedCharacter(at: index) }
+        return value
+    }
+
+    // MARK: Values
+
+    private mutating func parseValue() throws(JSONParseError) -> JSONValue {
+        guard index < bytes.count else { throw JSONParseError(code: .unexpectedEnd, position: index) }
+        switch bytes[index] {
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "{"): return .object(try parseObject())
+        case UInt8(ascii: "["): return .array(try parseArray())
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return .number(try parseNumber())
+        default:
+            throw unexpectedCharacter(at: index)
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+        let count = literal.utf8CodeUnitCount
+        for offset in 0..<count {
+            let expected = literal.withUTF8Buffer { $0[offset] }
+            guard index < bytes.count else { throw JSONParseError(code: .unexpectedEnd, position: index) }
+            guard bytes[index] == expected else { throw unexpectedCharacter(at: index) }
+            index += 1
+        }
+    }
+
+    private mutating func enterContainer() throws(JSONParseError) {
+        depth += 1
+        if depth > maxDepth { throw JSONParseError(code: .tooDeep, position: index, limit: maxDepth) }
+        index += 1
+    }
+
+    private mutating func parseObject() throws(JSONParseError) -> JSONObject {
+        try enterContainer()
+        skipWhitespace()
+        var entries: [JSONObject.Element] = []
+        if try peek() == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return JSONObject(uniqueEntries: entries)
+        }
+        var positions: [String: Int]? = nil
+        while true {
+            guard try peek() == UInt8(ascii: "\"") else { throw unexpectedCharacter(at: index) }
+            let key = try parseString()
+            skipWhitespace()
+            guard try peek() == UInt8(ascii: ":") else { throw unexpectedCharacter(at: index) }
+            index += 1
+            skipWhitespace()
+            let value = try parseValue()
+            Self.insert(key: key, value: value, into: &entries, positions: &positions)
+            skipWhitespace()
+            let next = try peek()
+            index += 1
+            if next == UInt8(ascii: ",") {
+                skipWhitespace()
+                continue
+            }
+            if next == UInt8(ascii: "}") { break }
+            throw unexpectedCharacter(at: index - 1)
+        }
+        depth -= 1
+        return JSONObject(uniqueEntries: entries)
+    }
+
+    /// Adds a member; a repeated key replaces the earlier value in place. Small objects scan linearly, large ones
+    /// switch to a key → position table so a hostile object with many keys stays linear.
+    private static func insert(
+        key: String,
+        value: JSONValue,
+        into entries: inout [JSONObject.Element],
+        positions: inout [String: Int]?
+    ) {
+        if positions == nil {
+            for i in entries.indices where entries[i].key == key {
+                entries[i].value = value
+                return
+            }
+            entries.append((key, value))
+            if entries.count >= 16 {
+                var table: [String: Int] = [:]
+                table.reserveCapacity(entries.count * 2)
+                for (i, entry) in entries.enumerated() { table[entry.key] = i }
+                positions = table
+            }
+            return
+        }
+        if let existing = positions![key] {
+            entries[existing].value = value
+        } else {
+            positions![key] = entries.count
+            entries.append((key, value))
+        }
+    }
+
+    private mutating func parseArray() throws(JSONParseError) -> [JSONValue] {
+        try enterContainer()
+        skipWhitespace()
+        var elements: [JSONValue] = []
+        if try peek() == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            return elements
+        }
+        while true {
+            elements.append(try parseValue())
+            skipWhitespace()
+            let next = try peek()
+            index += 1
+            if next == UInt8(ascii: ",") {
+                skipWhitespace()
+                continue
+            }
+            if next == UInt8(ascii: "]") { break }
+            throw unexpectedCharacter(at: index - 1)
+        }
+        depth -= 1
+        return elements
+    }
+
+    // MARK: Numbers
+
+    private mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
+        let start = index
+        var isInteger = true
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        let first = try peek()
+        if first == UInt8(ascii: "0") {
+            index += 1
+        } else if Self.isDigit(first) {
+            skipDigits()
+        } else {
+            throw unexpectedCharacter(at: index)
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            guard Self.isDigit(try peek()) else { throw unexpectedCharacter(at: index) }
+            skipDigits()
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            isInteger = false
+            index += 1
+            let sign = try peek()
+            if sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { index += 1 }
+            guard Self.isDigit(try peek()) else { throw unexpectedCharacter(at: index) }
+            skipDigits()
+        }
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        return JSONNumber(validatedText: text, isInteger: isInteger)
+    }
+
+    private mutating func skipDigits() {
+        while index < bytes.count, Self.isDigit(bytes[index]) { index += 1 }
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        byte &- UInt8(ascii: "0") < 10
+    }
+
+    // MARK: Strings
+
+    /// Parses a string starting at its opening quote.
+    private mutating func parseString() throws(JSONParseError) -> String {
+        index += 1
+        let start = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let slice = bytes[start..<index]
+                index += 1
+                return try Self.validatedString(slice, start: start)
+            }
+            if byte == UInt8(ascii: "\\") { return try parseEscapedString(start: start) }
+            if byte < 0x20 { throw unexpectedCharacter(at: index) }
+            index += 1
+        }
+        throw JSONParseError(code: .unexpectedEnd, position: index)
+    }
+
+    /// The slow path, from the first backslash: collects bytes with escapes resolved.
+    private mutating func parseEscapedString(start: Int) throws(JSONParseError) -> String {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(index - start + 16)
+        buffer.append(contentsOf: bytes[start..<index])
+        var segmentStart = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                buffer.append(contentsOf: bytes[segmentStart..<index])
+                index += 1
+                return try Self.validatedString(buffer[...], start: start)
+            }
+            if byte < 0x20 { throw unexpectedCharacter(at: index) }
+            if byte != UInt8(ascii: "\\") {
+                index += 1
+                continue
+            }
+            buffer.append(contentsOf: bytes[segmentStart..<index])
+            index += 1
+            let escape = try peek()
+            index += 1
+            switch escape {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): buffer.append(escape)
+            case UInt8(ascii: "b"): buffer.append(0x08)
+            case UInt8(ascii: "f"): buffer.append(0x0C)
+            case UInt8(ascii: "n"): buffer.append(0x0A)
+            case UInt8(ascii: "r"): buffer.append(0x0D)
+            case UInt8(ascii: "t"): buffer.append(0x09)
+            case UInt8(ascii: "u"): try appendUnicodeEscape(to: &buffer)
+            default: throw unexpectedCharacter(at: index - 1)
+            }
+            segmentStart = index
+        }
+        throw JSONParseError(code: .unexpectedEnd, position: index)
+    }
+
+    /// Reads the four hex digits after `\u` (and a second `\uXXXX` for a surrogate pair) and appends UTF-8.
+    private mutating func appendUnicodeEscape(to buffer: inout [UInt8]) throws(JSONParseError) {
+        let escapeStart = index - 2
+        var scalar = try readHex4()
+        if scalar >= 0xD800 && scalar < 0xDC00 {
+            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+            else { throw JSONParseError(code: .invalidEscape, position: escapeStart) }
+            index += 2
+            let low = try readHex4()
+            guard low >= 0xDC00 && low < 0xE000 else {
+                throw JSONParseError(code: .invalidEscape, position: escapeStart)
+            }
+            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+        } else if scalar >= 0xDC00 && scalar < 0xE000 {
+            throw JSONParseError(code: .invalidEscape, position: escapeStart)
+        }
+        guard let unicode = Unicode.Scalar(scalar) else {
+            throw JSONParseError(code: .invalidEscape, position: escapeStart)
+        }
+        buffer.append(contentsOf: UTF8.encode(unicode)!)
+    }
+
+    private mutating func readHex4() throws(JSONParseError) -> UInt32 {
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = try peek()
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw unexpectedCharacter(at: index)
+            }
+            value = value << 4 | UInt32(digit)
+            index += 1
+        }
+        return value
+    }
+
+    private static func validatedString(_ slice: ArraySlice<UInt8>, start: Int) throws(JSONParseError) -> String {
+        if let string = String(validating: slice, as: UTF8.self) { return string }
+        throw Self.invalidUTF8Error(slice, start: start)
+    }
+
+    /// Finds the first invalid byte for the error position (after escapes, the offset within the decoded text).
+    private static func invalidUTF8Error(_ slice: ArraySlice<UInt8>, start: Int) -> JSONParseError {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = slice.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded): offset += encoded.count
+            case .emptyInput, .error: return JSONParseError(code: .invalidUTF8, position: start + offset)
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x0A, 0x0D, 0x09: index += 1
+            default: return
+            }
+        }
+    }
+
+    /// The byte at the current position, or an end-of-input error.
+    private func peek() throws(JSONParseError) -> UInt8 {
+        guard index < bytes.count else { throw JSONParseError(code: .unexpectedEnd, position: index) }
+        return bytes[index]
+    }
+
+    private func unexpectedCharacter(at position: Int) -> JSONParseError {
+        guard position < bytes.count else { return JSONParseError(code: .unexpectedEnd, position: position) }
+        return JSONParseError(code: .unexpectedCharacter, position: position, character: Self.shown(at: position, in: bytes))
+    }
+
+    /// How a byte is shown in an error: printable ASCII as itself, controls escaped, other UTF-8 decoded.
+    static func shown(at position: Int, in bytes: [UInt8]) -> String {
+        let byte = bytes[position]
+        switch byte {
+        case 0x20..<0x7F: return String(UnicodeScalar(byte))
+        case 0x0A: return "\\n"
+        case 0x0D: return "\\r"
+        case 0x09: return "\\t"
+        case 0..<0x20, 0x7F: return "U+" + hex4(UInt32(byte))
+        default:
+            var parser = Unicode.UTF8.ForwardParser()
+            var iterator = bytes[position...].makeIterator()
+            if case .valid(let encoded) = parser.parseScalar(from: &iterator) {
+                return String(decoding: Array(encoded), as: UTF8.self)
+            }
+            return "0x" + String(byte, radix: 16, uppercase: true)
+        }
+    }
+
+    private static func hex4(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+}
+
+extension JSONValue {
+    /// Parses UTF-8 JSON text (RFC 8259; any value at the top level).
+    ///
+    /// Errors carry FCM's wording and the byte position: `JSON_PARSING_ERROR: Unexpected character (x) at position 0.`
+    /// A repeated object key keeps the last value at the first key's position.
+    public static func parse(
+        _ bytes: [UInt8],
+        limits: JSONParseLimits = .default
+    ) throws(JSONParseError) -> JSONValue {
+        guard bytes.count <= limits.maxBytes else {
+            throw JSONParseError(code: .tooLarge, position: limits.maxBytes, limit: limits.maxBytes)
+        }
+        var parser = JSONParser(bytes: bytes, maxDepth: limits.maxDepth)
+        return try parser.parseDocument()
+    }
+
+    /// Parses JSON text given as a string.
+    public static func parse(_ text: String, limits: JSONParseLimits = .default) throws(JSONParseError) -> JSONValue {
+        try parse(Array(text.utf8), limits: limits)
+    }
+}

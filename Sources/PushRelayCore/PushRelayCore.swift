@@ -1,1 +1,0 @@
-// PushRelayCore: see docs/architecture.md

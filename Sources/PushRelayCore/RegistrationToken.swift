@@ -1,0 +1,72 @@
+/// A registration token: the public address of one app instance, in FCM's shape
+/// `<instance id>:APA91b<random>`, e.g.
+/// `eeDh2Sd5HknG1zdC1w1UBD:APA91bFKGr99Cpj7q1Es0oexCeoXf9qinT6GuI-pvCouR8AKueLR1zNc_QZVv_…`.
+///
+/// Generated tokens have a 22-character instance id (132 random bits) and 110 base64url characters after
+/// `APA91b` (660 random bits), 139 characters in all like the seed scenario's token.
+public struct RegistrationToken: Sendable, Hashable, CustomStringConvertible {
+    /// The token text.
+    public let rawValue: String
+
+    /// Wraps `text` if it ``isWellFormed(_:)``.
+    public init?(_ text: String) {
+        guard Self.isWellFormed(text) else { return nil }
+        self.rawValue = text
+    }
+
+    private init(unchecked text: String) { self.rawValue = text }
+
+    public var description: String { rawValue }
+
+    /// The instance id before the `:`.
+    public var instanceID: Substring {
+        rawValue.split(separator: ":", maxSplits: 1).first ?? ""
+    }
+
+    /// Length of the instance id part.
+    public static let instanceIDLength = 22
+    /// The marker that starts the second part.
+    public static let marker = "APA91b"
+    /// Random characters after the marker in generated tokens.
+    public static let randomLength = 110
+    /// The fewest characters accepted after the marker (22 = 132 bits).
+    public static let minimumRandomLength = 22
+    /// The longest token accepted.
+    public static let maximumLength = 4096
+
+    /// A new random token from the system's secure generator.
+    public static func generate() -> RegistrationToken {
+        var generator = SystemRandomNumberGenerator()
+        return generate(using: &generator)
+    }
+
+    /// A new token from `generator` (tests pass a seeded one).
+    public static func generate(using generator: inout some RandomNumberGenerator) -> RegistrationToken {
+        let instance = Base64URL.randomString(length: instanceIDLength, using: &generator)
+        let random = Base64URL.randomString(length: randomLength, using: &generator)
+        return RegistrationToken(unchecked: instance + ":" + marker + random)
+    }
+
+    /// Whether `text` has the token format: 22 characters of `[A-Za-z0-9_-]`, `:`, `APA91b`, then at least 22
+    /// characters of `[A-Za-z0-9_-]`, at most 4096 in all. A text that fails is `InvalidRegistration`; one that
+    /// passes but is unknown is `NotRegistered`.
+    public static func isWellFormed(_ text: String) -> Bool {
+        let utf8 = text.utf8
+        let headLength = instanceIDLength + 1 + marker.utf8.count
+        guard utf8.count >= headLength + minimumRandomLength, utf8.count <= maximumLength else { return false }
+        var index = 0
+        for byte in utf8 {
+            switch index {
+            case 0..<instanceIDLength: if !Base64URL.isAlphabetByte(byte) { return false }
+            case instanceIDLength: if byte != UInt8(ascii: ":") { return false }
+            case (instanceIDLength + 1)..<headLength:
+                if byte != Self.markerBytes[index - instanceIDLength - 1] { return false }
+            default: if !Base64URL.isAlphabetByte(byte) { return false }
+            }
+            index += 1
+        }
+        return true
+    }
+
+    private static let markerBytes: [UInt8] = Array("APA91b".utf8)
+}

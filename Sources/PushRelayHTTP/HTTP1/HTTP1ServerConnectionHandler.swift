@@ -1,0 +1,417 @@
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Serves HTTP/1.1 on one connection through NIOHTTP1: keep-alive, chunked streaming responses, the routes' body
+/// limits, and `Upgrade: h2c` to HTTP/2 on the first request.
+///
+/// `HTTPServerPipelineHandler` in front of it holds pipelined requests until the current response has ended, so
+/// this handler sees one request at a time.
+final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = Never
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private enum State {
+        case idle
+        case collecting(@Sendable (HTTPServerRequest, ByteBuffer) -> HTTPServerResponse)
+        case streamingBody(AsyncThrowingStream<ByteBuffer, any Error>.Continuation)
+        /// The request is complete or its rest is ignored; the handler's answer is pending.
+        case awaitingResponse
+        case responding
+        case upgrading(settingsPayload: [UInt8])
+    }
+
+    private let shared: HTTPServerShared
+    private var state = State.idle
+    private var context: ChannelHandlerContext?
+    private var head: HTTPRequest?
+    private var pathParameters: [String: String] = [:]
+    private var keepAlive = true
+    private var maxBodyBytes = 0
+    private var receivedBodyBytes = 0
+    private var body = ByteBuffer()
+    private var requestCount = 0
+    /// Bumped for every request, so an answer that arrives late for a finished request is dropped.
+    private var requestID = 0
+    private var writer: HTTP1StreamBodyWriter?
+    private var draining = false
+
+    init(shared: HTTPServerShared) {
+        self.shared = shared
+    }
+
+    /// The NIOHTTP1 handlers plus this one, in pipeline order.
+    static func pipeline(shared: HTTPServerShared) -> [any ChannelHandler] {
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderListSize = max(shared.configuration.maxHeaderListSize * 4, 64 * 1024)
+        return [
+            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, limitConfiguration: limits)),
+            HTTPResponseEncoder(),
+            HTTPServerPipelineHandler(),
+            HTTPServerProtocolErrorHandler(),
+            HTTP1ServerConnectionHandler(shared: shared),
+        ]
+    }
+
+    /// Bytes buffered in the streaming writer (test hook).
+    var bufferedStreamBytes: Int { 0 }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        abandonRequest()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        abandonRequest()
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { writer?.writable() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? HTTPServerConnectionEvent, case .drain = event {
+            draining = true
+            keepAlive = false
+            if case .idle = state { context.close(promise: nil) }
+            writer?.drain()
+        } else if event is IdleStateHandler.IdleStateEvent {
+            if case .idle = state { context.close(promise: nil) }
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    // MARK: Requests
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): receiveHead(head)
+        case .body(let buffer): receiveBody(buffer)
+        case .end: receiveEnd()
+        }
+    }
+
+    private func receiveHead(_ nioHead: HTTPRequestHead) {
+        requestCount += 1
+        requestID += 1
+        receivedBodyBytes = 0
+        body = ByteBuffer()
+        keepAlive = nioHead.isKeepAlive && !draining
+        if Self.headSize(nioHead) > shared.configuration.maxHeaderListSize {
+            reject(HTTPError(.requestHeaderFieldsTooLarge))
+            return
+        }
+        guard let head = Self.makeRequest(nioHead) else {
+            reject(.init(.badRequest, "malformed request head"))
+            return
+        }
+        self.head = head
+        if requestCount == 1, let settings = Self.h2cUpgradeSettings(nioHead) {
+            state = .upgrading(settingsPayload: settings)
+            return
+        }
+        let match = shared.responder.route(for: head)
+        guard case .matched(let handler, let maxBodyBytes, let pathParameters) = match else {
+            state = .awaitingResponse
+            respond(HTTPResponder.response(forUnmatched: match)!, requestID: requestID)
+            return
+        }
+        if let length = head.headerFields[.contentLength].flatMap(Int.init), length > maxBodyBytes {
+            reject(.payloadTooLarge)
+            return
+        }
+        self.maxBodyBytes = maxBodyBytes
+        self.pathParameters = pathParameters
+        switch handler {
+        case .immediate(let handler):
+            state = .collecting(handler)
+        case .async(let handler):
+            let hasBody = head.headerFields[.contentLength].map { $0 != "0" } ?? (head.headerFields[.transferEncoding] != nil)
+            let requestBody: HTTPRequestBody
+            if hasBody {
+                let (stream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
+                state = .streamingBody(continuation)
+                requestBody = HTTPRequestBody(stream: stream)
+            } else {
+                state = .awaitingResponse
+                requestBody = .empty
+            }
+            let request = HTTPServerRequest(
+                head: head, body: requestBody, pathParameters: pathParameters,
+                remoteAddress: context?.channel.remoteAddress, protocolVersion: .http1_1)
+            runAsync(handler, request)
+        }
+    }
+
+    private func receiveBody(_ buffer: ByteBuffer) {
+        receivedBodyBytes += buffer.readableBytes
+        switch state {
+        case .collecting:
+            if receivedBodyBytes > maxBodyBytes { return reject(.payloadTooLarge) }
+            var buffer = buffer
+            body.writeBuffer(&buffer)
+        case .streamingBody(let continuation):
+            if receivedBodyBytes > maxBodyBytes {
+                continuation.finish(throwing: HTTPError.payloadTooLarge)
+                return reject(.payloadTooLarge)
+            }
+            continuation.yield(buffer)
+        case .idle, .awaitingResponse, .responding, .upgrading:
+            break
+        }
+    }
+
+    private func receiveEnd() {
+        switch state {
+        case .collecting(let handler):
+            state = .awaitingResponse
+            guard let head else { return }
+            let request = HTTPServerRequest(
+                head: head, body: HTTPRequestBody(body), pathParameters: pathParameters,
+                remoteAddress: context?.channel.remoteAddress, protocolVersion: .http1_1)
+            let body = self.body
+            self.body = ByteBuffer()
+            respond(handler(request, body), requestID: requestID)
+        case .streamingBody(let continuation):
+            state = .awaitingResponse
+            continuation.finish()
+        case .upgrading(let settings):
+            upgradeToHTTP2(settingsPayload: settings)
+        case .idle, .awaitingResponse, .responding:
+            break
+        }
+    }
+
+    /// Answers with an error and closes the connection after it (the rest of the request is not read).
+    private func reject(_ error: HTTPError) {
+        keepAlive = false
+        state = .awaitingResponse
+        respond(HTTPResponder.response(for: error), requestID: requestID)
+    }
+
+    private func runAsync(
+        _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse,
+        _ request: HTTPServerRequest
+    ) {
+        guard let context else { return }
+        let eventLoop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let requestID = self.requestID
+        Task {
+            let response = await HTTPResponder.run(handler, request)
+            eventLoop.execute { bound.value.respond(response, requestID: requestID) }
+        }
+    }
+
+    private func abandonRequest() {
+        if case .streamingBody(let continuation) = state {
+            continuation.finish(throwing: HTTPTransportError.connectionClosed())
+        }
+        state = .awaitingResponse
+        writer?.close()
+        writer = nil
+        requestID += 1
+    }
+
+    // MARK: Responses
+
+    private func respond(_ response: HTTPServerResponse, requestID: Int) {
+        guard let context, requestID == self.requestID else { return }
+        switch state {
+        case .responding, .idle, .upgrading: return
+        case .streamingBody(let continuation):
+            // Answered before the body was read: the rest of it is dropped and the connection not reused.
+            continuation.finish()
+            keepAlive = false
+        case .collecting:
+            keepAlive = false
+        case .awaitingResponse:
+            break
+        }
+        state = .responding
+        let isHead = head?.method == .head
+        let status = response.head.status
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(response.head.headerFields.count + 2)
+        for field in response.head.headerFields { headers.add(name: field.name.rawName, value: field.value) }
+        if !keepAlive { headers.replaceOrAdd(name: "connection", value: "close") }
+        var nioHead = HTTPResponseHead(
+            version: .http1_1, status: HTTPResponseStatus(statusCode: status.code, reasonPhrase: status.reasonPhrase),
+            headers: headers)
+        let bodyAllowed = status.code >= 200 && status.code != 204 && status.code != 304
+        switch response.body {
+        case .empty:
+            if bodyAllowed { nioHead.headers.replaceOrAdd(name: "content-length", value: "0") }
+            context.write(wrapOutboundOut(.head(nioHead)), promise: nil)
+            endResponse()
+        case .bytes(let bytes):
+            nioHead.headers.replaceOrAdd(name: "content-length", value: String(bytes.readableBytes))
+            context.write(wrapOutboundOut(.head(nioHead)), promise: nil)
+            if !isHead && bytes.readableBytes > 0 {
+                context.write(wrapOutboundOut(.body(.byteBuffer(bytes))), promise: nil)
+            }
+            endResponse()
+        case .stream(let body):
+            if isHead {
+                context.write(wrapOutboundOut(.head(nioHead)), promise: nil)
+                endResponse()
+                return
+            }
+            context.writeAndFlush(wrapOutboundOut(.head(nioHead)), promise: nil)
+            let writer = HTTP1StreamBodyWriter(
+                connection: self, eventLoop: context.eventLoop, allocator: context.channel.allocator)
+            if draining { writer.drain() }
+            self.writer = writer
+            Task {
+                do {
+                    try await body(writer)
+                    writer.finish()
+                } catch {
+                    writer.fail()
+                }
+            }
+        }
+    }
+
+    /// Writes one chunk of a streaming body; returns whether the channel can take more now.
+    func writeStreamChunk(_ buffer: ByteBuffer, from writer: HTTP1StreamBodyWriter) -> Bool {
+        guard let context, writer === self.writer else { return false }
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        return context.channel.isWritable
+    }
+
+    /// Ends a streaming body (`failed`: the handler threw, so the connection closes without a proper end).
+    func finishStream(from writer: HTTP1StreamBodyWriter, failed: Bool) {
+        guard let context, writer === self.writer else { return }
+        self.writer = nil
+        if failed {
+            context.close(promise: nil)
+            return
+        }
+        endResponse()
+    }
+
+    private func endResponse() {
+        guard let context else { return }
+        state = .idle
+        head = nil
+        if keepAlive {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        } else {
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    // MARK: h2c upgrade
+
+    /// The decoded `HTTP2-Settings` payload when the request asks for `Upgrade: h2c` and has no body.
+    static func h2cUpgradeSettings(_ head: HTTPRequestHead) -> [UInt8]? {
+        let upgrade = head.headers[canonicalForm: "upgrade"].map { $0.lowercased() }
+        guard upgrade.contains("h2c") else { return nil }
+        let connection = head.headers[canonicalForm: "connection"].map { $0.lowercased() }
+        guard connection.contains("upgrade"), connection.contains("http2-settings") else { return nil }
+        let settings = head.headers["http2-settings"]
+        guard settings.count == 1, let payload = Base64URL.decode(settings[0]) else { return nil }
+        if head.headers[canonicalForm: "transfer-encoding"].count > 0 { return nil }
+        if let length = head.headers.first(name: "content-length"), length != "0" { return nil }
+        return payload
+    }
+
+    private func upgradeToHTTP2(settingsPayload: [UInt8]) {
+        guard let context, var head else { return }
+        state = .responding
+        var headers = HTTPHeaders()
+        headers.add(name: "connection", value: "Upgrade")
+        headers.add(name: "upgrade", value: "h2c")
+        context.writeAndFlush(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .switchingProtocols, headers: headers))),
+            promise: nil)
+        head.headerFields[.upgrade] = nil
+        head.headerFields[.connection] = nil
+        head.headerFields[HTTPField.Name("http2-settings")!] = nil
+        if head.scheme == nil { head.scheme = "http" }
+        let http2 = HTTP2ServerConnectionHandler(
+            shared: shared, upgrade: HTTP2UpgradeRequest(settingsPayload: settingsPayload, head: head))
+        let pipeline = context.pipeline.syncOperations
+        do {
+            // HTTP/1.1 handlers leave first so HTTP/2 output does not pass through them; the decoder goes last and
+            // hands any bytes it already read past the request to the HTTP/2 handler.
+            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try pipeline.removeHandler(pipeline.handler(type: HTTPServerPipelineHandler.self), promise: nil)
+            try pipeline.removeHandler(pipeline.handler(type: HTTPServerProtocolErrorHandler.self), promise: nil)
+            try pipeline.removeHandler(pipeline.handler(type: HTTPResponseEncoder.self), promise: nil)
+            pipeline.removeHandler(context: context, promise: nil)
+            try pipeline.addHandler(http2)
+            pipeline.removeHandler(decoder, promise: nil)
+        } catch {
+            shared.logger.debug("h2c upgrade failed", metadata: ["http.error": "\(error)"])
+            context.close(promise: nil)
+        }
+    }
+
+    // MARK: Head conversion
+
+    /// The size of a request head as the header limit counts it.
+    static func headSize(_ head: HTTPRequestHead) -> Int {
+        var size = head.uri.utf8.count
+        for (name, value) in head.headers { size += name.utf8.count + value.utf8.count + 4 }
+        return size
+    }
+
+    /// Converts a NIOHTTP1 head to an `HTTPRequest`; `nil` when it is malformed.
+    static func makeRequest(_ head: HTTPRequestHead) -> HTTPRequest? {
+        guard let method = HTTPRequest.Method(head.method.rawValue) else { return nil }
+        var fields = HTTPFields()
+        fields.reserveCapacity(head.headers.count)
+        var authority: String?
+        for (name, value) in head.headers {
+            guard let fieldName = HTTPField.Name(name) else { return nil }
+            if fieldName.canonicalName == "host" {
+                authority = value
+                continue
+            }
+            fields.append(HTTPField(name: fieldName, value: value))
+        }
+        return HTTPRequest(method: method, scheme: nil, authority: authority, path: head.uri, headerFields: fields)
+    }
+}
+
+/// Base64url without padding (RFC 4648 §5), as the `HTTP2-Settings` header uses it.
+enum Base64URL {
+    static func decode(_ text: String) -> [UInt8]? {
+        var output: [UInt8] = []
+        output.reserveCapacity(text.utf8.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for byte in text.utf8 {
+            let value: UInt8
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = byte - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = byte - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "-"), UInt8(ascii: "+"): value = 62
+            case UInt8(ascii: "_"), UInt8(ascii: "/"): value = 63
+            case UInt8(ascii: "="): continue
+            default: return nil
+            }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        return output
+    }
+}

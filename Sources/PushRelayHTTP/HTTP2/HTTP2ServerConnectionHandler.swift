@@ -1,0 +1,443 @@
+import HTTPTypes
+import Logging
+import NIOCore
+
+/// The h2c upgrade that started a connection: the `HTTP2-Settings` payload and the request (stream 1).
+struct HTTP2UpgradeRequest {
+    var settingsPayload: [UInt8]
+    var head: HTTPRequest
+}
+
+/// Serves one HTTP/2 connection: one nghttp2 session, streams as values in a table, handlers routed by the
+/// server's responder.
+///
+/// Bytes read go to nghttp2 at once; what nghttp2 wants to send is collected once per read batch
+/// (`channelReadComplete`) or once per event-loop tick after application writes, and written as one buffer.
+/// While the channel is not writable the handler neither produces output nor reads from the socket.
+final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDelegate {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = Never
+    typealias OutboundOut = ByteBuffer
+
+    private let shared: HTTPServerShared
+    private var upgrade: HTTP2UpgradeRequest?
+    private var session: NGHTTP2Session?
+    private var streams: [Int32: HTTP2ServerStream] = [:]
+    private var context: ChannelHandlerContext?
+    private var remoteAddress: SocketAddress?
+    private var inReadBatch = false
+    private var flushScheduled = false
+    private var readPending = false
+    private var draining = false
+    private var closing = false
+
+    init(shared: HTTPServerShared, upgrade: HTTP2UpgradeRequest? = nil) {
+        self.shared = shared
+        self.upgrade = upgrade
+    }
+
+    /// Bytes buffered in this connection's streaming writers (test hook).
+    var bufferedStreamBytes: Int {
+        streams.values.reduce(0) { $0 + ($1.writer?.bufferedBytes ?? 0) + $1.outbound.readableBytes }
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        remoteAddress = context.channel.remoteAddress
+        let session = NGHTTP2Session(
+            role: .server,
+            limits: shared.configuration.sessionLimits,
+            delegate: self,
+            allocator: context.channel.allocator
+        )
+        self.session = session
+        if let upgrade {
+            self.upgrade = nil
+            guard session.upgradeServer(settingsPayload: upgrade.settingsPayload, isHeadRequest: upgrade.head.method == .head)
+            else {
+                context.close(promise: nil)
+                return
+            }
+            streams[1] = HTTP2ServerStream()
+            startRequest(streamID: 1, head: upgrade.head, endStream: true)
+        }
+        if context.channel.isActive { flushOutput() }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        closeAllStreams()
+        self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        flushOutput()
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closing = true
+        closeAllStreams()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let session, !closing else { return }
+        inReadBatch = true
+        do {
+            try session.receive(unwrapInboundIn(data))
+        } catch {
+            inReadBatch = false
+            shared.logger.debug(
+                "closing HTTP/2 connection",
+                metadata: ["http.error": "\(error)", "http.remote": "\(remoteAddress.map { "\($0)" } ?? "?")"])
+            flushOutput()
+            closeConnection()
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        inReadBatch = false
+        flushOutput()
+        context.fireChannelReadComplete()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            context.read()
+        } else {
+            readPending = true
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            flushOutput()
+            if readPending {
+                readPending = false
+                context.read()
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? HTTPServerConnectionEvent, case .drain = event {
+            beginDrain()
+        } else if event is IdleStateHandler.IdleStateEvent {
+            if streams.isEmpty {
+                session?.submitGoAway()
+                flushOutput()
+                closeConnection()
+            }
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        shared.logger.debug("HTTP/2 connection error", metadata: ["http.error": "\(error)"])
+        closeConnection()
+    }
+
+    // MARK: Output
+
+    /// Collects everything nghttp2 wants to send and writes it as few buffers, then flushes.
+    func flushOutput() {
+        guard let context, let session, !closing, context.channel.isActive else { return }
+        var wrote = false
+        do {
+            while context.channel.isWritable {
+                var out = context.channel.allocator.buffer(capacity: 4096)
+                let more = try session.send(into: &out, limit: 64 * 1024)
+                if out.readableBytes > 0 {
+                    context.write(wrapOutboundOut(out), promise: nil)
+                    wrote = true
+                }
+                if !more { break }
+            }
+        } catch {
+            shared.logger.debug("HTTP/2 send failed", metadata: ["http.error": "\(error)"])
+            if wrote { context.flush() }
+            closeConnection()
+            return
+        }
+        if wrote { context.flush() }
+        if !session.isAlive { closeConnection() }
+    }
+
+    /// Flushes at the end of the current read batch, or on the next event-loop tick.
+    private func scheduleFlush() {
+        guard !inReadBatch, !flushScheduled, let context else { return }
+        flushScheduled = true
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            bound.value.flushScheduled = false
+            bound.value.flushOutput()
+        }
+    }
+
+    private func closeConnection() {
+        guard !closing, let context else { return }
+        closing = true
+        context.close(promise: nil)
+    }
+
+    private func closeAllStreams() {
+        let open = streams
+        streams = [:]
+        for (_, stream) in open { Self.abandon(stream) }
+    }
+
+    private static func abandon(_ stream: HTTP2ServerStream) {
+        stream.writer?.close()
+        if case .streamingBody(let continuation) = stream.phase {
+            continuation.finish(throwing: HTTPTransportError.streamClosed())
+        }
+    }
+
+    // MARK: Graceful shutdown
+
+    private func beginDrain() {
+        guard !draining, let context, let session else { return }
+        draining = true
+        session.submitShutdownNotice()
+        flushOutput()
+        for stream in streams.values { stream.writer?.drain() }
+        // The final GOAWAY follows after about one round trip, so streams the client opened meanwhile are served.
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .milliseconds(100)) {
+            guard let session = bound.value.session else { return }
+            session.submitGoAway()
+            bound.value.flushOutput()
+        }
+    }
+
+    // MARK: Called by streaming writers
+
+    /// A streaming writer queued bytes (or its end).
+    func streamHasOutput(_ streamID: Int32) {
+        guard streams[streamID] != nil, let session else { return }
+        session.resumeData(streamID: streamID)
+        scheduleFlush()
+    }
+
+    /// A streaming handler failed: reset its stream.
+    func resetStream(_ streamID: Int32) {
+        guard streams[streamID] != nil, let session else { return }
+        session.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.internalError)
+        scheduleFlush()
+    }
+
+    // MARK: NGHTTP2SessionDelegate
+
+    func sessionBeginHeaders(streamID: Int32) {
+        streams[streamID] = HTTP2ServerStream()
+    }
+
+    func sessionHeader(streamID: Int32, name: String, value: String) {
+        streams[streamID]?.addHeader(name: name, value: value, limit: shared.configuration.maxHeaderListSize)
+    }
+
+    func sessionHeadersComplete(streamID: Int32, endStream: Bool) {
+        guard var stream = streams[streamID], case .headers = stream.phase else { return }
+        if stream.headerTooLarge {
+            stream.phase = .awaitingResponse
+            streams[streamID] = stream
+            respond(streamID: streamID, response: HTTPResponder.response(for: HTTPError(.requestHeaderFieldsTooLarge)))
+            return
+        }
+        guard let head = stream.makeHead() else {
+            streams[streamID] = stream
+            session?.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.protocolError)
+            return
+        }
+        streams[streamID] = stream
+        startRequest(streamID: streamID, head: head, endStream: endStream)
+    }
+
+    func sessionTrailersComplete(streamID: Int32) {
+        sessionEndStream(streamID: streamID)
+    }
+
+    func sessionData(streamID: Int32, chunk: borrowing NGHTTP2DataChunk) {
+        guard streams[streamID] != nil else { return }
+        let total = streams[streamID]!.receivedBodyBytes + chunk.count
+        streams[streamID]!.receivedBodyBytes = total
+        if total > streams[streamID]!.maxBodyBytes {
+            bodyTooLarge(streamID: streamID)
+            return
+        }
+        switch streams[streamID]!.phase {
+        case .collecting:
+            chunk.write(into: &streams[streamID]!.body)
+        case .streamingBody(let continuation):
+            guard let context else { return }
+            var buffer = context.channel.allocator.buffer(capacity: chunk.count)
+            chunk.write(into: &buffer)
+            continuation.yield(buffer)
+        case .headers, .awaitingResponse, .responding:
+            break
+        }
+    }
+
+    func sessionEndStream(streamID: Int32) {
+        guard let stream = streams[streamID] else { return }
+        switch stream.phase {
+        case .collecting(let handler):
+            streams[streamID]!.phase = .awaitingResponse
+            runImmediate(streamID: streamID, handler)
+        case .streamingBody(let continuation):
+            streams[streamID]!.phase = .awaitingResponse
+            continuation.finish()
+        case .headers, .awaitingResponse, .responding:
+            break
+        }
+    }
+
+    func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
+        guard let stream = streams.removeValue(forKey: streamID) else { return }
+        Self.abandon(stream)
+    }
+
+    func sessionGoAway(lastStreamID: Int32, errorCode: UInt32) {}
+
+    func sessionReadBody(streamID: Int32, maxLength: Int) -> NGHTTP2BodyChunk {
+        guard streams[streamID] != nil else { return .bytes(ByteBuffer(), endStream: true) }
+        if let writer = streams[streamID]!.writer { return writer.read(maxLength: maxLength) }
+        let count = min(maxLength, streams[streamID]!.outbound.readableBytes)
+        let chunk = streams[streamID]!.outbound.readSlice(length: count)!
+        return .bytes(chunk, endStream: streams[streamID]!.outbound.readableBytes == 0)
+    }
+
+    // MARK: Requests
+
+    private func startRequest(streamID: Int32, head: HTTPRequest, endStream: Bool) {
+        let match = shared.responder.route(for: head)
+        guard case .matched(let handler, let maxBodyBytes, let pathParameters) = match else {
+            streams[streamID]!.phase = .awaitingResponse
+            respond(streamID: streamID, response: HTTPResponder.response(forUnmatched: match)!)
+            return
+        }
+        if let length = head.headerFields[.contentLength].flatMap(Int.init), length > maxBodyBytes {
+            streams[streamID]!.phase = .awaitingResponse
+            respond(streamID: streamID, response: HTTPResponder.response(for: .payloadTooLarge))
+            return
+        }
+        streams[streamID]!.head = head
+        streams[streamID]!.pathParameters = pathParameters
+        streams[streamID]!.maxBodyBytes = maxBodyBytes
+        switch handler {
+        case .immediate(let handler):
+            if endStream {
+                streams[streamID]!.phase = .awaitingResponse
+                runImmediate(streamID: streamID, handler)
+            } else {
+                streams[streamID]!.phase = .collecting(handler)
+            }
+        case .async(let handler):
+            let body: HTTPRequestBody
+            if endStream {
+                streams[streamID]!.phase = .awaitingResponse
+                body = .empty
+            } else {
+                let (stream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
+                streams[streamID]!.phase = .streamingBody(continuation)
+                body = HTTPRequestBody(stream: stream)
+            }
+            let request = HTTPServerRequest(
+                head: head, body: body, pathParameters: pathParameters, remoteAddress: remoteAddress,
+                protocolVersion: .http2)
+            runAsync(streamID: streamID, handler, request)
+        }
+    }
+
+    private func runImmediate(
+        streamID: Int32,
+        _ handler: @Sendable (HTTPServerRequest, ByteBuffer) -> HTTPServerResponse
+    ) {
+        guard let head = streams[streamID]?.head else { return }
+        let body = streams[streamID]!.body
+        streams[streamID]!.body = ByteBuffer()
+        let request = HTTPServerRequest(
+            head: head, body: HTTPRequestBody(body), pathParameters: streams[streamID]!.pathParameters,
+            remoteAddress: remoteAddress, protocolVersion: .http2)
+        respond(streamID: streamID, response: handler(request, body))
+    }
+
+    private func runAsync(
+        streamID: Int32,
+        _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse,
+        _ request: HTTPServerRequest
+    ) {
+        guard let context else { return }
+        let eventLoop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        Task {
+            let response = await HTTPResponder.run(handler, request)
+            eventLoop.execute { bound.value.respond(streamID: streamID, response: response) }
+        }
+    }
+
+    private func bodyTooLarge(streamID: Int32) {
+        guard let stream = streams[streamID] else { return }
+        switch stream.phase {
+        case .streamingBody(let continuation):
+            streams[streamID]!.phase = .awaitingResponse
+            continuation.finish(throwing: HTTPError.payloadTooLarge)
+            respond(streamID: streamID, response: HTTPResponder.response(for: .payloadTooLarge))
+        case .collecting, .headers:
+            streams[streamID]!.phase = .awaitingResponse
+            streams[streamID]!.body = ByteBuffer()
+            respond(streamID: streamID, response: HTTPResponder.response(for: .payloadTooLarge))
+        case .awaitingResponse, .responding:
+            return
+        }
+        // Stop the upload: the answer is complete, the rest of the body is not wanted (RFC 9113 §8.1).
+        session?.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.noError)
+    }
+
+    /// Submits a handler's answer on a stream that is still open.
+    private func respond(streamID: Int32, response: HTTPServerResponse) {
+        guard let session, let context, streams[streamID] != nil else { return }
+        if case .responding = streams[streamID]!.phase { return }
+        if case .streamingBody(let continuation) = streams[streamID]!.phase {
+            // The handler answered before reading the whole body; the rest is discarded.
+            continuation.finish()
+        }
+        streams[streamID]!.phase = .responding
+        let isHead = streams[streamID]!.head?.method == .head
+        let status = response.head.status.code
+        switch response.body {
+        case .empty:
+            let length: Int? = (status == 204 || status == 304 || status < 200) ? nil : 0
+            session.submitResponse(
+                streamID: streamID, status: status, headerFields: response.head.headerFields, contentLength: length,
+                hasBody: false)
+        case .bytes(let bytes):
+            streams[streamID]!.outbound = bytes
+            session.submitResponse(
+                streamID: streamID, status: status, headerFields: response.head.headerFields,
+                contentLength: bytes.readableBytes, hasBody: !isHead && bytes.readableBytes > 0)
+        case .stream(let body):
+            let writer = HTTP2StreamBodyWriter(
+                streamID: streamID, connection: self, eventLoop: context.eventLoop,
+                allocator: context.channel.allocator, highWatermark: shared.configuration.streamWriteHighWatermark)
+            if draining { writer.drain() }
+            streams[streamID]!.writer = writer
+            session.submitResponse(
+                streamID: streamID, status: status, headerFields: response.head.headerFields, contentLength: nil,
+                hasBody: !isHead)
+            Task {
+                do {
+                    try await body(writer)
+                    writer.finish()
+                } catch {
+                    writer.fail()
+                }
+            }
+        }
+        scheduleFlush()
+    }
+}

@@ -1,0 +1,81 @@
+import HTTPTypes
+import NIOCore
+
+/// One HTTP/2 request/response exchange of a server connection: a light value in the connection handler's
+/// table, not a channel.
+struct HTTP2ServerStream {
+    /// Where the exchange is.
+    enum Phase {
+        /// Header fields are arriving.
+        case headers
+        /// An `.immediate` route: the body is collected, the handler runs when it is complete.
+        case collecting(@Sendable (HTTPServerRequest, ByteBuffer) -> HTTPServerResponse)
+        /// An `.async` route: the body streams to the running handler.
+        case streamingBody(AsyncThrowingStream<ByteBuffer, any Error>.Continuation)
+        /// The request is complete (or ignored); waiting for the handler's answer.
+        case awaitingResponse
+        /// The response head is submitted; the body (if any) is being sent.
+        case responding
+    }
+
+    var phase: Phase = .headers
+    // Pseudo-header fields and fields of the request head.
+    var method: String?
+    var scheme: String?
+    var authority: String?
+    var path: String?
+    var headerFields = HTTPFields()
+    var headerBytes = 0
+    var headerTooLarge = false
+    var headerInvalid = false
+
+    var head: HTTPRequest?
+    var pathParameters: [String: String] = [:]
+    var maxBodyBytes = 0
+    var receivedBodyBytes = 0
+    var body = ByteBuffer()
+
+    /// The complete response body not yet handed to nghttp2 (`.bytes` responses).
+    var outbound = ByteBuffer()
+    /// The writer of a `.stream` response.
+    var writer: HTTP2StreamBodyWriter?
+
+    /// Adds one received header field, enforcing the header list limit.
+    mutating func addHeader(name: String, value: String, limit: Int) {
+        headerBytes += name.utf8.count + value.utf8.count + 32
+        if headerBytes > limit {
+            headerTooLarge = true
+            return
+        }
+        if headerTooLarge { return }
+        if let first = name.utf8.first, first == UInt8(ascii: ":") {
+            switch name {
+            case ":method": method = value
+            case ":scheme": scheme = value
+            case ":authority": authority = value
+            case ":path": path = value
+            default: break
+            }
+            return
+        }
+        guard let fieldName = HTTPField.Name(parsed: name) else {
+            headerInvalid = true
+            return
+        }
+        headerFields.append(HTTPField(name: fieldName, value: value))
+    }
+
+    /// The request head, or `nil` when the pseudo-header fields do not make one.
+    mutating func makeHead() -> HTTPRequest? {
+        guard let method = method.flatMap({ HTTPRequest.Method($0) }), !headerInvalid else { return nil }
+        let fields = headerFields
+        headerFields = [:]
+        if authority == nil, let host = fields[HTTP2ServerStream.hostField] { authority = host }
+        return HTTPRequest(method: method, scheme: scheme, authority: authority, path: path, headerFields: fields)
+    }
+}
+
+extension HTTP2ServerStream {
+    /// `host`, which HTTP/2 requests may carry instead of `:authority`.
+    static let hostField = HTTPField.Name("host")!
+}

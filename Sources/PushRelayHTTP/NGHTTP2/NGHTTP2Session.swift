@@ -1,0 +1,393 @@
+import CNghttp2
+import HTTPTypes
+import NIOCore
+
+// The one place that touches libnghttp2 (Debian 1.52: `mem_recv`/`mem_send`, `nghttp2_data_provider`; no `…2` APIs).
+// Every pointer stays in this file: callbacks are capture-less closures that recover the session object from the
+// `user_data` with `Unmanaged`, header and data bytes are handed up as Swift values, and the C session is freed in
+// `deinit`.
+
+/// What a session reports while it parses input (`receive`) or produces output (`send`). Called synchronously on
+/// the connection's event loop, from inside those two calls.
+protocol NGHTTP2SessionDelegate: AnyObject {
+    /// A HEADERS frame opens a request (server) or starts a response (client) on `streamID`.
+    func sessionBeginHeaders(streamID: Int32)
+    /// One header field of the block begun by `sessionBeginHeaders`; pseudo-headers included, names lowercase.
+    func sessionHeader(streamID: Int32, name: String, value: String)
+    /// The header block is complete; `endStream` when no body follows.
+    func sessionHeadersComplete(streamID: Int32, endStream: Bool)
+    /// A trailer block ended the stream.
+    func sessionTrailersComplete(streamID: Int32)
+    /// Body bytes arrived.
+    func sessionData(streamID: Int32, chunk: borrowing NGHTTP2DataChunk)
+    /// A DATA frame with END_STREAM arrived.
+    func sessionEndStream(streamID: Int32)
+    /// The stream closed; `errorCode` is 0 for a clean close, else the RST_STREAM code.
+    func sessionStreamClosed(streamID: Int32, errorCode: UInt32)
+    /// The peer sent GOAWAY.
+    func sessionGoAway(lastStreamID: Int32, errorCode: UInt32)
+    /// nghttp2 may send up to `maxLength` body bytes of `streamID`: return them, or `.deferred` to pause the
+    /// stream until `resumeData(streamID:)`.
+    func sessionReadBody(streamID: Int32, maxLength: Int) -> NGHTTP2BodyChunk
+}
+
+/// Bytes of one DATA frame, valid only inside `sessionData`; copy them out with `write(into:)`.
+struct NGHTTP2DataChunk: ~Copyable {
+    fileprivate let pointer: UnsafeRawBufferPointer
+
+    /// The number of bytes.
+    var count: Int { pointer.count }
+
+    /// Appends the bytes to `buffer`.
+    func write(into buffer: inout ByteBuffer) {
+        buffer.writeBytes(pointer)
+    }
+}
+
+/// The answer to `sessionReadBody`.
+enum NGHTTP2BodyChunk {
+    /// These bytes (at most `maxLength`); `endStream` ends the body after them.
+    case bytes(ByteBuffer, endStream: Bool)
+    /// Nothing to send now; the stream waits for `resumeData`.
+    case deferred
+}
+
+/// Limits a session is created with.
+struct NGHTTP2SessionLimits: Sendable {
+    var maxConcurrentStreams: Int
+    var initialWindowSize: Int
+    var maxHeaderListSize: Int
+    var streamResetBurst: Int
+    var streamResetRatePerSecond: Int
+    var maxContinuations: Int
+    var maxSettings: Int
+    var maxOutboundAck: Int
+}
+
+/// A fatal error of an nghttp2 session: the connection must be closed.
+struct NGHTTP2Error: Error, CustomStringConvertible {
+    let code: Int32
+    var description: String { "nghttp2: " + String(cString: nghttp2_strerror(code)) }
+    /// The peer did not start with the HTTP/2 client preface.
+    var isBadPreface: Bool { code == NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue }
+    /// The peer flooded us with frames that need answers.
+    var isFlooded: Bool { code == NGHTTP2_ERR_FLOODED.rawValue }
+}
+
+/// One `nghttp2_session`: a server or a client side of one HTTP/2 connection. Not thread-safe: used only on the
+/// connection's event loop by the handler that owns it.
+final class NGHTTP2Session {
+    /// Whether this side is the server.
+    enum Role { case server, client }
+
+    private var session: OpaquePointer?
+    /// The handler that owns this session; it outlives the session's use (unowned, no retain cycle).
+    unowned(unsafe) var delegate: any NGHTTP2SessionDelegate
+    private let allocator: ByteBufferAllocator
+    /// Scratch storage for header blocks, reused across submits.
+    private var nameValueBytes: [UInt8] = []
+    private var nameValueRanges: [(name: Range<Int>, value: Range<Int>)] = []
+
+    init(
+        role: Role,
+        limits: NGHTTP2SessionLimits,
+        delegate: any NGHTTP2SessionDelegate,
+        allocator: ByteBufferAllocator
+    ) {
+        self.delegate = delegate
+        self.allocator = allocator
+        nameValueBytes.reserveCapacity(512)
+        nameValueRanges.reserveCapacity(16)
+
+        var callbacks: OpaquePointer?
+        precondition(nghttp2_session_callbacks_new(&callbacks) == 0, "nghttp2: out of memory")
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        Self.installCallbacks(callbacks)
+
+        var option: OpaquePointer?
+        precondition(nghttp2_option_new(&option) == 0, "nghttp2: out of memory")
+        defer { nghttp2_option_del(option) }
+        nghttp2_option_set_no_http_messaging(option, 0)
+        nghttp2_option_set_stream_reset_rate_limit(
+            option, UInt64(limits.streamResetBurst), UInt64(limits.streamResetRatePerSecond))
+        nghttp2_option_set_max_continuations(option, limits.maxContinuations)
+        nghttp2_option_set_max_settings(option, limits.maxSettings)
+        nghttp2_option_set_max_outbound_ack(option, limits.maxOutboundAck)
+        nghttp2_option_set_max_send_header_block_length(option, 64 * 1024)
+        if role == .client {
+            // Our own SETTINGS carry the limits; the client never accepts pushes.
+            nghttp2_option_set_no_auto_window_update(option, 0)
+        }
+
+        let userData = Unmanaged.passUnretained(self).toOpaque()
+        let rc: Int32
+        switch role {
+        case .server: rc = nghttp2_session_server_new2(&session, callbacks, userData, option)
+        case .client: rc = nghttp2_session_client_new2(&session, callbacks, userData, option)
+        }
+        precondition(rc == 0, "nghttp2: cannot create a session (\(rc))")
+
+        var settings = [
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                value: UInt32(clamping: limits.maxConcurrentStreams)),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                value: UInt32(clamping: limits.initialWindowSize)),
+            nghttp2_settings_entry(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                value: UInt32(clamping: limits.maxHeaderListSize)),
+        ]
+        if role == .client {
+            settings.append(
+                nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0))
+        }
+        let settingsRC = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), settings, settings.count)
+        precondition(settingsRC == 0, "nghttp2: cannot submit SETTINGS (\(settingsRC))")
+    }
+
+    deinit {
+        nghttp2_session_del(session)
+    }
+
+    // MARK: Input and output
+
+    /// Feeds received bytes; callbacks fire from inside. Throws a fatal `NGHTTP2Error`.
+    func receive(_ buffer: ByteBuffer) throws(NGHTTP2Error) {
+        let rc = buffer.withUnsafeReadableBytes { bytes -> Int in
+            guard let base = bytes.baseAddress else { return 0 }
+            return nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        }
+        if rc < 0 { throw NGHTTP2Error(code: Int32(rc)) }
+    }
+
+    /// Appends the frames nghttp2 wants to send to `buffer`, until nothing is left or `buffer` holds `limit`
+    /// bytes. Returns whether more output is pending. Throws a fatal `NGHTTP2Error`.
+    func send(into buffer: inout ByteBuffer, limit: Int) throws(NGHTTP2Error) -> Bool {
+        while buffer.readableBytes < limit {
+            var data: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &data)
+            if count < 0 { throw NGHTTP2Error(code: Int32(count)) }
+            if count == 0 { return false }
+            buffer.writeBytes(UnsafeRawBufferPointer(start: data, count: count))
+        }
+        return nghttp2_session_want_write(session) != 0
+    }
+
+    /// Whether nghttp2 has something to send.
+    var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
+
+    /// Whether the connection is still needed: false once GOAWAY has been exchanged and no stream is open.
+    var isAlive: Bool { nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0 }
+
+    // MARK: Submitting
+
+    /// Submits a response head; with `hasBody` the body is read through `sessionReadBody`.
+    func submitResponse(streamID: Int32, status: Int, headerFields: HTTPFields, contentLength: Int?, hasBody: Bool) {
+        beginHeaderBlock()
+        appendField("status", pseudo: true, String(status))
+        appendFields(headerFields)
+        if let contentLength { appendField("content-length", pseudo: false, String(contentLength)) }
+        let rc = withHeaderBlock { nva, count in
+            if hasBody {
+                var provider = Self.dataProvider
+                return nghttp2_submit_response(session, streamID, nva, count, &provider)
+            }
+            return nghttp2_submit_response(session, streamID, nva, count, nil)
+        }
+        if rc != 0 { resetStream(streamID: streamID, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue) }
+    }
+
+    /// Submits a request; returns the new stream id, or `nil` when no stream can be opened (GOAWAY received,
+    /// ids exhausted).
+    func submitRequest(_ head: HTTPRequest, hasBody: Bool) -> Int32? {
+        beginHeaderBlock()
+        appendField("method", pseudo: true, head.method.rawValue)
+        appendField("scheme", pseudo: true, head.scheme ?? "http")
+        if let authority = head.authority { appendField("authority", pseudo: true, authority) }
+        appendField("path", pseudo: true, head.path ?? "/")
+        appendFields(head.headerFields)
+        let rc = withHeaderBlock { nva, count in
+            if hasBody {
+                var provider = Self.dataProvider
+                return nghttp2_submit_request(session, nil, nva, count, &provider, nil)
+            }
+            return nghttp2_submit_request(session, nil, nva, count, nil, nil)
+        }
+        return rc > 0 ? rc : nil
+    }
+
+    /// Tells nghttp2 that a deferred stream has body bytes (or its end) to send.
+    func resumeData(streamID: Int32) {
+        _ = nghttp2_session_resume_data(session, streamID)
+    }
+
+    /// Resets a stream with an HTTP/2 error code.
+    func resetStream(streamID: Int32, errorCode: UInt32) {
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode)
+    }
+
+    /// Sends the first GOAWAY of a graceful shutdown (last stream id 2^31-1): no new streams after one round trip.
+    func submitShutdownNotice() {
+        _ = nghttp2_submit_shutdown_notice(session)
+    }
+
+    /// Sends the final GOAWAY with the last stream id processed; open streams below it run to completion.
+    func submitGoAway(errorCode: UInt32 = NGHTTP2_NO_ERROR.rawValue) {
+        let lastStreamID = nghttp2_session_get_last_proc_stream_id(session)
+        _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode, nil, 0)
+    }
+
+    /// Starts a server session from an HTTP/1.1 `Upgrade: h2c` request: `settings` is the decoded
+    /// `HTTP2-Settings` payload; stream 1 is the upgraded request, half-closed from the client.
+    func upgradeServer(settingsPayload: [UInt8], isHeadRequest: Bool) -> Bool {
+        let rc = settingsPayload.withUnsafeBufferPointer { payload in
+            nghttp2_session_upgrade2(session, payload.baseAddress, payload.count, isHeadRequest ? 1 : 0, nil)
+        }
+        return rc == 0
+    }
+
+    /// The window the peer lets us send on `streamID`, for tests and diagnostics.
+    func remoteWindowSize(streamID: Int32) -> Int {
+        Int(nghttp2_session_get_stream_remote_window_size(session, streamID))
+    }
+
+    /// Marks `count` received body bytes of `streamID` as consumed (only with manual window updates).
+    func consume(streamID: Int32, count: Int) {
+        _ = nghttp2_session_consume(session, streamID, count)
+    }
+
+    // MARK: Header blocks
+
+    private func beginHeaderBlock() {
+        nameValueBytes.removeAll(keepingCapacity: true)
+        nameValueRanges.removeAll(keepingCapacity: true)
+    }
+
+    private func appendField(_ name: String, pseudo: Bool, _ value: String) {
+        let nameStart = nameValueBytes.count
+        if pseudo { nameValueBytes.append(UInt8(ascii: ":")) }
+        nameValueBytes.append(contentsOf: name.utf8)
+        let valueStart = nameValueBytes.count
+        nameValueBytes.append(contentsOf: value.utf8)
+        nameValueRanges.append((nameStart..<valueStart, valueStart..<nameValueBytes.count))
+    }
+
+    private func appendFields(_ fields: HTTPFields) {
+        for field in fields {
+            let name = field.name.canonicalName
+            switch name {
+            // Connection-specific fields are forbidden in HTTP/2 (RFC 9113 §8.2.2).
+            case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade": continue
+            default: appendField(name, pseudo: false, field.value)
+            }
+        }
+    }
+
+    private func withHeaderBlock(_ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32) -> Int32 {
+        nameValueBytes.withUnsafeMutableBufferPointer { bytes in
+            let base = bytes.baseAddress!
+            return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: nameValueRanges.count) { nva in
+                for (index, range) in nameValueRanges.enumerated() {
+                    nva[index] = nghttp2_nv(
+                        name: base + range.name.lowerBound,
+                        value: base + range.value.lowerBound,
+                        namelen: range.name.count,
+                        valuelen: range.value.count,
+                        flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                }
+                return body(UnsafePointer(nva.baseAddress!), nameValueRanges.count)
+            }
+        }
+    }
+
+    // MARK: Callbacks
+
+    private static func from(_ userData: UnsafeMutableRawPointer?) -> NGHTTP2Session {
+        Unmanaged<NGHTTP2Session>.fromOpaque(userData!).takeUnretainedValue()
+    }
+
+    private static let dataProvider = nghttp2_data_provider(
+        source: nghttp2_data_source(ptr: nil),
+        read_callback: { _, streamID, buf, length, dataFlags, _, userData -> Int in
+            let session = NGHTTP2Session.from(userData)
+            switch session.delegate.sessionReadBody(streamID: streamID, maxLength: length) {
+            case .deferred:
+                return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+            case .bytes(let chunk, let endStream):
+                let count = chunk.withUnsafeReadableBytes { bytes -> Int in
+                    let count = min(bytes.count, length)
+                    if count > 0 { UnsafeMutableRawPointer(buf!).copyMemory(from: bytes.baseAddress!, byteCount: count) }
+                    return count
+                }
+                if endStream { dataFlags!.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+                return count
+            }
+        }
+    )
+
+    private static func installCallbacks(_ callbacks: OpaquePointer?) {
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
+            guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+            let category = frame.pointee.headers.cat
+            if category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE {
+                NGHTTP2Session.from(userData).delegate.sessionBeginHeaders(streamID: frame.pointee.hd.stream_id)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) {
+            _, frame, name, nameLength, value, valueLength, _, userData in
+            guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+            let category = frame.pointee.headers.cat
+            guard category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE else { return 0 }
+            let nameString = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
+            let valueString = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
+            NGHTTP2Session.from(userData).delegate.sessionHeader(
+                streamID: frame.pointee.hd.stream_id, name: nameString, value: valueString)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame else { return 0 }
+            let delegate = NGHTTP2Session.from(userData).delegate
+            let header = frame.pointee.hd
+            let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            switch UInt32(header.type) {
+            case NGHTTP2_HEADERS.rawValue:
+                let category = frame.pointee.headers.cat
+                if category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE {
+                    delegate.sessionHeadersComplete(streamID: header.stream_id, endStream: endStream)
+                } else if endStream {
+                    delegate.sessionTrailersComplete(streamID: header.stream_id)
+                }
+            case NGHTTP2_DATA.rawValue:
+                if endStream { delegate.sessionEndStream(streamID: header.stream_id) }
+            case NGHTTP2_GOAWAY.rawValue:
+                delegate.sessionGoAway(
+                    lastStreamID: frame.pointee.goaway.last_stream_id, errorCode: frame.pointee.goaway.error_code)
+            default:
+                break
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
+            _, _, streamID, data, length, userData in
+            let chunk = NGHTTP2DataChunk(pointer: UnsafeRawBufferPointer(start: data, count: length))
+            NGHTTP2Session.from(userData).delegate.sessionData(streamID: streamID, chunk: chunk)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
+            NGHTTP2Session.from(userData).delegate.sessionStreamClosed(streamID: streamID, errorCode: errorCode)
+            return 0
+        }
+    }
+}
+
+/// HTTP/2 error codes used above the C layer.
+enum HTTP2ErrorCode {
+    static let noError: UInt32 = NGHTTP2_NO_ERROR.rawValue
+    static let protocolError: UInt32 = NGHTTP2_PROTOCOL_ERROR.rawValue
+    static let internalError: UInt32 = NGHTTP2_INTERNAL_ERROR.rawValue
+    static let refusedStream: UInt32 = NGHTTP2_REFUSED_STREAM.rawValue
+    static let cancel: UInt32 = NGHTTP2_CANCEL.rawValue
+    static let enhanceYourCalm: UInt32 = NGHTTP2_ENHANCE_YOUR_CALM.rawValue
+}

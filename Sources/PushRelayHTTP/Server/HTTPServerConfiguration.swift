@@ -1,0 +1,71 @@
+public import NIOCore
+
+extension HTTPServer {
+    /// Limits and timeouts of an `HTTPServer`. Every field has a production default.
+    public struct Configuration: Sendable {
+        /// Most concurrent HTTP/2 streams a client may open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS).
+        /// Default 256.
+        public var maxConcurrentStreams: Int = 256
+        /// The HTTP/2 receive window per stream (SETTINGS_INITIAL_WINDOW_SIZE), in bytes. Default 65,535.
+        public var initialWindowSize: Int = 65_535
+        /// Largest request header block, in bytes (HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE; HTTP/1.1 head size).
+        /// A larger head is answered with `431`. Default 16 KiB.
+        public var maxHeaderListSize: Int = 16 * 1024
+        /// A connection with no request in flight and no traffic for this long is closed (GOAWAY first on
+        /// HTTP/2). `nil` disables the timeout. Default 120 s.
+        public var idleTimeout: TimeAmount? = .seconds(120)
+        /// How long `shutdown()` lets open requests and streams finish before it closes their connections.
+        /// Default 10 s.
+        public var drainTimeout: TimeAmount = .seconds(10)
+        /// Stream resets a client may send in a burst before nghttp2 answers GOAWAY (rapid reset,
+        /// CVE-2023-44487). Default 1000.
+        public var streamResetBurst: Int = 1000
+        /// Stream resets per second a client may send after the burst. Default 33.
+        public var streamResetRatePerSecond: Int = 33
+        /// Most CONTINUATION frames after one HEADERS frame (CVE-2024-28182). Default 8.
+        public var maxContinuations: Int = 8
+        /// Most entries in one SETTINGS frame. Default 32.
+        public var maxSettings: Int = 32
+        /// Most queued SETTINGS/PING acknowledgements before the connection is closed as a flood. Default 1000.
+        public var maxOutboundAck: Int = 1000
+        /// Bytes a streaming response may queue inside the server before `write` suspends; the bound on the
+        /// server's buffering for one slow reader, on top of the socket buffer. Default 64 KiB.
+        public var streamWriteHighWatermark: Int = 64 * 1024
+        /// The listen backlog of every listener. Default 256.
+        public var backlog: Int = 256
+
+        /// The defaults.
+        public init() {}
+
+        var sessionLimits: NGHTTP2SessionLimits {
+            NGHTTP2SessionLimits(
+                maxConcurrentStreams: maxConcurrentStreams,
+                initialWindowSize: initialWindowSize,
+                maxHeaderListSize: maxHeaderListSize,
+                streamResetBurst: streamResetBurst,
+                streamResetRatePerSecond: streamResetRatePerSecond,
+                maxContinuations: maxContinuations,
+                maxSettings: maxSettings,
+                maxOutboundAck: maxOutboundAck
+            )
+        }
+    }
+
+    /// One address to accept connections on.
+    public struct Listener: Sendable {
+        /// The host or IP address to bind, e.g. `127.0.0.1` or `::`.
+        public var host: String
+        /// The port; `0` picks a free one (see the addresses `start()` returns).
+        public var port: Int
+        /// Makes the first handler of each accepted connection's pipeline (TLS). The HTTP layer after it still
+        /// chooses HTTP/2 or HTTP/1.1 by the first plaintext bytes. `nil`: cleartext.
+        public var tlsHandlerFactory: (@Sendable () -> any ChannelHandler)?
+
+        /// A listener on `host:port`, cleartext unless a TLS handler factory is given.
+        public init(host: String, port: Int, tlsHandlerFactory: (@Sendable () -> any ChannelHandler)? = nil) {
+            self.host = host
+            self.port = port
+            self.tlsHandlerFactory = tlsHandlerFactory
+        }
+    }
+}

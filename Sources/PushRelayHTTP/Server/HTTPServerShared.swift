@@ -1,0 +1,56 @@
+import HTTPTypes
+import Logging
+import NIOCore
+
+/// What every connection of one server shares: the responder, the limits, the logger.
+struct HTTPServerShared: Sendable {
+    let responder: any HTTPServerResponder
+    let configuration: HTTPServer.Configuration
+    let logger: Logger
+}
+
+/// Inbound user events the server sends down a connection's pipeline.
+enum HTTPServerConnectionEvent: Sendable {
+    /// Graceful shutdown: finish what is open, accept nothing new, then close.
+    case drain
+}
+
+/// Runs handlers and maps their errors to responses; shared by both protocols.
+enum HTTPResponder {
+    /// The response for an error thrown by a handler (or raised by the transport).
+    static func response(for error: any Error) -> HTTPServerResponse {
+        if let error = error as? HTTPError { return response(for: error) }
+        return response(for: HTTPError(.internalServerError, "internal server error"))
+    }
+
+    /// A plain-text response for an `HTTPError`.
+    static func response(for error: HTTPError) -> HTTPServerResponse {
+        var fields = error.headerFields
+        if fields[.contentType] == nil { fields[.contentType] = "text/plain; charset=utf-8" }
+        var body = ByteBuffer()
+        body.writeString(error.message.isEmpty ? error.status.reasonPhrase : error.message)
+        body.writeStaticString("\n")
+        return HTTPServerResponse(status: error.status, headerFields: fields, body: .bytes(body))
+    }
+
+    /// Runs an async handler, turning a thrown error into its response.
+    static func run(
+        _ handler: @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse,
+        _ request: HTTPServerRequest
+    ) async -> HTTPServerResponse {
+        do {
+            return try await handler(request)
+        } catch {
+            return response(for: error)
+        }
+    }
+
+    /// The response for a route that did not match, or `nil` when it matched.
+    static func response(forUnmatched match: HTTPRouteMatch) -> HTTPServerResponse? {
+        switch match {
+        case .matched: nil
+        case .notFound: response(for: .notFound)
+        case .methodNotAllowed: response(for: .methodNotAllowed)
+        }
+    }
+}

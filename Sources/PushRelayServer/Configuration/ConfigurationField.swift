@@ -1,0 +1,93 @@
+/// One field of ``PushRelayConfiguration``: its file key, environment variable and command-line flag.
+///
+/// The single list that the loader, `check-config`, the docs and the tests iterate, so that no field can be
+/// forgotten in one of them.
+public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
+    case listen
+    case listenTLS = "listen_tls"
+    case tlsCertificate = "tls_certificate"
+    case tlsKey = "tls_key"
+    case dataDir = "data_dir"
+    case store
+    case postgresURL = "postgres_url"
+    case heartbeatInterval = "heartbeat_interval"
+    case idleTimeout = "idle_timeout"
+    case maxSendBodySize = "max_send_body_size"
+    case maxRequestBodySize = "max_request_body_size"
+    case maxPendingMessages = "max_pending_messages"
+    case maxCollapseKeys = "max_collapse_keys"
+    case purgeInterval = "purge_interval"
+    case serverKeyRotationGrace = "server_key_rotation_grace"
+    case logLevel = "log_level"
+    case logFormat = "log_format"
+    case metricsEnabled = "metrics_enabled"
+    case shutdownDrainTimeout = "shutdown_drain_timeout"
+    case maxConnections = "max_connections"
+
+    /// The key in the config file, e.g. `heartbeat_interval`.
+    public var key: String { rawValue }
+
+    /// The environment variable, e.g. `PUSHRELAY_HEARTBEAT_INTERVAL`.
+    public var environmentVariable: String { "PUSHRELAY_" + rawValue.uppercased() }
+
+    /// The command-line flag, e.g. `--heartbeat-interval`.
+    public var flag: String { "--" + rawValue.replacingUnderscores() }
+
+    /// Whether the value is a secret, printed masked by `check-config` and in errors.
+    public var isSecret: Bool { self == .postgresURL }
+
+    /// Whether a SIGHUP applies a new value without a restart.
+    public var isReloadable: Bool { [.tlsCertificate, .tlsKey, .logLevel].contains(self) }
+
+    /// What the value is, in one line (shown by `--help` of `serve` and `check-config`).
+    public var summary: String {
+        switch self {
+        case .listen: "cleartext listen addresses, host:port[,host:port…]"
+        case .listenTLS: "TLS listen addresses, host:port[,host:port…]"
+        case .tlsCertificate: "PEM certificate chain file for the TLS listeners"
+        case .tlsKey: "PEM private key file for the TLS listeners"
+        case .dataDir: "directory of the SQLite store"
+        case .store: "store engine: sqlite (postgres reserved)"
+        case .postgresURL: "PostgreSQL URL (reserved; secret)"
+        case .heartbeatInterval: "heartbeat on idle device streams, e.g. 25s"
+        case .idleTimeout: "close connections idle this long, e.g. 120s"
+        case .maxSendBodySize: "largest /fcm/send body, e.g. 512KiB"
+        case .maxRequestBodySize: "largest body on other routes, e.g. 256KiB"
+        case .maxPendingMessages: "pending non-collapsible messages per device"
+        case .maxCollapseKeys: "pending collapse keys per device"
+        case .purgeInterval: "how often expired messages are purged, e.g. 60s"
+        case .serverKeyRotationGrace: "old server key still valid after rotation, e.g. 24h"
+        case .logLevel: "trace, debug, info, notice, warning, error, critical"
+        case .logFormat: "text or json"
+        case .metricsEnabled: "serve /metrics: true or false"
+        case .shutdownDrainTimeout: "time allowed to drain on SIGTERM, e.g. 20s"
+        case .maxConnections: "connections accepted at once"
+        }
+    }
+
+    /// One line per field, `  key / --flag: summary`, for the `--help` discussion of `serve` and `check-config`.
+    public static var helpText: String {
+        allCases.map { "  \($0.key) / \($0.flag): \($0.summary)" }.joined(separator: "\n")
+    }
+
+    /// The field for a config-file key, if there is one.
+    public init?(key: String) {
+        self.init(rawValue: key)
+    }
+
+    /// The field for a command-line flag (`--heartbeat-interval`), if there is one.
+    public init?(flag: String) {
+        guard flag.hasPrefix("--"), !flag.contains("_") else { return nil }
+        self.init(rawValue: String(flag.dropFirst(2)).replacingHyphens())
+    }
+}
+
+extension String {
+    fileprivate func replacingUnderscores() -> String {
+        String(map { $0 == "_" ? "-" : $0 })
+    }
+
+    fileprivate func replacingHyphens() -> String {
+        String(map { $0 == "-" ? "_" : $0 })
+    }
+}

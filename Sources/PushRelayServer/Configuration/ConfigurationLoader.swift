@@ -1,0 +1,453 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A loaded configuration with where each value came from, and warnings that do not stop the daemon.
+public struct LoadedConfiguration: Sendable {
+    /// The effective configuration.
+    public var configuration: PushRelayConfiguration
+    /// The source of each field's value (``ConfigurationSource/defaultValue`` when nothing set it).
+    public var sources: [ConfigurationField: ConfigurationSource]
+    /// The config file read, if any.
+    public var configFile: String?
+    /// Things worth telling the operator that are not errors (ignored variables, privileged ports, fd limits).
+    public var warnings: [String]
+}
+
+/// Loads ``PushRelayConfiguration`` from defaults, a config file, the environment and command-line flags, in one
+/// place. Precedence: flags > environment > file > defaults.
+///
+/// - The file is named by `--config FILE` (or `--config=FILE`), else by `PUSHRELAY_CONFIG`; without either, no
+///   file is read. Its format is described by `deploy/pushrelay.conf` (a TOML subset, top-level keys only).
+/// - Each field is read from `PUSHRELAY_<KEY>` (`PUSHRELAY_HEARTBEAT_INTERVAL=30s`) and from `--<key-with-hyphens>`
+///   (`--heartbeat-interval 30s` or `--heartbeat-interval=30s`). Lists are comma-separated there, or the flag is
+///   repeated. A boolean flag without a value means `true`.
+/// - An unknown key in the file or an unknown flag is an error; an unknown `PUSHRELAY_*` variable is a warning
+///   (tests and scripts set others, such as `PUSHRELAY_BIN`).
+/// - Every problem is collected and thrown together as one ``ConfigurationError``.
+public enum ConfigurationLoader {
+    /// The environment variable naming the config file when no `--config` flag is given.
+    public static let configFileVariable = "PUSHRELAY_CONFIG"
+
+    /// The flag naming the config file.
+    public static let configFileFlag = "--config"
+
+    /// Loads the configuration.
+    /// - Parameters:
+    ///   - arguments: command-line flags, without the program and subcommand names (`["--listen", "[::]:80"]`).
+    ///   - environment: the process environment (pass `ProcessInfo.processInfo.environment`).
+    /// - Throws: ``ConfigurationError`` listing every problem found.
+    public static func load(
+        arguments: [String] = [],
+        environment: [String: String]
+    ) throws(ConfigurationError) -> LoadedConfiguration {
+        var builder = Builder(environment: environment)
+        let flags = builder.parseArguments(arguments)
+
+        let configFile = flags.configFile ?? environment[configFileVariable].flatMap { $0.isEmpty ? nil : $0 }
+        if let configFile {
+            builder.applyFile(at: configFile)
+        }
+        builder.applyEnvironment()
+        for (field, raw, source) in flags.values {
+            builder.apply(field, raw, from: source)
+        }
+        builder.validate()
+        if !builder.problems.isEmpty {
+            throw ConfigurationError(problems: builder.problems)
+        }
+        return LoadedConfiguration(
+            configuration: builder.configuration,
+            sources: builder.sources,
+            configFile: configFile,
+            warnings: builder.warnings
+        )
+    }
+}
+
+/// The accumulating state of one load.
+private struct Builder {
+    var configuration: PushRelayConfiguration
+    var sources: [ConfigurationField: ConfigurationSource] = [:]
+    var problems: [ConfigurationError.Problem] = []
+    var warnings: [String] = []
+    let environment: [String: String]
+
+    init(environment: [String: String]) {
+        self.environment = environment
+        self.configuration = PushRelayConfiguration(environment: environment)
+        for field in ConfigurationField.allCases { sources[field] = .defaultValue }
+    }
+
+    struct Flags {
+        var configFile: String?
+        var values: [(ConfigurationField, ConfigurationRawValue, ConfigurationSource)] = []
+    }
+
+    // MARK: Sources
+
+    mutating func parseArguments(_ arguments: [String]) -> Flags {
+        var flags = Flags()
+        var lists: [ConfigurationField: (items: [ConfigurationRawValue], source: ConfigurationSource)] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            guard argument.hasPrefix("--") else {
+                problems.append(.init(
+                    code: .unknownFlag,
+                    field: nil,
+                    source: .commandLine(flag: argument),
+                    message: "unexpected argument '\(argument)'; flags are written --name value"
+                ))
+                continue
+            }
+            var name = argument
+            var value: String?
+            if let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                value = String(argument[argument.index(after: equals)...])
+            }
+            let field = ConfigurationField(flag: name)
+            if value == nil {
+                if index < arguments.count, !arguments[index].hasPrefix("--") {
+                    value = arguments[index]
+                    index += 1
+                } else if field == .metricsEnabled {
+                    value = "true"
+                }
+            }
+            if name == ConfigurationLoader.configFileFlag {
+                guard let value, !value.isEmpty else {
+                    problems.append(.init(
+                        code: .missingValue,
+                        field: nil,
+                        source: .commandLine(flag: name),
+                        message: "--config needs a file path"
+                    ))
+                    continue
+                }
+                flags.configFile = value
+                continue
+            }
+            guard let field else {
+                problems.append(.init(
+                    code: .unknownFlag,
+                    field: nil,
+                    source: .commandLine(flag: name),
+                    message: "unknown flag \(name)" + Self.suggestion(for: name, in: ConfigurationField.allCases.map(\.flag))
+                ))
+                continue
+            }
+            guard let value else {
+                problems.append(.init(
+                    code: .missingValue,
+                    field: field,
+                    source: .commandLine(flag: name),
+                    message: "\(name) needs a value (\(field.summary))"
+                ))
+                continue
+            }
+            if field.isList {
+                // A repeated list flag adds to the list: --listen a --listen b.
+                var entry = lists[field] ?? ([], .commandLine(flag: name))
+                entry.items.append(.string(value))
+                lists[field] = entry
+                flags.values.removeAll { $0.0 == field }
+                let items = entry.items.flatMap { item -> [ConfigurationRawValue] in
+                    guard case .string(let text) = item else { return [item] }
+                    return text.split(separator: ",").map { .string(String($0)) }
+                }
+                flags.values.append((field, .array(items), entry.source))
+            } else {
+                flags.values.append((field, .string(value), .commandLine(flag: name)))
+            }
+        }
+        return flags
+    }
+
+    mutating func applyFile(at path: String) {
+        let text: String
+        do {
+            text = try readTextFile(path)
+        } catch {
+            problems.append(.init(
+                code: .unreadableFile,
+                field: nil,
+                source: .file(path: path, line: 0),
+                message: "cannot read the config file: \(error.message)"
+            ))
+            return
+        }
+        let entries: [ConfigurationEntry]
+        do {
+            entries = try ConfigurationFileParser.parse(text)
+        } catch {
+            problems.append(.init(
+                code: .syntax,
+                field: nil,
+                source: .file(path: path, line: error.line),
+                message: error.message
+            ))
+            return
+        }
+        for entry in entries {
+            let source = ConfigurationSource.file(path: path, line: entry.line)
+            guard let field = ConfigurationField(key: entry.key) else {
+                problems.append(.init(
+                    code: .unknownKey,
+                    field: nil,
+                    source: source,
+                    message: "unknown key '\(entry.key)'"
+                        + Self.suggestion(for: entry.key, in: ConfigurationField.allCases.map(\.key))
+                ))
+                continue
+            }
+            apply(field, entry.value, from: source)
+        }
+    }
+
+    mutating func applyEnvironment() {
+        let known = Set(ConfigurationField.allCases.map(\.environmentVariable))
+        for field in ConfigurationField.allCases {
+            guard let value = environment[field.environmentVariable] else { continue }
+            apply(field, .string(value), from: .environment(variable: field.environmentVariable))
+        }
+        let ignored = environment.keys.filter {
+            $0.hasPrefix("PUSHRELAY_") && !known.contains($0) && $0 != ConfigurationLoader.configFileVariable
+                && $0 != "PUSHRELAY_BIN"
+        }
+        for name in ignored.sorted() {
+            warnings.append("environment \(name) is not a configuration field and is ignored")
+        }
+    }
+
+    // MARK: Fields
+
+    mutating func apply(_ field: ConfigurationField, _ raw: ConfigurationRawValue, from source: ConfigurationSource) {
+        do {
+            try set(field, raw)
+            sources[field] = source
+        } catch {
+            problems.append(.init(code: .invalidValue, field: field, source: source, message: error.message))
+        }
+    }
+
+    private mutating func set(
+        _ field: ConfigurationField,
+        _ raw: ConfigurationRawValue
+    ) throws(ConfigurationValueParser.Failure) {
+        typealias Parse = ConfigurationValueParser
+        switch field {
+        case .listen:
+            configuration.listen = try Parse.list(raw).map { text throws(Parse.Failure) in
+                try Parse.listenAddress(text)
+            }
+        case .listenTLS:
+            configuration.listenTLS = try Parse.list(raw).map { text throws(Parse.Failure) in
+                try Parse.listenAddress(text)
+            }
+        case .tlsCertificate:
+            configuration.tlsCertificatePath = try Self.optionalPath(raw)
+        case .tlsKey:
+            configuration.tlsKeyPath = try Self.optionalPath(raw)
+        case .dataDir:
+            let path = try Parse.text(raw)
+            guard !path.trimmed.isEmpty else { throw Parse.Failure("must not be empty") }
+            configuration.dataDirectory = path
+        case .store:
+            configuration.store = try Parse.choice(raw, as: PushRelayConfiguration.StoreKind.self)
+        case .postgresURL:
+            let url = try Parse.text(raw)
+            if url.isEmpty {
+                configuration.postgresURL = nil
+            } else {
+                guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
+                    // Never echo the value: it may hold a password.
+                    throw Parse.Failure("must start with postgres:// or postgresql://")
+                }
+                configuration.postgresURL = url
+            }
+        case .heartbeatInterval:
+            configuration.heartbeatInterval = try Parse.duration(raw)
+        case .idleTimeout:
+            configuration.idleTimeout = try Parse.duration(raw)
+        case .maxSendBodySize:
+            configuration.maxSendBodySize = try Parse.size(raw)
+        case .maxRequestBodySize:
+            configuration.maxRequestBodySize = try Parse.size(raw)
+        case .maxPendingMessages:
+            configuration.maxPendingMessages = try Parse.integer(raw, in: 1...100_000)
+        case .maxCollapseKeys:
+            configuration.maxCollapseKeys = try Parse.integer(raw, in: 1...1000)
+        case .purgeInterval:
+            configuration.purgeInterval = try Parse.duration(raw)
+        case .serverKeyRotationGrace:
+            configuration.serverKeyRotationGrace = try Parse.duration(raw)
+        case .logLevel:
+            configuration.logLevel = try Parse.choice(raw, as: PushRelayConfiguration.LogLevel.self)
+        case .logFormat:
+            configuration.logFormat = try Parse.choice(raw, as: PushRelayConfiguration.LogFormat.self)
+        case .metricsEnabled:
+            configuration.metricsEnabled = try Parse.boolean(raw)
+        case .shutdownDrainTimeout:
+            configuration.shutdownDrainTimeout = try Parse.duration(raw)
+        case .maxConnections:
+            configuration.maxConnections = try Parse.integer(raw, in: 1...10_000_000)
+        }
+    }
+
+    private static func optionalPath(_ raw: ConfigurationRawValue) throws(ConfigurationValueParser.Failure) -> String? {
+        let path = try ConfigurationValueParser.text(raw)
+        return path.isEmpty ? nil : path
+    }
+
+    // MARK: Cross-field checks
+
+    mutating func validate() {
+        let config = configuration
+        if config.listen.isEmpty && config.listenTLS.isEmpty {
+            problems.append(.init(
+                code: .missingValue,
+                field: .listen,
+                source: sources[.listen] ?? .defaultValue,
+                message: "no listen address: set listen or listen_tls"
+            ))
+        }
+        var seen: Set<PushRelayConfiguration.ListenAddress> = []
+        for address in config.listen + config.listenTLS where address.port != 0 {
+            if !seen.insert(address).inserted {
+                let field: ConfigurationField = config.listenTLS.contains(address) ? .listenTLS : .listen
+                problems.append(.init(
+                    code: .invalidValue,
+                    field: field,
+                    source: sources[field] ?? .defaultValue,
+                    message: "address \(address) is listed twice"
+                ))
+            }
+        }
+        if !config.listenTLS.isEmpty {
+            for (field, path) in [(ConfigurationField.tlsCertificate, config.tlsCertificatePath),
+                                  (.tlsKey, config.tlsKeyPath)] where path == nil {
+                problems.append(.init(
+                    code: .missingValue,
+                    field: field,
+                    source: sources[.listenTLS] ?? .defaultValue,
+                    message: "listen_tls is set, so \(field.key) is required"
+                ))
+            }
+        }
+        for (field, path) in [(ConfigurationField.tlsCertificate, config.tlsCertificatePath),
+                              (.tlsKey, config.tlsKeyPath)] {
+            guard let path else { continue }
+            if let reason = Self.unreadableReason(path) {
+                problems.append(.init(
+                    code: .unreadableFile,
+                    field: field,
+                    source: sources[field] ?? .defaultValue,
+                    message: "'\(path)' \(reason)"
+                ))
+            }
+        }
+        var isDirectory = false
+        if Self.fileExists(config.dataDirectory, isDirectory: &isDirectory), !isDirectory {
+            problems.append(.init(
+                code: .invalidValue,
+                field: .dataDir,
+                source: sources[.dataDir] ?? .defaultValue,
+                message: "'\(config.dataDirectory)' exists and is not a directory"
+            ))
+        }
+        if config.store == .postgres {
+            problems.append(.init(
+                code: .unsupported,
+                field: .store,
+                source: sources[.store] ?? .defaultValue,
+                message: "'postgres' is reserved for the PostgreSQL store, which this build does not have; use sqlite"
+            ))
+        }
+        for address in config.privilegedListenAddresses {
+            warnings.append(
+                "\(address) is below port 1024: the daemon needs CAP_NET_BIND_SERVICE "
+                    + "(AmbientCapabilities=CAP_NET_BIND_SERVICE and CapabilityBoundingSet=CAP_NET_BIND_SERVICE in the unit)"
+            )
+        }
+        #if canImport(Glibc)
+        var limit = rlimit()
+        if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max,
+            UInt64(config.maxConnections) + 64 > UInt64(limit.rlim_cur)
+        {
+            warnings.append(
+                "max_connections \(config.maxConnections) is above this process's open-file limit "
+                    + "\(limit.rlim_cur) (minus ~64 for the store and listeners): raise LimitNOFILE= or ulimit -n"
+            )
+        }
+        #endif
+    }
+
+    // MARK: Files
+
+    struct FileFailure: Error {
+        var message: String
+    }
+
+    private func readTextFile(_ path: String) throws(FileFailure) -> String {
+        if let reason = Self.unreadableReason(path) { throw FileFailure(message: "'\(path)' \(reason)") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw FileFailure(message: "'\(path)' could not be read")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw FileFailure(message: "'\(path)' is not UTF-8 text")
+        }
+        return text
+    }
+
+    /// Why `path` cannot be read as a file, or `nil` if it can.
+    private static func unreadableReason(_ path: String) -> String? {
+        var isDirectory = false
+        guard fileExists(path, isDirectory: &isDirectory) else { return "does not exist" }
+        if isDirectory { return "is a directory, not a file" }
+        guard FileManager.default.isReadableFile(atPath: path) else { return "is not readable by this user" }
+        return nil
+    }
+
+    private static func fileExists(_ path: String, isDirectory: inout Bool) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
+        return true
+    }
+
+    /// ` (did you mean --listen-tls?)` when a known name is close to the mistyped one.
+    private static func suggestion(for name: String, in candidates: [String]) -> String {
+        let best = candidates.min { editDistance($0, name) < editDistance($1, name) }
+        guard let best, editDistance(best, name) <= 3 else { return "" }
+        return " (did you mean \(best)?)"
+    }
+
+    private static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a)
+        let b = Array(b)
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}
+
+extension ConfigurationField {
+    /// Whether the value is a list (comma-separated in the environment, repeatable as a flag).
+    var isList: Bool { self == .listen || self == .listenTLS }
+}

@@ -1,0 +1,168 @@
+/// Everything the daemon reads at start: listeners, TLS files, the store, timers, limits, logging, metrics.
+///
+/// Built by ``ConfigurationLoader`` from defaults, a config file, `PUSHRELAY_<FIELD>` environment variables and
+/// command-line flags (later ones win). Every stored property has a matching ``ConfigurationField`` case that names
+/// its file key, environment variable and flag; `docs/operations.md` documents each one.
+public struct PushRelayConfiguration: Sendable, Equatable {
+    /// Cleartext listen addresses (HTTP/1.1 and HTTP/2 prior knowledge). Key `listen`.
+    /// Default `127.0.0.1:8080`: put a reverse proxy or `listen_tls` in front for anything public.
+    public var listen: [ListenAddress]
+
+    /// TLS listen addresses (ALPN `h2` or `http/1.1`). Key `listen_tls`. Default: none.
+    /// When not empty, ``tlsCertificatePath`` and ``tlsKeyPath`` are required.
+    public var listenTLS: [ListenAddress]
+
+    /// PEM certificate chain for the TLS listeners, leaf first. Key `tls_certificate`. Default: none.
+    public var tlsCertificatePath: String?
+
+    /// PEM private key for the TLS listeners. Key `tls_key`. Default: none. The path is not a secret; the file is.
+    public var tlsKeyPath: String?
+
+    /// Directory of the SQLite database and its WAL. Key `data_dir`.
+    /// Default: `$STATE_DIRECTORY` (set by systemd's `StateDirectory=`), else `/var/lib/pushrelay`.
+    public var dataDirectory: String
+
+    /// Which store engine holds the queues. Key `store`. Default ``StoreKind/sqlite``.
+    public var store: StoreKind
+
+    /// PostgreSQL connection URL, reserved for the PostgreSQL store. Key `postgres_url`. Secret: printed masked.
+    public var postgresURL: String?
+
+    /// Interval of the heartbeat comment on an idle device stream. Key `heartbeat_interval`. Default 25 s.
+    public var heartbeatInterval: Duration
+
+    /// A connection with no open stream and no request for this long is closed. Key `idle_timeout`. Default 120 s.
+    public var idleTimeout: Duration
+
+    /// Largest request body accepted on `/fcm/send` and `/gcm/send` (1000 tokens plus a 4 KiB payload fit).
+    /// Key `max_send_body_size`. Default 512 KiB.
+    public var maxSendBodySize: Int
+
+    /// Largest request body on every other route (register, ack, Instance ID batches). Key `max_request_body_size`.
+    /// Default 256 KiB.
+    public var maxRequestBodySize: Int
+
+    /// Pending non-collapsible messages per device before they are dropped and the device is told
+    /// (`deleted_messages`). Key `max_pending_messages`. Default 100, as FCM.
+    public var maxPendingMessages: Int
+
+    /// Distinct collapse keys kept pending per device. Key `max_collapse_keys`. Default 4, as FCM.
+    public var maxCollapseKeys: Int
+
+    /// How often expired messages and dead registrations are purged from the store. Key `purge_interval`.
+    /// Default 60 s.
+    public var purgeInterval: Duration
+
+    /// After a server key is rotated, the old key is still accepted for this long. Key `server_key_rotation_grace`.
+    /// Default 24 h.
+    public var serverKeyRotationGrace: Duration
+
+    /// Lowest level logged. Key `log_level`. Default ``LogLevel/info``. Reloaded on SIGHUP.
+    public var logLevel: LogLevel
+
+    /// Shape of a log line. Key `log_format`. Default ``LogFormat/text`` (journald adds the timestamp).
+    public var logFormat: LogFormat
+
+    /// Whether `/metrics` is served. Key `metrics_enabled`. Default `true`.
+    public var metricsEnabled: Bool
+
+    /// On SIGTERM, how long in-flight sends and commits may take before the daemon closes anyway.
+    /// Key `shutdown_drain_timeout`. Default 20 s; keep it below the unit's `TimeoutStopSec=` (30 s).
+    public var shutdownDrainTimeout: Duration
+
+    /// Connections accepted at once, over all listeners; beyond it new ones are closed at accept.
+    /// Key `max_connections`. Default 200 000; needs `LimitNOFILE=` above it.
+    public var maxConnections: Int
+
+    /// The configuration with every field at its default, for the given environment (`STATE_DIRECTORY`).
+    public init(environment: [String: String] = [:]) {
+        self.listen = [ListenAddress(host: "127.0.0.1", port: 8080)]
+        self.listenTLS = []
+        self.tlsCertificatePath = nil
+        self.tlsKeyPath = nil
+        self.dataDirectory = Self.defaultDataDirectory(environment: environment)
+        self.store = .sqlite
+        self.postgresURL = nil
+        self.heartbeatInterval = .seconds(25)
+        self.idleTimeout = .seconds(120)
+        self.maxSendBodySize = 512 * 1024
+        self.maxRequestBodySize = 256 * 1024
+        self.maxPendingMessages = 100
+        self.maxCollapseKeys = 4
+        self.purgeInterval = .seconds(60)
+        self.serverKeyRotationGrace = .seconds(24 * 3600)
+        self.logLevel = .info
+        self.logFormat = .text
+        self.metricsEnabled = true
+        self.shutdownDrainTimeout = .seconds(20)
+        self.maxConnections = 200_000
+    }
+
+    /// `$STATE_DIRECTORY` when systemd set it (first entry if several), else `/var/lib/pushrelay`.
+    static func defaultDataDirectory(environment: [String: String]) -> String {
+        if let state = environment["STATE_DIRECTORY"], let first = state.split(separator: ":").first, !first.isEmpty {
+            return String(first)
+        }
+        return "/var/lib/pushrelay"
+    }
+
+    /// Every listen address below 1024, which needs `CAP_NET_BIND_SERVICE` (and the unit's `AmbientCapabilities=`).
+    public var privilegedListenAddresses: [ListenAddress] {
+        (listen + listenTLS).filter { $0.port > 0 && $0.port < 1024 }
+    }
+}
+
+extension PushRelayConfiguration {
+    /// A host and port to listen on, written `host:port`, `[ipv6]:port` (port 0 picks a free port).
+    public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
+        /// An IPv4 or IPv6 literal or a host name; `0.0.0.0` or `::` for every interface.
+        public var host: String
+        /// The TCP port, 0...65535.
+        public var port: Int
+
+        /// An address from its parts; not validated (``ConfigurationLoader`` validates what it parses).
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        /// `host:port`, with brackets around an IPv6 literal.
+        public var description: String {
+            host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        }
+    }
+
+    /// The store engine.
+    public enum StoreKind: String, Sendable, CaseIterable {
+        /// The embedded SQLite store in ``PushRelayConfiguration/dataDirectory`` (WAL mode).
+        case sqlite
+        /// Reserved for the PostgreSQL store (``PushRelayConfiguration/postgresURL``); not in this build.
+        case postgres
+    }
+
+    /// Log levels, the same names as swift-log's `Logger.Level`.
+    public enum LogLevel: String, Sendable, CaseIterable {
+        /// Everything, including per-frame detail.
+        case trace
+        /// Per-request detail.
+        case debug
+        /// One line per notable event (the default).
+        case info
+        /// Noteworthy but normal conditions.
+        case notice
+        /// Something is wrong but the daemon carries on.
+        case warning
+        /// An operation failed.
+        case error
+        /// The daemon cannot carry on.
+        case critical
+    }
+
+    /// Shapes of a log line.
+    public enum LogFormat: String, Sendable, CaseIterable {
+        /// `level label: message key=value …`, for a terminal or journald.
+        case text
+        /// One JSON object per line, for log shippers.
+        case json
+    }
+}

@@ -1,0 +1,137 @@
+import NIOConcurrencyHelpers
+import PushRelayCore
+import PushRelayStore
+
+/// A message handed to a live stream without going through the store: a time-to-live-0 message ("now or
+/// never"), never stored.
+struct TransientMessage: Sendable {
+    var id: MessageID
+    var body: [UInt8]
+}
+
+/// The registry of live device streams on this node.
+///
+/// Streams learn what to do through a ``Subscription``: a wake-up signal plus flags, so that a stream that falls
+/// behind costs a constant amount of memory however many wake-ups it misses. The store's commit observer wakes
+/// the devices that got messages; the stream then reads what is pending after its cursor. One stream per device:
+/// attaching a second one replaces (ends) the first.
+final class DeliveryHub: Sendable {
+    /// One attached stream. The stream waits on ``signals`` and then calls ``takeWork()``; `signals` ends when the
+    /// stream was replaced, detached or drained.
+    final class Subscription: Sendable {
+        /// What a stream has to do after a signal.
+        struct Work: Sendable {
+            /// The store has messages the stream has not read yet.
+            var readStore = false
+            /// Time to write a heartbeat comment.
+            var heartbeat = false
+            /// Time-to-live-0 messages to write now.
+            var transient: [TransientMessage] = []
+        }
+
+        let device: DeviceID
+        let attachment: UInt64
+        let signals: AsyncStream<Void>
+        fileprivate let continuation: AsyncStream<Void>.Continuation
+        private let work = NIOLockedValueBox(Work())
+
+        /// At most this many transient messages wait for a slow stream; older ones are dropped (they are
+        /// "now or never" by definition).
+        static let transientLimit = 64
+
+        fileprivate init(device: DeviceID, attachment: UInt64) {
+            self.device = device
+            self.attachment = attachment
+            (self.signals, self.continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        }
+
+        /// Takes (and clears) what has accumulated since the last call.
+        func takeWork() -> Work {
+            work.withLockedValue { work in
+                defer { work = Work() }
+                return work
+            }
+        }
+
+        fileprivate func post(_ update: (inout Work) -> Void) {
+            work.withLockedValue(update)
+            continuation.yield()
+        }
+    }
+
+    private struct State {
+        var subscriptions: [DeviceID: Subscription] = [:]
+        var nextAttachment: UInt64 = 1
+        var draining = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    init() {}
+
+    /// The number of devices with a live stream on this node.
+    var connectedDevices: Int { state.withLockedValue { $0.subscriptions.count } }
+
+    /// Attaches a stream for `device`, replacing (and ending) any earlier stream of the same device. The new
+    /// subscription starts with `readStore` set, so the stream reads the backlog first.
+    func attach(device: DeviceID) -> Subscription {
+        let (subscription, previous, draining) = state.withLockedValue { state in
+            let subscription = Subscription(device: device, attachment: state.nextAttachment)
+            state.nextAttachment += 1
+            let previous = state.draining ? nil : state.subscriptions.updateValue(subscription, forKey: device)
+            return (subscription, previous, state.draining)
+        }
+        previous?.continuation.finish()
+        if draining {
+            subscription.continuation.finish()
+        } else {
+            subscription.post { $0.readStore = true }
+        }
+        return subscription
+    }
+
+    /// Detaches a stream and ends its signals; the registry entry is removed only if no newer stream replaced it.
+    func detach(_ subscription: Subscription) {
+        state.withLockedValue { state in
+            if state.subscriptions[subscription.device] === subscription {
+                state.subscriptions.removeValue(forKey: subscription.device)
+            }
+        }
+        subscription.continuation.finish()
+    }
+
+    /// Tells the devices' live streams (if any are on this node) to read the store.
+    func wake(devices: some Sequence<DeviceID>) {
+        let subscriptions = state.withLockedValue { state in devices.compactMap { state.subscriptions[$0] } }
+        for subscription in subscriptions { subscription.post { $0.readStore = true } }
+    }
+
+    /// Hands a time-to-live-0 message to the device's live stream. Returns `false` when the device has no live
+    /// stream here (the message is then dropped, as FCM does).
+    @discardableResult
+    func deliverTransient(_ message: TransientMessage, to device: DeviceID) -> Bool {
+        guard let subscription = state.withLockedValue({ $0.subscriptions[device] }) else { return false }
+        subscription.post { work in
+            if work.transient.count >= Subscription.transientLimit { work.transient.removeFirst() }
+            work.transient.append(message)
+        }
+        return true
+    }
+
+    /// Asks every live stream to write a heartbeat.
+    func heartbeat() {
+        let subscriptions = state.withLockedValue { Array($0.subscriptions.values) }
+        for subscription in subscriptions { subscription.post { $0.heartbeat = true } }
+    }
+
+    /// Ends every live stream and refuses new ones (they end at once): the graceful shutdown's first step, so
+    /// clients reconnect to another node.
+    func drain() {
+        let subscriptions = state.withLockedValue { state -> [Subscription] in
+            state.draining = true
+            defer { state.subscriptions.removeAll() }
+            return Array(state.subscriptions.values)
+        }
+        for subscription in subscriptions { subscription.continuation.finish() }
+    }
+}

@@ -1,0 +1,102 @@
+import HTTPTypes
+import Logging
+import NIOCore
+import PushRelayCore
+import PushRelayHTTP
+import PushRelayStore
+
+/// One device's live event stream: writes the backlog, then every message within milliseconds of its commit,
+/// heartbeats in between, until the peer goes away, another stream of the device replaces it, or the node drains.
+///
+/// Messages are written as server-sent events, `id: <message id>` and `data: <envelope>`; the cursor only moves
+/// forward within a stream, and what the device has not acknowledged comes again on its next stream.
+struct DeviceStream: Sendable {
+    let device: Device
+    let senderID: SenderID
+    let store: any PushStore
+    let hub: DeliveryHub
+    let metrics: RelayMetrics
+    let logger: Logger
+
+    /// How many pending messages one store read fetches.
+    static let readBatch = 256
+
+    func run(writer: any HTTPResponseBodyWriter) async throws {
+        let subscription = hub.attach(device: device.id)
+        metrics.streamOpened()
+        defer {
+            hub.detach(subscription)
+            metrics.streamClosed()
+        }
+        logger.debug("stream opened")
+
+        // A comment first, so that the client sees the response start at once.
+        try await writer.write(ByteBuffer(string: ": connected\n\n"))
+
+        // End the stream's signals as soon as the peer goes away, so the loop below returns. Not awaited: the
+        // transport reports the close only after this handler has returned when the stream ends from our side.
+        let watcher = Task { [hub] in
+            await writer.waitUntilClosed()
+            hub.detach(subscription)
+        }
+        defer { watcher.cancel() }
+        do {
+            try await deliver(subscription, writer: writer)
+        } catch {
+            logger.debug("stream ended", metadata: ["relay.error": "\(error)"])
+        }
+        logger.debug("stream closed")
+    }
+
+    private func deliver(_ subscription: DeliveryHub.Subscription, writer: any HTTPResponseBodyWriter) async throws {
+        var cursor: MessageID? = nil
+        var buffer = writer.allocator.buffer(capacity: 1024)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(1024)
+        for await _ in subscription.signals {
+            let work = subscription.takeWork()
+            buffer.clear()
+            for message in work.transient {
+                bytes.removeAll(keepingCapacity: true)
+                Envelope(body: message.body).render(messageID: message.id, into: &bytes)
+                Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
+                metrics.messagesDelivered(count: 1)
+            }
+            if work.readStore {
+                while true {
+                    let pending = try await store.pendingMessages(for: device.id, after: cursor, limit: Self.readBatch)
+                    for message in pending {
+                        bytes.removeAll(keepingCapacity: true)
+                        switch message.kind {
+                        case .message:
+                            Envelope(body: message.body).render(messageID: message.id, into: &bytes)
+                        case .deletedMessages:
+                            Envelope.deletedMessages(senderID: senderID).render(messageID: message.id, into: &bytes)
+                        }
+                        Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
+                        cursor = message.id
+                    }
+                    if !pending.isEmpty { metrics.messagesDelivered(count: pending.count) }
+                    if pending.count < Self.readBatch { break }
+                    try await writer.write(buffer)
+                    buffer.clear()
+                }
+            }
+            if work.heartbeat && buffer.readableBytes == 0 {
+                buffer.writeStaticString(":\n\n")
+            }
+            if buffer.readableBytes > 0 {
+                try await writer.write(buffer)
+            }
+        }
+    }
+
+    /// `id: <id>\ndata: <envelope>\n\n`. The envelope is one line of JSON, so one `data:` line carries it.
+    static func appendEvent(id: MessageID, envelope: [UInt8], to buffer: inout ByteBuffer) {
+        buffer.writeStaticString("id: ")
+        buffer.writeString(id.description)
+        buffer.writeStaticString("\ndata: ")
+        buffer.writeBytes(envelope)
+        buffer.writeStaticString("\n\n")
+    }
+}

@@ -1,0 +1,26 @@
+import PushRelayCore
+import PushRelayStore
+
+extension RelayMetrics {
+    /// Counts a send's per-target outcomes: message ids as accepted, errors by their FCM code.
+    func sendAnswered(_ results: [FCMSendResponse.Result]) {
+        var accepted = 0
+        for result in results {
+            switch result {
+            case .messageID, .dryRun: accepted += 1
+            case .error(let error): sendsRejected(error: error.code.wireName)
+            }
+        }
+        if accepted > 0 { sendsAccepted(count: accepted) }
+    }
+
+    /// A whole request refused (401, 400, Unavailable, or a message-wide error of a topic send).
+    func sendRejected(_ code: FCMError.Code) {
+        sendsRejected(error: code.wireName)
+    }
+
+    /// What a purge removed.
+    func purged(_ report: PurgeReport) {
+        if report.expiredMessages > 0 { messagesExpired(count: report.expiredMessages) }
+    }
+}

@@ -1,0 +1,134 @@
+public import Logging
+public import PushRelayHTTP
+public import PushRelayStore
+import HTTPTypes
+import NIOCore
+import PushRelayCore
+
+/// The relay: its routes over the transport, the live-stream registry, and the periodic work (heartbeats, purge).
+///
+/// Build one per process with an opened store, hand ``router`` to the HTTP server, and run ``run()`` (or the
+/// ``services``) for as long as the server serves.
+public final class RelayApplication: Sendable {
+    /// What the relay needs to know beyond the store.
+    public struct Options: Sendable {
+        /// How often an idle stream gets a heartbeat comment. Default 25 s (below common 30 s proxy timeouts).
+        public var heartbeatInterval: Duration = .seconds(25)
+        /// The largest `/fcm/send` body. Default 256 KiB: 1000 tokens of ~160 bytes plus a 4 KiB payload.
+        public var maxSendBodyBytes: Int = 256 * 1024
+        /// `Retry-After` seconds sent with `Unavailable`. Default 10.
+        public var retryAfterSeconds: Int = 10
+        /// How often expired and acknowledged messages are purged. Default 60 s.
+        public var purgeInterval: Duration = .seconds(60)
+
+        public init() {}
+    }
+
+    let store: any PushStore
+    let hub = DeliveryHub()
+    let options: Options
+    let logger: Logger
+    let metrics: RelayMetrics
+    let readiness: Readiness
+
+    /// The routes: FCM send, device, Instance ID and operations.
+    public let router: HTTPRouter
+
+    /// The relay on an opened store. `exporter` renders `/metrics`; the relay's metrics are recorded through its
+    /// factory (bootstrap the process-wide metrics system with it to export other libraries' metrics too).
+    public init(
+        store: any PushStore,
+        options: Options = Options(),
+        exporter: PrometheusExporter = PrometheusExporter(),
+        logger: Logger
+    ) {
+        self.store = store
+        self.options = options
+        self.logger = logger
+        let metrics = RelayMetrics(factory: exporter.factory)
+        self.metrics = metrics
+        let readiness = Readiness()
+        self.readiness = readiness
+        let hub = self.hub
+        self.router = Self.makeRouter(
+            store: store, hub: hub, options: options, metrics: metrics, exporter: exporter, readiness: readiness,
+            logger: logger)
+        store.setCommitObserver { devices in hub.wake(devices: devices) }
+    }
+
+    static func makeRouter(
+        store: any PushStore,
+        hub: DeliveryHub,
+        options: Options,
+        metrics: RelayMetrics,
+        exporter: PrometheusExporter,
+        readiness: Readiness,
+        logger: Logger
+    ) -> HTTPRouter {
+        let router = HTTPRouter()
+        let send = SendRoute(
+            store: store, hub: hub, metrics: metrics, logger: logger,
+            maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds)
+        router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .async(send.handle))
+        router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .async(send.handle))
+
+        let devices = DeviceRoutes(store: store, hub: hub, metrics: metrics, logger: logger)
+        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .async(devices.register))
+        router.add(.delete, "/v1/register", maxBodyBytes: 0, .async(devices.unregister))
+        router.add(.get, "/v1/stream", maxBodyBytes: 0, .async(devices.stream))
+        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .async(devices.acknowledge))
+
+        let iid = InstanceIDRoutes(store: store, logger: logger)
+        router.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .async { try await iid.relation($0, subscribe: true) })
+        router.add(.delete, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .async { try await iid.relation($0, subscribe: false) })
+        router.add(.post, "/iid/v1:batchAdd", maxBodyBytes: 512 * 1024, .async { try await iid.batch($0, subscribe: true) })
+        router.add(.post, "/iid/v1:batchRemove", maxBodyBytes: 512 * 1024, .async { try await iid.batch($0, subscribe: false) })
+        router.add(.get, "/iid/info/{token}", maxBodyBytes: 0, .async(iid.info))
+        router.add(.post, "/v1/topics/{topic}", maxBodyBytes: 4096, .async { try await iid.deviceRelation($0, subscribe: true) })
+        router.add(.delete, "/v1/topics/{topic}", maxBodyBytes: 4096, .async { try await iid.deviceRelation($0, subscribe: false) })
+
+        let operations = OperationsRoutes(
+            store: store, hub: hub, metrics: metrics, exporter: exporter, readiness: readiness)
+        router.add(.get, "/healthz", maxBodyBytes: 0, .immediate { _, _ in OperationsRoutes.healthy })
+        router.add(.get, "/readyz", maxBodyBytes: 0, .async(operations.ready))
+        router.add(.get, "/metrics", maxBodyBytes: 0, .async(operations.metrics))
+        return router
+    }
+
+    /// Marks the relay ready (listeners bound, store open) for `/readyz`.
+    public func markReady() { readiness.set(.ready) }
+
+    /// Graceful shutdown, first step: `/readyz` fails, every live stream ends (clients reconnect elsewhere) and new
+    /// ones end at once.
+    public func drain() {
+        readiness.set(.draining)
+        hub.drain()
+    }
+
+    /// Runs the periodic work (heartbeats, purge) until cancelled.
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.heartbeatLoop() }
+            group.addTask { await self.purgeLoop() }
+        }
+    }
+
+    private func heartbeatLoop() async {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: options.heartbeatInterval) } catch { return }
+            hub.heartbeat()
+        }
+    }
+
+    private func purgeLoop() async {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: options.purgeInterval) } catch { return }
+            do {
+                let report = try await store.purge(limit: 10_000)
+                metrics.purged(report)
+            } catch {
+                logger.warning("purge failed", metadata: ["relay.error": "\(error)"])
+            }
+        }
+    }
+}

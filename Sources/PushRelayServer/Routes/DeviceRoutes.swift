@@ -1,0 +1,126 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import PushRelayCore
+import PushRelayHTTP
+import PushRelayStore
+
+/// The device side of the API: register, unregister, the event stream, acknowledgements, and the device's own
+/// topic subscriptions.
+struct DeviceRoutes: Sendable {
+    let store: any PushStore
+    let hub: DeliveryHub
+    let metrics: RelayMetrics
+    let logger: Logger
+
+    /// `POST /v1/register` with `Authorization: key=<client key>` and `{"project", "app", "platform"}`
+    /// → `{"token", "secret", "sender_id"}`.
+    func register(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        guard let header = request.head.headerFields[.authorization], let key = AuthorizationHeader.serverKey(header)
+        else { return JSONResponse.unauthorized("missing Authorization: key=<client key>") }
+        let object = try JSONResponse.parseObject(try await request.body.collect(upTo: 16 * 1024))
+        guard let projectName = object["project"]?.stringValue, !projectName.isEmpty else {
+            return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "\"project\" must be a non-empty string")
+        }
+        let app = object["app"]?.stringValue ?? ""
+        let platform = object["platform"]?.stringValue ?? ""
+        guard app.utf8.count <= 255, platform.utf8.count <= 32 else {
+            return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "\"app\" or \"platform\" too long")
+        }
+        guard let project = try await store.authenticateClientKey(String(key), project: projectName) else {
+            return JSONResponse.unauthorized("unknown project or wrong client key")
+        }
+        let registration = try await store.registerDevice(project: project.id, app: app, platform: platform)
+        logger.info("device registered", metadata: ["relay.project": "\(project.name)", "relay.device": "\(registration.device.id)"])
+        return JSONResponse.ok(
+            [
+                "token": .string(registration.device.token),
+                "secret": .string(registration.secret),
+                "sender_id": .string(String(project.senderID)),
+            ]
+        )
+    }
+
+    /// `DELETE /v1/register` with `Authorization: Bearer <secret>`: later sends to the token answer `NotRegistered`.
+    func unregister(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        guard let secret = Self.bearer(request) else { return JSONResponse.unauthorized("missing Bearer secret") }
+        guard let device = try await store.unregisterDevice(secret: secret) else {
+            return JSONResponse.unauthorized("unknown device secret")
+        }
+        hub.wake(devices: [device.id])  // its stream, if any, reads nothing more and ends on the next write.
+        logger.info("device unregistered", metadata: ["relay.device": "\(device.id)"])
+        return JSONResponse.ok([:])
+    }
+
+    /// `GET /v1/stream` with `Authorization: Bearer <secret>` (and optionally `Last-Event-ID`).
+    func stream(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        guard let secret = Self.bearer(request) else { return JSONResponse.unauthorized("missing Bearer secret") }
+        guard let device = try await store.authenticateDevice(secret: secret) else {
+            return JSONResponse.unauthorized("unknown device secret")
+        }
+        if let lastEventID = request.head.headerFields[.lastEventID] {
+            guard let id = MessageID(lastEventID.trimmingCharacters(in: .whitespaces)) else {
+                return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "Last-Event-ID must be a message id")
+            }
+            let count = try await store.acknowledge(device: device.id, upTo: id)
+            metrics.messagesAcked(count: count)
+        }
+        guard let project = try await store.project(id: device.project) else {
+            return JSONResponse.unauthorized("unknown device secret")
+        }
+        var fields = HTTPFields()
+        fields[.contentType] = "text/event-stream"
+        fields[.cacheControl] = "no-cache"
+        let stream = DeviceStream(
+            device: device,
+            senderID: SenderID(UInt64(project.senderID)),
+            store: store,
+            hub: hub,
+            metrics: metrics,
+            logger: logger.with("relay.device", "\(device.id)")
+        )
+        return HTTPServerResponse(status: .ok, headerFields: fields, body: .stream { writer in
+            try await stream.run(writer: writer)
+        })
+    }
+
+    /// `POST /v1/ack` with `Authorization: Bearer <secret>` and `{"ids": ["<message id>", …]}` (strings or numbers).
+    func acknowledge(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        guard let secret = Self.bearer(request) else { return JSONResponse.unauthorized("missing Bearer secret") }
+        let object = try JSONResponse.parseObject(try await request.body.collect(upTo: 256 * 1024))
+        guard let values = object["ids"]?.arrayValue else {
+            return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "\"ids\" must be an array of message ids")
+        }
+        var ids: [MessageID] = []
+        ids.reserveCapacity(values.count)
+        for value in values {
+            guard let id = value.stringValue.flatMap({ MessageID($0) }) ?? value.int64Value.flatMap({ MessageID(String($0)) })
+            else { return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "not a message id: \(value)") }
+            ids.append(id)
+        }
+        guard let device = try await store.authenticateDevice(secret: secret) else {
+            return JSONResponse.unauthorized("unknown device secret")
+        }
+        let count = try await store.acknowledge(device: device.id, ids: ids)
+        metrics.messagesAcked(count: count)
+        return JSONResponse.ok(["acknowledged": .integer(Int64(count))])
+    }
+
+    static func bearer(_ request: HTTPServerRequest) -> String? {
+        guard let header = request.head.headerFields[.authorization] else { return nil }
+        return AuthorizationHeader.bearer(header).map(String.init)
+    }
+}
+
+extension HTTPField.Name {
+    static let lastEventID = HTTPField.Name("Last-Event-ID")!
+}
+
+extension Logger {
+    func with(_ key: String, _ value: String) -> Logger {
+        var copy = self
+        copy[metadataKey: key] = .string(value)
+        return copy
+    }
+}

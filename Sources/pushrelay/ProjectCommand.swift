@@ -1,0 +1,142 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PushRelayCore
+import PushRelayServer
+import PushRelayStore
+
+/// `pushrelay project create|list|rotate-key|delete`: manages projects in the data directory directly (the store is
+/// shared with a running daemon, which sees changes at once).
+struct ProjectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "project",
+        abstract: "Create, list, rotate keys of, and delete projects.",
+        subcommands: [Create.self, List.self, RotateKey.self, Delete.self]
+    )
+
+    struct StoreOptions: ParsableArguments {
+        @Option(name: .long, help: "The daemon's data directory (holds pushrelay.sqlite).")
+        var dataDir: String = ProcessInfo.processInfo.environment["PUSHRELAY_DATA_DIR"] ?? "/var/lib/pushrelay"
+
+        func open() throws -> SQLiteStore {
+            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+            var logger = Logger(label: "pushrelay.cli")
+            logger.logLevel = .warning
+            return try SQLiteStore(configuration: .relay(directory: dataDir), logger: logger)
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a project and print its sender id, server key and client key (shown only once)."
+        )
+
+        @Argument(help: "The project's name (unique).")
+        var name: String
+
+        @OptionGroup var store: StoreOptions
+
+        @Flag(help: "Print JSON: {\"project\", \"sender_id\", \"server_key\", \"client_key\"}.")
+        var json = false
+
+        func run() async throws {
+            let store = try store.open()
+            let credentials: ProjectCredentials
+            do {
+                credentials = try await store.createProject(name: name)
+            } catch let error as StoreError {
+                await store.close()
+                throw ValidationError(error.message)
+            }
+            await store.close()
+            if json {
+                let value: JSONValue = [
+                    "project": .string(credentials.project.name),
+                    "sender_id": .string(String(credentials.project.senderID)),
+                    "server_key": .string(credentials.serverKey),
+                    "client_key": .string(credentials.clientKey),
+                ]
+                print(value.serializedString())
+            } else {
+                print("""
+                    project:    \(credentials.project.name)
+                    sender id:  \(credentials.project.senderID)
+                    server key: \(credentials.serverKey)
+                    client key: \(credentials.clientKey)
+
+                    Keep the server key secret: senders use it (Authorization: key=<server key>). The client key ships \
+                    in apps to register devices. Neither can be shown again.
+                    """)
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the projects.")
+        @OptionGroup var store: StoreOptions
+        @Flag(help: "Print one JSON object per line.") var json = false
+
+        func run() async throws {
+            let store = try store.open()
+            let projects = try await store.projects()
+            await store.close()
+            for project in projects {
+                if json {
+                    let value: JSONValue = [
+                        "project": .string(project.name), "sender_id": .string(String(project.senderID)),
+                    ]
+                    print(value.serializedString())
+                } else {
+                    print("\(project.name)\t\(project.senderID)")
+                }
+            }
+        }
+    }
+
+    struct RotateKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-key",
+            abstract: "Issue a new server key; the old one keeps working for the grace period."
+        )
+        @Argument(help: "The project's name.") var name: String
+        @OptionGroup var store: StoreOptions
+        @Option(help: "How long the old key stays valid, in seconds (default 86400 = 24 h).")
+        var graceSeconds: Int = 86_400
+        @Flag(help: "Print JSON: {\"project\", \"server_key\"}.") var json = false
+
+        func run() async throws {
+            guard graceSeconds >= 0 else { throw ValidationError("--grace-seconds must not be negative") }
+            let store = try store.open()
+            let key: String
+            do {
+                key = try await store.rotateServerKey(project: name, gracePeriod: .seconds(graceSeconds))
+            } catch let error as StoreError {
+                await store.close()
+                throw ValidationError(error.message)
+            }
+            await store.close()
+            if json {
+                let value: JSONValue = ["project": .string(name), "server_key": .string(key)]
+                print(value.serializedString())
+            } else {
+                print("new server key: \(key)\nthe previous key stays valid for \(graceSeconds) s")
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a project with its devices, queued messages and topic subscriptions."
+        )
+        @Argument(help: "The project's name.") var name: String
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            let store = try store.open()
+            let deleted = try await store.deleteProject(named: name)
+            await store.close()
+            guard deleted else { throw ValidationError("no project named \(name)") }
+            print("deleted project \(name)")
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+
+/// The real `pushrelay` binary, started as a child process on loopback for end-to-end tests.
+///
+/// The binary is `$PUSHRELAY_BIN`, or `.build/debug/pushrelay` of this checkout.
+final class Daemon: @unchecked Sendable {
+    let dataDir: URL
+    private(set) var process: Process?
+    private(set) var port: Int = 0
+    private let extraArguments: [String]
+    private let output = OutputCollector()
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["PUSHRELAY_BIN"], !path.isEmpty { return path }
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<4 { url.deleteLastPathComponent() }
+        return url.appendingPathComponent(".build/debug/pushrelay").path
+    }
+
+    /// Makes a fresh data directory; `start()` launches the daemon on it.
+    init(dataDir: URL? = nil, arguments: [String] = []) throws {
+        if let dataDir {
+            self.dataDir = dataDir
+        } else {
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pushrelay-e2e-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            self.dataDir = dir
+        }
+        self.extraArguments = arguments
+    }
+
+    deinit {
+        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    /// Starts the daemon and waits for its `listening on` line. Reuses the previous port on a restart.
+    func start(timeout: Duration = .seconds(30)) async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        let listen = "127.0.0.1:\(port)"
+        process.arguments = ["serve", "--listen", listen, "--data-dir", dataDir.path] + extraArguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        output.attach(pipe)
+        try process.run()
+        self.process = process
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while clock.now < deadline {
+            if let found = output.listeningPort() {
+                port = found
+                return
+            }
+            if !process.isRunning { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw DaemonError(message: "daemon did not start: \(output.text)")
+    }
+
+    /// Runs `pushrelay` with arguments (a CLI call against this daemon's data dir or URL) and returns stdout.
+    static func cli(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
+        try run(binary, arguments, stdin: stdin)
+    }
+
+    /// SIGKILL: no chance to flush or clean up.
+    func kill9() async throws {
+        guard let process else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        output.reset()
+    }
+
+    /// SIGTERM and wait for the exit status.
+    @discardableResult
+    func terminate() async throws -> Int32 {
+        guard let process else { return 0 }
+        process.terminate()
+        process.waitUntilExit()
+        output.reset()
+        return process.terminationStatus
+    }
+
+    var log: String { output.text }
+}
+
+struct DaemonError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+/// Runs a program to completion and returns its exit status and output.
+func run(_ program: String, _ arguments: [String], stdin: String? = nil, environment: [String: String]? = nil)
+    throws -> (status: Int32, stdout: String, stderr: String)
+{
+    let process = Process()
+    if program.hasPrefix("/") {
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+    } else {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [program] + arguments
+    }
+    if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    let input = Pipe()
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    try input.fileHandleForWriting.close()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
+
+/// Collects a child's output on a background reader so the pipe never fills.
+final class OutputCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var buffer = ""
+
+    func attach(_ pipe: Pipe) {
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else {
+                handle.readabilityHandler = nil
+                return
+            }
+            self.lock.withLock { self.buffer += String(decoding: data, as: UTF8.self) }
+        }
+    }
+
+    var text: String { lock.withLock { buffer } }
+
+    func reset() { lock.withLock { buffer = "" } }
+
+    func listeningPort() -> Int? {
+        let text = self.text
+        guard let range = text.range(of: "listening on http://127.0.0.1:") else { return nil }
+        let digits = text[range.upperBound...].prefix { $0.isNumber }
+        return Int(digits)
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+
+/// A long-running child (a `curl -N` event-stream reader, a listener) whose output is read while it runs.
+final class StreamingProcess: @unchecked Sendable {
+    let process = Process()
+    private let output = OutputCollector()
+
+    init(_ program: String, _ arguments: [String]) throws {
+        if program.hasPrefix("/") {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [program] + arguments
+        }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        output.attach(pipe)
+        try process.run()
+    }
+
+    deinit { stop() }
+
+    var text: String { output.text }
+
+    /// Waits until the output satisfies `condition`, or throws after `timeout`.
+    @discardableResult
+    func waitFor(
+        timeout: Duration = .seconds(10),
+        _ what: String,
+        _ condition: (String) -> Bool
+    ) async throws -> String {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while clock.now < deadline {
+            let text = output.text
+            if condition(text) { return text }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw DaemonError(message: "timed out waiting for \(what); output so far:\n\(output.text)")
+    }
+
+    /// Waits for the process to exit and returns its status.
+    func waitForExit(timeout: Duration = .seconds(30)) async throws -> Int32 {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while process.isRunning {
+            guard clock.now < deadline else { throw DaemonError(message: "process did not exit: \(output.text)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return process.terminationStatus
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+    }
+}
+
+/// One server-sent event as read from a stream's text.
+struct ServerSentEvent: Equatable {
+    var id: String?
+    var data: String
+}
+
+/// Parses the complete events of an event-stream text (comments skipped).
+func parseEvents(_ text: String) -> [ServerSentEvent] {
+    var events: [ServerSentEvent] = []
+    let normalized = text.replacingOccurrences(of: "\r\n", with: "\n")
+    let blocks = normalized.components(separatedBy: "\n\n")
+    for block in blocks.dropLast() {  // the last piece may be incomplete
+        var id: String?
+        var data: [String] = []
+        for line in block.split(separator: "\n", omittingEmptySubsequences: true) {
+            if line.hasPrefix(":") { continue }
+            if line.hasPrefix("id:") { id = line.dropFirst(3).trimmingCharacters(in: .whitespaces) }
+            if line.hasPrefix("data:") { data.append(String(line.dropFirst(5)).trimmingCharacters(in: .whitespaces)) }
+        }
+        if !data.isEmpty { events.append(ServerSentEvent(id: id, data: data.joined(separator: "\n"))) }
+    }
+    return events
+}
+
+/// Parses a JSON object from text.
+func jsonObject(_ text: String) throws -> [String: Any] {
+    guard let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+        throw DaemonError(message: "not a JSON object: \(text)")
+    }
+    return object
+}

@@ -1,0 +1,269 @@
+@testable import PushRelayServer
+import Testing
+
+/// One row per configuration field: three distinct valid values (file, environment, flag), how each renders, and
+/// values that must be rejected.
+struct FieldCase: Sendable, CustomTestStringConvertible {
+    var field: ConfigurationField
+    /// The value as written in the config file (TOML syntax) and how it renders.
+    var file: (text: String, rendered: String)
+    /// The environment variable's value and how it renders.
+    var environment: (text: String, rendered: String)
+    /// The flag's value and how it renders.
+    var flag: (text: String, rendered: String)
+    /// Values rejected from every source (written as a string in the file).
+    var invalid: [String]
+    /// Environment that the field needs to validate (e.g. certificate files for `listen_tls`).
+    var baseline: [String: String] = [:]
+
+    var testDescription: String { field.key }
+}
+
+private let fixtures = ConfigurationTestFixtures.self
+
+let fieldCases: [FieldCase] = [
+    FieldCase(
+        field: .listen,
+        file: (#"["0.0.0.0:80", "[::]:80"]"#, #"["0.0.0.0:80", "[::]:80"]"#),
+        environment: ("127.0.0.1:9000, [::1]:9000", #"["127.0.0.1:9000", "[::1]:9000"]"#),
+        flag: ("localhost:0", #"["localhost:0"]"#),
+        invalid: ["0.0.0.0:99999", "0.0.0.0:-1", "0.0.0.0", ":8080", "::1:8080", "[::1]8080", "host:http", "[::1:80"]
+    ),
+    FieldCase(
+        field: .listenTLS,
+        file: (#"["0.0.0.0:443"]"#, #"["0.0.0.0:443"]"#),
+        environment: ("[::]:8443", #"["[::]:8443"]"#),
+        flag: ("127.0.0.1:0", #"["127.0.0.1:0"]"#),
+        invalid: ["0.0.0.0:65536", "nohost", "0.0.0.0:port"],
+        baseline: [
+            "PUSHRELAY_TLS_CERTIFICATE": fixtures.path("cert-a.pem"),
+            "PUSHRELAY_TLS_KEY": fixtures.path("key-a.pem"),
+        ]
+    ),
+    FieldCase(
+        field: .tlsCertificate,
+        file: ("\"\(fixtures.path("cert-a.pem"))\"", "\"\(fixtures.path("cert-a.pem"))\""),
+        environment: (fixtures.path("cert-b.pem"), "\"\(fixtures.path("cert-b.pem"))\""),
+        flag: (fixtures.path("cert-c.pem"), "\"\(fixtures.path("cert-c.pem"))\""),
+        invalid: [fixtures.path("missing.pem"), fixtures.path("data")]
+    ),
+    FieldCase(
+        field: .tlsKey,
+        file: ("\"\(fixtures.path("key-a.pem"))\"", "\"\(fixtures.path("key-a.pem"))\""),
+        environment: (fixtures.path("key-b.pem"), "\"\(fixtures.path("key-b.pem"))\""),
+        flag: (fixtures.path("key-c.pem"), "\"\(fixtures.path("key-c.pem"))\""),
+        invalid: [fixtures.path("missing-key.pem"), fixtures.path("data")]
+    ),
+    FieldCase(
+        field: .dataDir,
+        file: (#""/srv/pushrelay""#, #""/srv/pushrelay""#),
+        environment: ("/var/lib/relay-env", #""/var/lib/relay-env""#),
+        flag: (fixtures.path("data"), "\"\(fixtures.path("data"))\""),
+        invalid: ["", "   ", fixtures.path("plain-file")]
+    ),
+    FieldCase(
+        field: .store,
+        file: (#""sqlite""#, #""sqlite""#),
+        environment: ("SQLite", #""sqlite""#),
+        flag: ("sqlite", #""sqlite""#),
+        invalid: ["mysql", "postgres", ""]
+    ),
+    FieldCase(
+        field: .postgresURL,
+        file: (#""postgres://relay:filepw@db/relay""#, #""postgres://relay:****@db/relay""#),
+        environment: ("postgresql://relay:envpw@db:5432/relay", #""postgresql://relay:****@db:5432/relay""#),
+        flag: ("postgres://db/relay?password=flagpw", #""postgres://db/relay?password=****""#),
+        invalid: ["mysql://relay:pw@db/relay", "relay:pw@db"]
+    ),
+    FieldCase(
+        field: .heartbeatInterval,
+        file: (#""30s""#, #""30s""#),
+        environment: ("1m", #""1m""#),
+        flag: ("1500ms", #""1s500ms""#),
+        invalid: ["-5s", "0", "0s", "5 parsecs", "5x", "s", "", "1.5s"]
+    ),
+    FieldCase(
+        field: .idleTimeout,
+        file: ("300", #""5m""#),
+        environment: ("2h", #""2h""#),
+        flag: ("1h30m", #""1h30m""#),
+        invalid: ["-1", "0ms", "forever"]
+    ),
+    FieldCase(
+        field: .maxSendBodySize,
+        file: ("1048576", #""1MiB""#),
+        environment: ("64KiB", #""64KiB""#),
+        flag: ("4097", #""4097""#),
+        invalid: ["-1", "0", "1TiB", "3GiB", "big"]
+    ),
+    FieldCase(
+        field: .maxRequestBodySize,
+        file: (#""128KiB""#, #""128KiB""#),
+        environment: ("2MiB", #""2MiB""#),
+        flag: ("1000", #""1000""#),
+        invalid: ["-64KiB", "0KiB", "lots"]
+    ),
+    FieldCase(
+        field: .maxPendingMessages,
+        file: ("200", "200"),
+        environment: ("1_000", "1000"),
+        flag: ("50", "50"),
+        invalid: ["0", "-1", "100001", "many", "1.5"]
+    ),
+    FieldCase(
+        field: .maxCollapseKeys,
+        file: ("8", "8"),
+        environment: ("1", "1"),
+        flag: ("16", "16"),
+        invalid: ["0", "-4", "1001", "four"]
+    ),
+    FieldCase(
+        field: .purgeInterval,
+        file: (#""10m""#, #""10m""#),
+        environment: ("30", #""30s""#),
+        flag: ("1h", #""1h""#),
+        invalid: ["-1m", "0s", "sometimes"]
+    ),
+    FieldCase(
+        field: .serverKeyRotationGrace,
+        file: (#""48h""#, #""48h""#),
+        environment: ("2d", #""48h""#),
+        flag: ("90m", #""1h30m""#),
+        invalid: ["-24h", "0h", "a day"]
+    ),
+    FieldCase(
+        field: .logLevel,
+        file: (#""debug""#, #""debug""#),
+        environment: ("WARNING", #""warning""#),
+        flag: ("trace", #""trace""#),
+        invalid: ["verbose", "", "info,debug"]
+    ),
+    FieldCase(
+        field: .logFormat,
+        file: (#""json""#, #""json""#),
+        environment: ("text", #""text""#),
+        flag: ("json", #""json""#),
+        invalid: ["xml", "logfmt"]
+    ),
+    FieldCase(
+        field: .metricsEnabled,
+        file: ("false", "false"),
+        environment: ("yes", "true"),
+        flag: ("off", "false"),
+        invalid: ["maybe", "2", ""]
+    ),
+    FieldCase(
+        field: .shutdownDrainTimeout,
+        file: (#""5s""#, #""5s""#),
+        environment: ("45s", #""45s""#),
+        flag: ("2m", #""2m""#),
+        invalid: ["-20s", "0", "now"]
+    ),
+    FieldCase(
+        field: .maxConnections,
+        file: ("1000", "1000"),
+        environment: ("50000", "50000"),
+        flag: ("10", "10"),
+        invalid: ["0", "-10", "10000001", "unlimited"]
+    ),
+]
+
+extension String {
+    fileprivate func replacingOccurrences(_ target: String, _ replacement: String) -> String {
+        var result = ""
+        var rest = Substring(self)
+        while let range = rest.firstRange(of: target) {
+            result += rest[..<range.lowerBound] + replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+}
+
+@Suite("Configuration: every field")
+struct ConfigurationFieldTests {
+    @Test("the table covers every field exactly once")
+    func tableCoversEveryField() {
+        #expect(fieldCases.map(\.field) == ConfigurationField.allCases)
+    }
+
+    @Test("default, then file, then environment, then flag wins", arguments: fieldCases)
+    func precedence(_ row: FieldCase) throws {
+        let field = row.field
+        let file = fixtures.configFile("# test\n\(field.key) = \(row.file.text)\n")
+        var environment = row.baseline
+
+        // Defaults only.
+        let defaults = try ConfigurationLoader.load(environment: environment)
+        #expect(defaults.sources[field] == .defaultValue)
+        #expect(
+            defaults.configuration.renderedValue(of: field)
+                == PushRelayConfiguration(environment: environment).renderedValue(of: field)
+        )
+
+        // The file beats the default.
+        let fromFile = try ConfigurationLoader.load(arguments: ["--config", file], environment: environment)
+        #expect(fromFile.configuration.renderedValue(of: field) == row.file.rendered)
+        #expect(fromFile.sources[field] == .file(path: file, line: 2))
+        if field != .store {  // sqlite is the only valid store and the default
+            #expect(fromFile.configuration.renderedValue(of: field) != defaults.configuration.renderedValue(of: field))
+        }
+
+        // The environment beats the file.
+        environment[field.environmentVariable] = row.environment.text
+        let fromEnvironment = try ConfigurationLoader.load(arguments: ["--config", file], environment: environment)
+        #expect(fromEnvironment.configuration.renderedValue(of: field) == row.environment.rendered)
+        #expect(fromEnvironment.sources[field] == .environment(variable: field.environmentVariable))
+
+        // The flag beats the environment, in both spellings.
+        for arguments in [["--config", file, field.flag, row.flag.text], ["--config=\(file)", "\(field.flag)=\(row.flag.text)"]] {
+            let fromFlag = try ConfigurationLoader.load(arguments: arguments, environment: environment)
+            #expect(fromFlag.configuration.renderedValue(of: field) == row.flag.rendered)
+            #expect(fromFlag.sources[field] == .commandLine(flag: field.flag))
+        }
+
+        // Every other field kept its default.
+        for other in ConfigurationField.allCases where other != field && row.baseline[other.environmentVariable] == nil {
+            #expect(fromFile.sources[other] == .defaultValue, "\(other.key)")
+        }
+    }
+
+    @Test("invalid values are rejected from every source, naming the field and the source", arguments: fieldCases)
+    func invalidValues(_ row: FieldCase) {
+        let field = row.field
+        for value in row.invalid {
+            let escaped = value.replacingOccurrences("\\", "\\\\").replacingOccurrences("\"", "\\\"")
+            let file = fixtures.configFile("\n\n\(field.key) = \"\(escaped)\"\n")
+            let environment = row.baseline
+            let attempts: [(arguments: [String], environment: [String: String], source: ConfigurationSource)] = [
+                (["--config", file], environment, .file(path: file, line: 3)),
+                ([], environment.merging([field.environmentVariable: value]) { $1 },
+                 .environment(variable: field.environmentVariable)),
+                (["\(field.flag)=\(value)"], environment, .commandLine(flag: field.flag)),
+            ]
+            for attempt in attempts {
+                let error = #expect(throws: ConfigurationError.self, "\(field.key) = '\(value)' from \(attempt.source)") {
+                    try ConfigurationLoader.load(arguments: attempt.arguments, environment: attempt.environment)
+                }
+                let problem = error?.problems.first
+                #expect(problem?.field == field, "\(field.key) = '\(value)': \(String(describing: error))")
+                #expect(problem?.source == attempt.source, "\(field.key) = '\(value)': \(String(describing: error))")
+                #expect(problem.map { "\($0)" }?.contains(field.key) == true)
+                if field.isSecret {
+                    #expect(!(error.map { "\($0)" } ?? "").contains("pw@"), "a secret leaked into the error")
+                }
+            }
+        }
+    }
+
+    @Test("every field has a distinct key, environment variable and flag, each mapping back")
+    func namesAreConsistent() {
+        for field in ConfigurationField.allCases {
+            #expect(ConfigurationField(key: field.key) == field)
+            #expect(ConfigurationField(flag: field.flag) == field)
+            #expect(field.environmentVariable == "PUSHRELAY_" + field.key.uppercased())
+            #expect(!field.summary.isEmpty)
+        }
+        #expect(Set(ConfigurationField.allCases.map(\.flag)).count == ConfigurationField.allCases.count)
+    }
+}
