@@ -115,8 +115,8 @@ final class NGHTTP2Session {
         nghttp2_option_set_max_outbound_ack(option, limits.maxOutboundAck)
         nghttp2_option_set_max_send_header_block_length(option, 64 * 1024)
         if role == .client {
-            // Our own SETTINGS carry the limits; the client never accepts pushes.
-            nghttp2_option_set_no_auto_window_update(option, 0)
+            // The client opens the receive window as the application reads (`consume`), not as bytes arrive.
+            nghttp2_option_set_no_auto_window_update(option, 1)
         }
 
         let userData = Unmanaged.passUnretained(self).toOpaque()
@@ -252,9 +252,16 @@ final class NGHTTP2Session {
         Int(nghttp2_session_get_stream_remote_window_size(session, streamID))
     }
 
-    /// Marks `count` received body bytes of `streamID` as consumed (only with manual window updates).
+    /// Marks `count` received body bytes of `streamID` as consumed (client sessions: manual window updates).
     func consume(streamID: Int32, count: Int) {
+        guard count > 0 else { return }
         _ = nghttp2_session_consume(session, streamID, count)
+    }
+
+    /// Marks `count` received bytes of a stream that has closed as consumed on the connection window.
+    func consumeConnection(count: Int) {
+        guard count > 0 else { return }
+        _ = nghttp2_session_consume_connection(session, count)
     }
 
     // MARK: Header blocks
