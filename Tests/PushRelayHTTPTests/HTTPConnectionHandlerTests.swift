@@ -120,7 +120,8 @@ import Testing
 
     static func http1Exchange(_ request: String, shared: HTTPServerShared = shared()) throws -> (String, Bool) {
         let channel = try activeChannel(HTTP1ServerConnectionHandler.pipeline(shared: shared))
-        try channel.writeInbound(ByteBuffer(string: request))
+        // The handler may close the connection mid-request (413, 431); the decoder then reports the cut request.
+        _ = try? channel.writeInbound(ByteBuffer(string: request))
         channel.embeddedEventLoop.run()
         var answer = ""
         while let buffer = try channel.readOutbound(as: IOData.self) {

@@ -90,7 +90,7 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("big-\(UUID().uuidString)").path
-        FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x61, count: 4096))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x61, count: 4096))
         defer { try? FileManager.default.removeItem(atPath: path) }
         for flag in ["--http1.1", "--http2-prior-knowledge"] {
             for route in ["/echo", "/echo-async"] {

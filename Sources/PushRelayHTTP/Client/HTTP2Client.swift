@@ -79,7 +79,9 @@ public final class HTTP2Client: Sendable {
         let ready = eventLoop.makePromise(of: Void.self)
         let limits = configuration.sessionLimits
         let tlsFactory = configuration.tlsHandlerFactory
-        let channel = try await ClientBootstrap(group: eventLoop)
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: eventLoop)
             .connectTimeout(configuration.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
@@ -93,6 +95,10 @@ public final class HTTP2Client: Sendable {
             }
             .connect(host: host, port: port)
             .get()
+        } catch {
+            ready.fail(error)
+            throw error
+        }
         let timeout = eventLoop.scheduleTask(in: configuration.connectTimeout) {
             ready.fail(HTTPTransportError.timeout("HTTP/2 connection setup timed out"))
         }
@@ -131,6 +137,7 @@ public final class HTTP2Client: Sendable {
         if let body, head.headerFields[.contentLength] == nil {
             head.headerFields[.contentLength] = String(body.readableBytes)
         }
+        let finalHead = head
         let eventLoop = channel.eventLoop
         let handler = self.handler
         let stream = HTTP2ClientStream(connection: handler, eventLoop: eventLoop)
@@ -139,7 +146,7 @@ public final class HTTP2Client: Sendable {
                 eventLoop.execute {
                     stream.headContinuation = continuation
                     if let body { stream.requestBody = body }
-                    handler.value.startRequest(stream, head: head)
+                    handler.value.startRequest(stream, head: finalHead)
                 }
             }
         } onCancel: {

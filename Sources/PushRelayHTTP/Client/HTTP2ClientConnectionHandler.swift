@@ -161,7 +161,7 @@ final class HTTP2ClientConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         if closedError == nil { closedError = error }
         let open = streams
         streams = [:]
-        for stream in open.values { _ = stream.closed(error: error) }
+        for stream in open.values { stream.closed(error: error) }
     }
 
     // MARK: Requests (called on the event loop by HTTP2Client)
@@ -169,11 +169,11 @@ final class HTTP2ClientConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     /// Opens a stream for `head`; the response arrives through `stream.headContinuation`.
     func startRequest(_ stream: HTTP2ClientStream, head: HTTPRequest) {
         guard let session, closedError == nil, context?.channel.isActive == true else {
-            _ = stream.closed(error: closedError ?? HTTPTransportError.connectionClosed())
+            stream.closed(error: closedError ?? HTTPTransportError.connectionClosed())
             return
         }
         guard let streamID = session.submitRequest(head, hasBody: stream.requestBody.readableBytes > 0) else {
-            _ = stream.closed(error: HTTPTransportError.connectionClosed("no new streams on this connection"))
+            stream.closed(error: HTTPTransportError.connectionClosed("no new streams on this connection"))
             return
         }
         stream.streamID = streamID
@@ -239,10 +239,10 @@ final class HTTP2ClientConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     }
 
     func sessionData(streamID: Int32, chunk: borrowing NGHTTP2DataChunk) {
-        guard let stream = streams[streamID], let context else {
-            session?.consumeConnection(count: chunk.count)
-            return
-        }
+        // The connection window reopens at once; each stream's window only as the application reads, so one
+        // unread body never blocks the others.
+        session?.consumeConnection(count: chunk.count)
+        guard let stream = streams[streamID], let context else { return }
         var buffer = context.channel.allocator.buffer(capacity: chunk.count)
         chunk.write(into: &buffer)
         stream.received(buffer)
@@ -258,9 +258,10 @@ final class HTTP2ClientConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             errorCode == HTTP2ErrorCode.refusedStream
             ? HTTPTransportError.streamClosed("stream refused (code \(errorCode))")
             : HTTPTransportError.streamClosed("stream reset (code \(errorCode))")
-        let unread = stream.closed(error: error)
-        session?.consumeConnection(count: unread)
+        stream.closed(error: error)
     }
+
+    func sessionSentEndStreamBeforePeer(streamID: Int32) {}
 
     func sessionGoAway(lastStreamID: Int32, errorCode: UInt32) {
         closedError = HTTPTransportError.connectionClosed("server sent GOAWAY (code \(errorCode))")

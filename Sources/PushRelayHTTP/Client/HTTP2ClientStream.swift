@@ -78,9 +78,8 @@ final class HTTP2ClientStream: HTTPClientBodySource, @unchecked Sendable {
         }
     }
 
-    /// The stream closed (cleanly when the body had ended, else it failed with `error`). Returns the bytes that
-    /// were still unread, which the connection window must release.
-    func closed(error: any Error) -> Int {
+    /// The stream closed (cleanly when the body had ended, else it failed with `error`).
+    func closed(error: any Error) {
         closed = true
         if let head = headContinuation {
             headContinuation = nil
@@ -93,6 +92,5 @@ final class HTTP2ClientStream: HTTPClientBodySource, @unchecked Sendable {
                 waiter.resume(throwing: error)
             }
         }
-        return unconsumedBytes
     }
 }

@@ -26,7 +26,7 @@ public struct HTTPClientResponseBody: AsyncSequence, Sendable {
 
     enum Storage: Sendable {
         case complete(ByteBuffer)
-        case stream(HTTPClientBodySource)
+        case stream(any HTTPClientBodySource)
     }
 
     let storage: Storage
@@ -36,7 +36,7 @@ public struct HTTPClientResponseBody: AsyncSequence, Sendable {
         self.storage = .complete(buffer)
     }
 
-    init(source: HTTPClientBodySource) {
+    init(source: any HTTPClientBodySource) {
         self.storage = .stream(source)
     }
 
@@ -53,7 +53,7 @@ public struct HTTPClientResponseBody: AsyncSequence, Sendable {
     /// Iterates the body's buffers.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var complete: ByteBuffer?
-        let source: HTTPClientBodySource?
+        let source: (any HTTPClientBodySource)?
 
         /// The next buffer, or `nil` at the end of the body.
         public mutating func next() async throws -> ByteBuffer? {

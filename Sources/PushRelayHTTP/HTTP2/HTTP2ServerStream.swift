@@ -1,9 +1,9 @@
 import HTTPTypes
 import NIOCore
 
-/// One HTTP/2 request/response exchange of a server connection: a light value in the connection handler's
-/// table, not a channel.
-struct HTTP2ServerStream {
+/// One HTTP/2 request/response exchange of a server connection: one small object in the connection handler's
+/// table, not a channel. Confined to the connection's event loop.
+final class HTTP2ServerStream {
     /// Where the exchange is.
     enum Phase {
         /// Header fields are arriving.
@@ -41,7 +41,7 @@ struct HTTP2ServerStream {
     var writer: HTTP2StreamBodyWriter?
 
     /// Adds one received header field, enforcing the header list limit.
-    mutating func addHeader(name: String, value: String, limit: Int) {
+    func addHeader(name: String, value: String, limit: Int) {
         headerBytes += name.utf8.count + value.utf8.count + 32
         if headerBytes > limit {
             headerTooLarge = true
@@ -66,7 +66,7 @@ struct HTTP2ServerStream {
     }
 
     /// The request head, or `nil` when the pseudo-header fields do not make one.
-    mutating func makeHead() -> HTTPRequest? {
+    func makeHead() -> HTTPRequest? {
         guard let method = method.flatMap({ HTTPRequest.Method($0) }), !headerInvalid else { return nil }
         let fields = headerFields
         headerFields = [:]

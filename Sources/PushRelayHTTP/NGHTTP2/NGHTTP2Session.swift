@@ -24,6 +24,8 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionEndStream(streamID: Int32)
     /// The stream closed; `errorCode` is 0 for a clean close, else the RST_STREAM code.
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32)
+    /// Our side of `streamID` has ended (a frame with END_STREAM was sent) while the peer is still sending.
+    func sessionSentEndStreamBeforePeer(streamID: Int32)
     /// The peer sent GOAWAY.
     func sessionGoAway(lastStreamID: Int32, errorCode: UInt32)
     /// nghttp2 may send up to `maxLength` body bytes of `streamID`: return them, or `.deferred` to pause the
@@ -252,13 +254,14 @@ final class NGHTTP2Session {
         Int(nghttp2_session_get_stream_remote_window_size(session, streamID))
     }
 
-    /// Marks `count` received body bytes of `streamID` as consumed (client sessions: manual window updates).
+    /// Marks `count` received body bytes of `streamID` as consumed on the stream's window (client sessions:
+    /// manual window updates; the connection window is released on receipt with `consumeConnection`).
     func consume(streamID: Int32, count: Int) {
         guard count > 0 else { return }
-        _ = nghttp2_session_consume(session, streamID, count)
+        _ = nghttp2_session_consume_stream(session, streamID, count)
     }
 
-    /// Marks `count` received bytes of a stream that has closed as consumed on the connection window.
+    /// Marks `count` received bytes as consumed on the connection window.
     func consumeConnection(count: Int) {
         guard count > 0 else { return }
         _ = nghttp2_session_consume_connection(session, count)
@@ -380,6 +383,16 @@ final class NGHTTP2Session {
             _, _, streamID, data, length, userData in
             let chunk = NGHTTP2DataChunk(pointer: UnsafeRawBufferPointer(start: data, count: length))
             NGHTTP2Session.from(userData).delegate.sessionData(streamID: streamID, chunk: chunk)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { session, frame, userData in
+            guard let frame, frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 else { return 0 }
+            let type = UInt32(frame.pointee.hd.type)
+            guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue else { return 0 }
+            let streamID = frame.pointee.hd.stream_id
+            if nghttp2_session_get_stream_remote_close(session, streamID) == 0 {
+                NGHTTP2Session.from(userData).delegate.sessionSentEndStreamBeforePeer(streamID: streamID)
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in

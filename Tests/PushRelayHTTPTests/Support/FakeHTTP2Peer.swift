@@ -46,9 +46,11 @@ final class FakeHTTP2Peer: NGHTTP2SessionDelegate {
         chunk.write(into: &buffer)
         bodies[streamID, default: ""] += String(buffer: buffer)
         session.consume(streamID: streamID, count: chunk.count)
+        session.consumeConnection(count: chunk.count)
     }
     func sessionEndStream(streamID: Int32) { ended.insert(streamID) }
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) { closed[streamID] = errorCode }
+    func sessionSentEndStreamBeforePeer(streamID: Int32) {}
     func sessionGoAway(lastStreamID: Int32, errorCode: UInt32) { goAwayCode = errorCode }
     func sessionReadBody(streamID: Int32, maxLength: Int) -> NGHTTP2BodyChunk {
         var body = requestBodies[streamID] ?? ByteBuffer()
