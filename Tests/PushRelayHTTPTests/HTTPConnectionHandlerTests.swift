@@ -64,6 +64,18 @@ import Testing
 
     // MARK: HTTP/2
 
+    @Test func pseudoHeaderNames() {
+        func kind(_ name: String) -> NGHTTP2PseudoHeader {
+            Array(name.utf8).withUnsafeBufferPointer { NGHTTP2PseudoHeader($0) }
+        }
+        #expect(kind(":method") == .method)
+        #expect(kind(":scheme") == .scheme)
+        #expect(kind(":status") == .status)
+        #expect(kind(":authority") == .authority)
+        #expect(kind(":path") == .path)
+        #expect(kind(":protocol") == .other)
+    }
+
     @Test func http2ImmediateRouteAndUnknownRoute() throws {
         let channel = try Self.activeChannel([HTTP2ServerConnectionHandler(shared: Self.shared())])
         let peer = FakeHTTP2Peer()

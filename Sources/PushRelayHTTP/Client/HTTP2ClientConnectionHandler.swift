@@ -210,12 +210,12 @@ final class HTTP2ClientConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     func sessionBeginHeaders(streamID: Int32) {}
 
     func sessionHeader(streamID: Int32, name: String, value: String) {
-        guard let stream = streams[streamID] else { return }
-        if name == ":status" {
-            stream.status = Int(value)
-        } else if let fieldName = HTTPField.Name(parsed: name) {
-            stream.fields.append(HTTPField(name: fieldName, value: value))
-        }
+        guard let stream = streams[streamID], let fieldName = HTTPField.Name(parsed: name) else { return }
+        stream.fields.append(HTTPField(name: fieldName, value: value))
+    }
+
+    func sessionPseudoHeader(streamID: Int32, name: NGHTTP2PseudoHeader, value: String) {
+        if name == .status { streams[streamID]?.status = Int(value) }
     }
 
     func sessionHeadersComplete(streamID: Int32, endStream: Bool) {

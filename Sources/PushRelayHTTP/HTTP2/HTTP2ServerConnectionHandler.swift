@@ -241,6 +241,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         streams[streamID]?.addHeader(name: name, value: value, limit: shared.configuration.maxHeaderListSize)
     }
 
+    func sessionPseudoHeader(streamID: Int32, name: NGHTTP2PseudoHeader, value: String) {
+        streams[streamID]?.addPseudoHeader(name, value: value, limit: shared.configuration.maxHeaderListSize)
+    }
+
     func sessionHeadersComplete(streamID: Int32, endStream: Bool) {
         guard let stream = streams[streamID], case .headers = stream.phase else { return }
         if stream.headerTooLarge {

@@ -40,24 +40,28 @@ final class HTTP2ServerStream {
     /// The writer of a `.stream` response.
     var writer: HTTP2StreamBodyWriter?
 
-    /// Adds one received header field, enforcing the header list limit.
+    /// Counts a field against the header list limit; false once the head is too large.
+    private func admit(nameLength: Int, valueLength: Int, limit: Int) -> Bool {
+        headerBytes += nameLength + valueLength + 32
+        if headerBytes > limit { headerTooLarge = true }
+        return !headerTooLarge
+    }
+
+    /// Adds one received pseudo-header field.
+    func addPseudoHeader(_ name: NGHTTP2PseudoHeader, value: String, limit: Int) {
+        guard admit(nameLength: 8, valueLength: value.utf8.count, limit: limit) else { return }
+        switch name {
+        case .method: method = value
+        case .scheme: scheme = value
+        case .authority: authority = value
+        case .path: path = value
+        case .status, .other: break
+        }
+    }
+
+    /// Adds one received header field.
     func addHeader(name: String, value: String, limit: Int) {
-        headerBytes += name.utf8.count + value.utf8.count + 32
-        if headerBytes > limit {
-            headerTooLarge = true
-            return
-        }
-        if headerTooLarge { return }
-        if let first = name.utf8.first, first == UInt8(ascii: ":") {
-            switch name {
-            case ":method": method = value
-            case ":scheme": scheme = value
-            case ":authority": authority = value
-            case ":path": path = value
-            default: break
-            }
-            return
-        }
+        guard admit(nameLength: name.utf8.count, valueLength: value.utf8.count, limit: limit) else { return }
         guard let fieldName = HTTPField.Name(parsed: name) else {
             headerInvalid = true
             return

@@ -12,8 +12,10 @@ import NIOCore
 protocol NGHTTP2SessionDelegate: AnyObject {
     /// A HEADERS frame opens a request (server) or starts a response (client) on `streamID`.
     func sessionBeginHeaders(streamID: Int32)
-    /// One header field of the block begun by `sessionBeginHeaders`; pseudo-headers included, names lowercase.
+    /// One regular header field of the block begun by `sessionBeginHeaders`; names are lowercase.
     func sessionHeader(streamID: Int32, name: String, value: String)
+    /// One pseudo-header field (`:method`, `:path`, …) of the block.
+    func sessionPseudoHeader(streamID: Int32, name: NGHTTP2PseudoHeader, value: String)
     /// The header block is complete; `endStream` when no body follows.
     func sessionHeadersComplete(streamID: Int32, endStream: Bool)
     /// A trailer block ended the stream.
@@ -31,6 +33,22 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     /// nghttp2 may send up to `maxLength` body bytes of `streamID`: return them, or `.deferred` to pause the
     /// stream until `resumeData(streamID:)`.
     func sessionReadBody(streamID: Int32, maxLength: Int) -> NGHTTP2BodyChunk
+}
+
+/// The pseudo-header fields of requests and responses.
+enum NGHTTP2PseudoHeader {
+    case method, scheme, authority, path, status, other
+
+    init(_ name: UnsafeBufferPointer<UInt8>) {
+        // Decided by length and one distinguishing byte; nghttp2 has already validated the field name.
+        switch (name.count, name.count > 1 ? name[1] : 0) {
+        case (7, UInt8(ascii: "m")): self = .method
+        case (7, UInt8(ascii: "s")): self = name[2] == UInt8(ascii: "c") ? .scheme : .status
+        case (10, UInt8(ascii: "a")): self = .authority
+        case (5, UInt8(ascii: "p")): self = .path
+        default: self = .other
+        }
+    }
 }
 
 /// Bytes of one DATA frame, valid only inside `sessionData`; copy them out with `write(into:)`.
@@ -350,10 +368,17 @@ final class NGHTTP2Session {
             guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
             let category = frame.pointee.headers.cat
             guard category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE else { return 0 }
-            let nameString = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
+            let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
             let valueString = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
-            NGHTTP2Session.from(userData).delegate.sessionHeader(
-                streamID: frame.pointee.hd.stream_id, name: nameString, value: valueString)
+            let delegate = NGHTTP2Session.from(userData).delegate
+            if nameLength > 0, nameBytes[0] == UInt8(ascii: ":") {
+                delegate.sessionPseudoHeader(
+                    streamID: frame.pointee.hd.stream_id, name: NGHTTP2PseudoHeader(nameBytes), value: valueString)
+            } else {
+                delegate.sessionHeader(
+                    streamID: frame.pointee.hd.stream_id, name: String(decoding: nameBytes, as: UTF8.self),
+                    value: valueString)
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in

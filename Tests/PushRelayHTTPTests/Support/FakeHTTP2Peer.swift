@@ -37,7 +37,10 @@ final class FakeHTTP2Peer: NGHTTP2SessionDelegate {
 
     func sessionBeginHeaders(streamID: Int32) {}
     func sessionHeader(streamID: Int32, name: String, value: String) {
-        if name == ":status" { statuses[streamID] = Int(value) } else { headers[streamID, default: [:]][name] = value }
+        headers[streamID, default: [:]][name] = value
+    }
+    func sessionPseudoHeader(streamID: Int32, name: NGHTTP2PseudoHeader, value: String) {
+        if name == .status { statuses[streamID] = Int(value) }
     }
     func sessionHeadersComplete(streamID: Int32, endStream: Bool) { if endStream { ended.insert(streamID) } }
     func sessionTrailersComplete(streamID: Int32) { ended.insert(streamID) }
