@@ -55,16 +55,16 @@ struct IdentifierTests {
     }
 
     @Test func secrets() {
-        let secret = ProjectCredentials.deviceSecret()
+        let secret = Credentials.deviceSecret()
         #expect(secret.hasPrefix("prd_") && secret.utf8.count == 47)
-        let serverKey = ProjectCredentials.serverKey()
+        let serverKey = Credentials.serverKey()
         #expect(serverKey.hasPrefix("AAAA") && serverKey.contains(":APA91b") && serverKey.utf8.count == 152)
-        let clientKey = ProjectCredentials.clientKey()
+        let clientKey = Credentials.clientKey()
         #expect(clientKey.hasPrefix("AIza") && clientKey.utf8.count == 39)
-        #expect(ProjectCredentials.deviceSecret() != secret)
-        #expect(ProjectCredentials.constantTimeEquals(Array(secret.utf8), Array(secret.utf8)))
-        #expect(!ProjectCredentials.constantTimeEquals(Array(secret.utf8), Array(ProjectCredentials.deviceSecret().utf8)))
-        #expect(!ProjectCredentials.constantTimeEquals(Array("ab".utf8), Array("abc".utf8)))
+        #expect(Credentials.deviceSecret() != secret)
+        #expect(Credentials.constantTimeEquals(Array(secret.utf8), Array(secret.utf8)))
+        #expect(!Credentials.constantTimeEquals(Array(secret.utf8), Array(Credentials.deviceSecret().utf8)))
+        #expect(!Credentials.constantTimeEquals(Array("ab".utf8), Array("abc".utf8)))
     }
 
     @Test func senderIDs() {

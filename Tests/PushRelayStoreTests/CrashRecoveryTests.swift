@@ -1,3 +1,4 @@
+import PushRelayCore
 import Foundation
 import Testing
 @testable import PushRelayStore
