@@ -30,27 +30,29 @@ public struct Envelope: Sendable, Hashable {
 
     /// Builds the envelope of a validated send.
     public init(request: FCMSendRequest, senderID: SenderID) {
-        var builder = EnvelopeBuilder(capacity: 128 + request.payloadSize * 5 / 4)
-        let sender = senderID.description
-        builder.member("google.c.sender.id", string: sender)
-        builder.member("google.c.a.e", string: "1")
-        builder.appendAPS(request: request)
+        var builder = EnvelopeBuilder(capacity: 160 + request.payloadSize + request.payloadSize / 4)
+        builder.senderHeader(senderID)
+        var aps = APSFields()
         if let notification = request.notification {
-            for (key, value) in notification.entries where !EnvelopeBuilder.apsNotificationKeys.contains(key) {
-                builder.member("gcm.notification." + key, string: value.stringOrJSONText)
+            for member in notification.entries { aps.take(member) }
+        }
+        builder.appendAPS(aps, request: request)
+        if let notification = request.notification {
+            for member in notification.entries where !APSFields.isAPSKey(member.key) {
+                builder.member(prefix: "gcm.notification.", key: member.key, stringOrJSON: member.value)
             }
         }
         if let data = request.data {
-            for (key, value) in data.entries {
-                if key == "aps" || (key == "collapse_key" && request.collapseKey != nil) { continue }
-                builder.member(key, string: value.stringOrJSONText)
+            for member in data.entries {
+                if member.key == "aps" || (member.key == "collapse_key" && request.collapseKey != nil) { continue }
+                builder.member(prefix: "", key: member.key, stringOrJSON: member.value)
             }
         }
-        if let collapseKey = request.collapseKey { builder.member("collapse_key", string: collapseKey) }
+        if let collapseKey = request.collapseKey { builder.member(#""collapse_key":"#, string: collapseKey) }
         if case .topic(let topic) = request.addressing {
-            builder.member("from", string: topic.path)
+            builder.member(#""from":"#, string: topic.path)
         } else {
-            builder.member("from", string: sender)
+            builder.from(senderID)
         }
         self.body = builder.finish()
     }
@@ -60,9 +62,9 @@ public struct Envelope: Sendable, Hashable {
     ///     {"google.c.sender.id":"19283323559","message_type":"deleted_messages","from":"19283323559"}
     public static func deletedMessages(senderID: SenderID) -> Envelope {
         var builder = EnvelopeBuilder(capacity: 96)
-        builder.member("google.c.sender.id", string: senderID.description)
-        builder.member("message_type", string: "deleted_messages")
-        builder.member("from", string: senderID.description)
+        builder.senderHeader(senderID, analytics: false)
+        builder.member(#""message_type":"#, string: "deleted_messages")
+        builder.from(senderID)
         return Envelope(body: builder.finish())
     }
 
@@ -98,14 +100,55 @@ public struct Envelope: Sendable, Hashable {
     }
 }
 
-/// Writes the envelope's members with one growing buffer.
-struct EnvelopeBuilder {
-    /// `notification` keys that go into `aps` instead of `gcm.notification.<key>`.
-    static let apsNotificationKeys: Set<String> = [
-        "title", "subtitle", "body", "title_loc_key", "title_loc_args", "body_loc_key", "body_loc_args",
-        "badge", "sound", "click_action",
-    ]
+/// The `notification` keys that go into `aps`, collected in one pass.
+struct APSFields {
+    var title: JSONValue?
+    var subtitle: JSONValue?
+    var body: JSONValue?
+    var titleLocKey: JSONValue?
+    var titleLocArgs: JSONValue?
+    var bodyLocKey: JSONValue?
+    var bodyLocArgs: JSONValue?
+    var badge: JSONValue?
+    var sound: JSONValue?
+    var clickAction: JSONValue?
 
+    /// Keeps `member` if it is an `aps` key; `null` values count as absent.
+    mutating func take(_ member: JSONObject.Member) {
+        if case .null = member.value { return }
+        switch member.key {
+        case "title": title = member.value
+        case "subtitle": subtitle = member.value
+        case "body": body = member.value
+        case "title_loc_key": titleLocKey = member.value
+        case "title_loc_args": titleLocArgs = member.value
+        case "body_loc_key": bodyLocKey = member.value
+        case "body_loc_args": bodyLocArgs = member.value
+        case "badge": badge = member.value
+        case "sound": sound = member.value
+        case "click_action": clickAction = member.value
+        default: return
+        }
+    }
+
+    /// Whether `key` maps into `aps` rather than `gcm.notification.<key>`.
+    static func isAPSKey(_ key: String) -> Bool {
+        switch key {
+        case "title", "subtitle", "body", "title_loc_key", "title_loc_args", "body_loc_key", "body_loc_args", "badge",
+            "sound", "click_action":
+            true
+        default: false
+        }
+    }
+
+    var hasAlert: Bool {
+        title != nil || subtitle != nil || body != nil || titleLocKey != nil || titleLocArgs != nil
+            || bodyLocKey != nil || bodyLocArgs != nil
+    }
+}
+
+/// Writes the envelope's members straight into one growing buffer.
+struct EnvelopeBuilder {
     private var buffer: [UInt8]
     private var isFirst = true
 
@@ -120,47 +163,118 @@ struct EnvelopeBuilder {
         return buffer
     }
 
-    private mutating func key(_ key: String) {
+    private mutating func separator() {
         if !isFirst { buffer.append(UInt8(ascii: ",")) }
         isFirst = false
-        JSONWriter.appendString(key, to: &buffer)
-        buffer.append(UInt8(ascii: ":"))
     }
 
-    mutating func member(_ name: String, string: String) {
-        key(name)
+    /// `{"google.c.sender.id":"<id>"` and, with `analytics`, `,"google.c.a.e":"1"`; must come first.
+    mutating func senderHeader(_ sender: SenderID, analytics: Bool = true) {
+        JSONWriter.appendRaw(#""google.c.sender.id":""#, to: &buffer)
+        JSONWriter.appendDecimal(sender.value, to: &buffer)
+        if analytics {
+            JSONWriter.appendRaw(#"","google.c.a.e":"1""#, to: &buffer)
+        } else {
+            buffer.append(UInt8(ascii: "\""))
+        }
+        isFirst = false
+    }
+
+    /// `"from":"<sender id>"`.
+    mutating func from(_ sender: SenderID) {
+        JSONWriter.appendRaw(#","from":""#, to: &buffer)
+        JSONWriter.appendDecimal(sender.value, to: &buffer)
+        buffer.append(UInt8(ascii: "\""))
+    }
+
+    /// A member whose key is known: `quotedKey` is written as it is (`"name":`).
+    mutating func member(_ quotedKey: StaticString, string: String) {
+        separator()
+        JSONWriter.appendRaw(quotedKey, to: &buffer)
         JSONWriter.appendString(string, to: &buffer)
     }
 
-    mutating func appendAPS(request: FCMSendRequest) {
-        let notification = request.notification ?? JSONObject()
-        var aps = JSONObject()
-        var alert = JSONObject()
-        for (source, target) in [
-            ("title", "title"), ("subtitle", "subtitle"), ("body", "body"), ("title_loc_key", "title-loc-key"),
-        ] {
-            if let value = notification[source], !value.isNull { alert[target] = .string(value.stringOrJSONText) }
+    /// `"<prefix><key>":"<value as string>"`: strings as they are, other values as escaped compact JSON text.
+    mutating func member(prefix: StaticString, key: String, stringOrJSON value: JSONValue) {
+        separator()
+        buffer.append(UInt8(ascii: "\""))
+        JSONWriter.appendRaw(prefix, to: &buffer)
+        JSONWriter.appendEscaped(key, to: &buffer)
+        JSONWriter.appendRaw("\":", to: &buffer)
+        Self.appendStringOrJSON(value, to: &buffer)
+    }
+
+    private static func appendStringOrJSON(_ value: JSONValue, to buffer: inout [UInt8]) {
+        buffer.append(UInt8(ascii: "\""))
+        switch value {
+        case .string(let string): JSONWriter.appendEscaped(string, to: &buffer)
+        case .number(let number): buffer.append(contentsOf: number.text.utf8)
+        case .bool(let flag): JSONWriter.appendRaw(flag ? "true" : "false", to: &buffer)
+        case .null: JSONWriter.appendRaw("null", to: &buffer)
+        case .array, .object: JSONWriter.appendEscapedJSON(value, to: &buffer)
         }
-        if let value = notification["title_loc_args"], !value.isNull { alert["title-loc-args"] = Self.args(value) }
-        if let value = notification["body_loc_key"], !value.isNull { alert["loc-key"] = .string(value.stringOrJSONText) }
-        if let value = notification["body_loc_args"], !value.isNull { alert["loc-args"] = Self.args(value) }
-        if !alert.isEmpty { aps["alert"] = .object(alert) }
-        if let badge = notification["badge"], !badge.isNull {
+        buffer.append(UInt8(ascii: "\""))
+    }
+
+    /// Writes `quotedKey` (`"name":`) after a comma unless it is the first member.
+    private mutating func field(_ quotedKey: StaticString, first: inout Bool) {
+        if !first { buffer.append(UInt8(ascii: ",")) }
+        first = false
+        JSONWriter.appendRaw(quotedKey, to: &buffer)
+    }
+
+    private mutating func stringField(_ name: StaticString, _ value: JSONValue?, first: inout Bool) {
+        guard let value else { return }
+        field(name, first: &first)
+        Self.appendStringOrJSON(value, to: &buffer)
+    }
+
+    private mutating func argsField(_ name: StaticString, _ value: JSONValue?, first: inout Bool) {
+        guard let value else { return }
+        field(name, first: &first)
+        JSONWriter.append(Self.args(value), to: &buffer)
+    }
+
+    mutating func appendAPS(_ aps: APSFields, request: FCMSendRequest) {
+        let hasBadgeSoundCategory = aps.badge != nil || aps.sound != nil || aps.clickAction != nil
+        guard aps.hasAlert || hasBadgeSoundCategory || request.contentAvailable || request.mutableContent else {
+            return
+        }
+        separator()
+        JSONWriter.appendRaw(#""aps":{"#, to: &buffer)
+        var first = true
+        if aps.hasAlert {
+            field(#""alert":"#, first: &first)
+            buffer.append(UInt8(ascii: "{"))
+            var alertFirst = true
+            stringField(#""title":"#, aps.title, first: &alertFirst)
+            stringField(#""subtitle":"#, aps.subtitle, first: &alertFirst)
+            stringField(#""body":"#, aps.body, first: &alertFirst)
+            stringField(#""title-loc-key":"#, aps.titleLocKey, first: &alertFirst)
+            argsField(#""title-loc-args":"#, aps.titleLocArgs, first: &alertFirst)
+            stringField(#""loc-key":"#, aps.bodyLocKey, first: &alertFirst)
+            argsField(#""loc-args":"#, aps.bodyLocArgs, first: &alertFirst)
+            buffer.append(UInt8(ascii: "}"))
+        }
+        if let badge = aps.badge {
             if let number = badge.int64Value ?? badge.stringValue.flatMap({ Int64($0) }) {
-                aps["badge"] = .integer(number)
+                field(#""badge":"#, first: &first)
+                JSONWriter.appendDecimal(number, to: &buffer)
             } else {
-                aps["badge"] = .string(badge.stringOrJSONText)
+                stringField(#""badge":"#, badge, first: &first)
             }
         }
-        if let sound = notification["sound"], !sound.isNull { aps["sound"] = .string(sound.stringOrJSONText) }
-        if let category = notification["click_action"], !category.isNull {
-            aps["category"] = .string(category.stringOrJSONText)
+        stringField(#""sound":"#, aps.sound, first: &first)
+        stringField(#""category":"#, aps.clickAction, first: &first)
+        if request.contentAvailable {
+            field(#""content-available":"#, first: &first)
+            buffer.append(UInt8(ascii: "1"))
         }
-        if request.contentAvailable { aps["content-available"] = 1 }
-        if request.mutableContent { aps["mutable-content"] = 1 }
-        guard !aps.isEmpty else { return }
-        key("aps")
-        JSONWriter.append(.object(aps), to: &buffer)
+        if request.mutableContent {
+            field(#""mutable-content":"#, first: &first)
+            buffer.append(UInt8(ascii: "1"))
+        }
+        buffer.append(UInt8(ascii: "}"))
     }
 
     /// Localization arguments as an array of strings: a JSON array, a string holding a JSON array (admin-node's

@@ -121,14 +121,15 @@ public enum FCMPayloadSize {
     private static func size(of object: JSONObject?) -> Int {
         guard let object else { return 0 }
         var total = 0
-        for (key, value) in object.entries {
-            total += key.utf8.count
+        for member in object.entries {
+            total += member.key.utf8.count
+            let value = member.value
             switch value {
             case .string(let string): total += string.utf8.count
             case .number(let number): total += number.text.utf8.count
             case .bool(let flag): total += flag ? 4 : 5
             case .null: total += 4
-            default: total += value.serialized().count
+            default: total += JSONWriter.serializedCount(value)
             }
         }
         return total

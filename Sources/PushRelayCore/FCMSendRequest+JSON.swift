@@ -20,7 +20,9 @@ extension FCMSendRequest {
     public static func parse(jsonObject object: JSONObject) throws(FCMError) -> FCMSendRequest {
         var fields = FCMSendFields()
         var registrationIDs: [JSONValue]? = nil
-        for (key, value) in object.entries {
+        for member in object.entries {
+            let key = member.key
+            let value = member.value
             if case .null = value { continue }
             switch key {
             case "to": fields.to = try string(value, field: key)

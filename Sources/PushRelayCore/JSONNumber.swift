@@ -1,39 +1,55 @@
-/// A JSON number as written: its text, and its value as `Int64` when it is an integer that fits.
+/// A JSON number as written: its text, with its value as `Int64` when it is an integer that fits.
 ///
 /// Keeping the text means `3` stays `3`, `1.50` stays `1.50` and `12345678901234567890` loses no digit when a
-/// value is passed through (for example into `gcm.notification.<key>` as JSON text).
+/// value is passed through (for example into `gcm.notification.<key>` as JSON text). Only the text is stored
+/// (numbers up to 15 characters need no allocation), so a ``JSONValue`` stays small.
 public struct JSONNumber: Sendable, Hashable {
     /// The number's JSON text, e.g. `3`, `-0.5`, `1e3`.
     public let text: String
-    /// The value, if the text is an integer (no fraction, no exponent) within `Int64`.
-    public let int64Value: Int64?
 
     /// A number from an integer.
     public init(_ value: Int64) {
         self.text = String(value)
-        self.int64Value = value
     }
 
     /// A number from a double. Non-finite values have no JSON form and become `0`.
     public init(_ value: Double) {
-        if value.isFinite {
-            if let exact = Int64(exactly: value), value.rounded() == value, abs(value) < 1e15 {
-                self.text = String(exact)
-                self.int64Value = exact
-            } else {
-                self.text = String(describing: value)
-                self.int64Value = nil
-            }
-        } else {
+        if !value.isFinite {
             self.text = "0"
-            self.int64Value = 0
+        } else if value.rounded() == value, abs(value) < 1e15, let exact = Int64(exactly: value) {
+            self.text = String(exact)
+        } else {
+            self.text = String(describing: value)
         }
     }
 
     /// A number from JSON text already checked by the parser.
-    init(validatedText text: String, isInteger: Bool) {
+    init(validatedText text: String) {
         self.text = text
-        self.int64Value = isInteger ? Int64(text) : nil
+    }
+
+    /// The value, if the text is an integer (no fraction, no exponent) within `Int64`.
+    public var int64Value: Int64? {
+        let utf8 = text.utf8
+        let span = utf8.span
+        guard !span.isEmpty else { return nil }
+        var index = 0
+        let negative = span[0] == UInt8(ascii: "-")
+        if negative { index = 1 }
+        guard index < span.count else { return nil }
+        var value: Int64 = 0
+        while index < span.count {
+            let digit = span[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) =
+                negative
+                ? times10.subtractingReportingOverflow(Int64(digit)) : times10.addingReportingOverflow(Int64(digit))
+            if overflow1 || overflow2 { return nil }
+            value = next
+            index += 1
+        }
+        return value
     }
 
     /// The value as a double (`Double(text)`); large integers round.

@@ -4,17 +4,28 @@
 /// the last value at the first key's position, as most JSON parsers do). Lookup is a linear scan, which is the
 /// fastest choice for the small objects of push payloads; the parser de-duplicates large objects with a hash set.
 public struct JSONObject: Sendable, Hashable, RandomAccessCollection {
-    /// One member of the object.
-    public typealias Element = (key: String, value: JSONValue)
+    /// One member of the object: a key and its value.
+    public struct Member: Sendable, Hashable {
+        /// The key.
+        public var key: String
+        /// The value.
+        public var value: JSONValue
+
+        /// A member.
+        public init(key: String, value: JSONValue) {
+            self.key = key
+            self.value = value
+        }
+    }
 
     /// The members in order.
-    public private(set) var entries: [Element]
+    public private(set) var entries: [Member]
 
     /// An empty object.
     public init() { self.entries = [] }
 
     /// An object from members whose keys are already unique (the caller's promise; not checked).
-    init(uniqueEntries: [Element]) { self.entries = uniqueEntries }
+    init(uniqueEntries: [Member]) { self.entries = uniqueEntries }
 
     /// The value for `key`, or `nil`. Setting `nil` removes the key.
     public subscript(key: String) -> JSONValue? {
@@ -26,7 +37,7 @@ public struct JSONObject: Sendable, Hashable, RandomAccessCollection {
             if let index = entries.firstIndex(where: { $0.key == key }) {
                 if let newValue { entries[index].value = newValue } else { entries.remove(at: index) }
             } else if let newValue {
-                entries.append((key, newValue))
+                entries.append(Member(key: key, value: newValue))
             }
         }
     }
@@ -39,18 +50,10 @@ public struct JSONObject: Sendable, Hashable, RandomAccessCollection {
 
     public var startIndex: Int { entries.startIndex }
     public var endIndex: Int { entries.endIndex }
-    public subscript(position: Int) -> Element { entries[position] }
+    public subscript(position: Int) -> Member { entries[position] }
 
-    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        lhs.entries.count == rhs.entries.count
-            && zip(lhs.entries, rhs.entries).allSatisfy { $0.key == $1.key && $0.value == $1.value }
-    }
+    /// Equal when the same keys hold equal values in the same order.
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool { lhs.entries == rhs.entries }
 
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(entries.count)
-        for entry in entries {
-            hasher.combine(entry.key)
-            hasher.combine(entry.value)
-        }
-    }
+    public func hash(into hasher: inout Hasher) { hasher.combine(entries) }
 }

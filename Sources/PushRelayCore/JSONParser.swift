@@ -64,13 +64,14 @@ struct JSONParser {
     private mutating func parseObject() throws(JSONParseError) -> JSONObject {
         try enterContainer()
         skipWhitespace()
-        var entries: [JSONObject.Element] = []
+        var entries: [JSONObject.Member] = []
         if try peek() == UInt8(ascii: "}") {
             index += 1
             depth -= 1
             return JSONObject(uniqueEntries: entries)
         }
         var positions: [String: Int]? = nil
+        entries.reserveCapacity(4)
         while true {
             guard try peek() == UInt8(ascii: "\"") else { throw unexpectedCharacter(at: index) }
             let key = try parseString()
@@ -99,7 +100,7 @@ struct JSONParser {
     private static func insert(
         key: String,
         value: JSONValue,
-        into entries: inout [JSONObject.Element],
+        into entries: inout [JSONObject.Member],
         positions: inout [String: Int]?
     ) {
         if positions == nil {
@@ -107,7 +108,7 @@ struct JSONParser {
                 entries[i].value = value
                 return
             }
-            entries.append((key, value))
+            entries.append(JSONObject.Member(key: key, value: value))
             if entries.count >= 16 {
                 var table: [String: Int] = [:]
                 table.reserveCapacity(entries.count * 2)
@@ -120,7 +121,7 @@ struct JSONParser {
             entries[existing].value = value
         } else {
             positions![key] = entries.count
-            entries.append((key, value))
+            entries.append(JSONObject.Member(key: key, value: value))
         }
     }
 
@@ -153,7 +154,6 @@ struct JSONParser {
 
     private mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
         let start = index
-        var isInteger = true
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         let first = try peek()
         if first == UInt8(ascii: "0") {
@@ -164,13 +164,11 @@ struct JSONParser {
             throw unexpectedCharacter(at: index)
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-            isInteger = false
             index += 1
             guard Self.isDigit(try peek()) else { throw unexpectedCharacter(at: index) }
             skipDigits()
         }
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
-            isInteger = false
             index += 1
             let sign = try peek()
             if sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { index += 1 }
@@ -178,7 +176,7 @@ struct JSONParser {
             skipDigits()
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        return JSONNumber(validatedText: text, isInteger: isInteger)
+        return JSONNumber(validatedText: text)
     }
 
     private mutating func skipDigits() {
@@ -191,22 +189,53 @@ struct JSONParser {
 
     // MARK: Strings
 
-    /// Parses a string starting at its opening quote.
+    /// Parses a string starting at its opening quote. The scan runs on a local span (one bounds-checked load per
+    /// byte, no reloads through `self`); text that is all ASCII skips UTF-8 validation.
     private mutating func parseString() throws(JSONParseError) -> String {
-        index += 1
-        let start = index
-        while index < bytes.count {
-            let byte = bytes[index]
+        let start = index + 1
+        let bytes = self.bytes
+        let span = bytes.span
+        var position = start
+        var seen: UInt8 = 0
+        // Eight bytes at a time while none is a quote, a backslash or a control character.
+        let raw = span.bytes
+        var seenWords: UInt64 = 0
+        while position + 8 <= span.count {
+            let word = raw.unsafeLoadUnaligned(fromByteOffset: position, as: UInt64.self)
+            if Self.hasStopByte(word) { break }
+            seenWords |= word
+            position += 8
+        }
+        if seenWords & 0x8080_8080_8080_8080 != 0 { seen = 0x80 }
+        while position < span.count {
+            let byte = span[position]
             if byte == UInt8(ascii: "\"") {
-                let slice = bytes[start..<index]
-                index += 1
+                index = position + 1
+                let slice = bytes[start..<position]
+                if seen < 0x80 { return String(decoding: slice, as: UTF8.self) }
                 return try Self.validatedString(slice, start: start)
             }
-            if byte == UInt8(ascii: "\\") { return try parseEscapedString(start: start) }
-            if byte < 0x20 { throw unexpectedCharacter(at: index) }
-            index += 1
+            if byte == UInt8(ascii: "\\") {
+                index = position
+                return try parseEscapedString(start: start)
+            }
+            if byte < 0x20 { throw unexpectedCharacter(at: position) }
+            seen |= byte
+            position += 1
         }
-        throw JSONParseError(code: .unexpectedEnd, position: index)
+        throw JSONParseError(code: .unexpectedEnd, position: position)
+    }
+
+    /// Whether any byte of `word` is `"`, `\` or below 0x20 (may also flag bytes after such a byte; exact for
+    /// "none").
+    @inline(__always)
+    private static func hasStopByte(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let found = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+        return found & highs != 0
     }
 
     /// The slow path, from the first backslash: collects bytes with escapes resolved.
@@ -285,33 +314,76 @@ struct JSONParser {
         return value
     }
 
+    /// A string from UTF-8 bytes, checked: ASCII is taken as is, other text is validated here (the standard
+    /// library's generic validating initializer costs a runtime metadata lookup per call).
     private static func validatedString(_ slice: ArraySlice<UInt8>, start: Int) throws(JSONParseError) -> String {
-        if let string = String(validating: slice, as: UTF8.self) { return string }
-        throw Self.invalidUTF8Error(slice, start: start)
+        if let invalid = firstInvalidUTF8(slice) {
+            throw JSONParseError(code: .invalidUTF8, position: start + invalid - slice.startIndex)
+        }
+        return String(decoding: slice, as: UTF8.self)
     }
 
-    /// Finds the first invalid byte for the error position (after escapes, the offset within the decoded text).
-    private static func invalidUTF8Error(_ slice: ArraySlice<UInt8>, start: Int) -> JSONParseError {
-        var parser = Unicode.UTF8.ForwardParser()
-        var iterator = slice.makeIterator()
-        var offset = 0
-        while true {
-            switch parser.parseScalar(from: &iterator) {
-            case .valid(let encoded): offset += encoded.count
-            case .emptyInput, .error: return JSONParseError(code: .invalidUTF8, position: start + offset)
+    /// The index of the first byte that breaks UTF-8 (RFC 3629: no overlongs, no surrogates, ≤ U+10FFFF), or `nil`.
+    static func firstInvalidUTF8(_ bytes: ArraySlice<UInt8>) -> Int? {
+        var index = bytes.startIndex
+        let end = bytes.endIndex
+        while index < end {
+            let lead = bytes[index]
+            if lead < 0x80 {
+                index += 1
+                continue
             }
+            let length: Int
+            var low: UInt8 = 0x80
+            var high: UInt8 = 0xBF
+            switch lead {
+            case 0xC2...0xDF: length = 2
+            case 0xE0:
+                length = 3
+                low = 0xA0
+            case 0xE1...0xEC, 0xEE...0xEF: length = 3
+            case 0xED:
+                length = 3
+                high = 0x9F
+            case 0xF0:
+                length = 4
+                low = 0x90
+            case 0xF1...0xF3: length = 4
+            case 0xF4:
+                length = 4
+                high = 0x8F
+            default: return index
+            }
+            guard index + length <= end else { return index }
+            let second = bytes[index + 1]
+            guard second >= low && second <= high else { return index }
+            for offset in 2..<length where bytes[index + offset] & 0xC0 != 0x80 { return index }
+            index += length
         }
+        return nil
     }
 
     // MARK: Helpers
 
     private mutating func skipWhitespace() {
-        while index < bytes.count {
-            switch bytes[index] {
-            case 0x20, 0x0A, 0x0D, 0x09: index += 1
-            default: return
+        let bytes = self.bytes
+        let span = bytes.span
+        var position = index
+        let raw = span.bytes
+        while position + 8 <= span.count,
+            raw.unsafeLoadUnaligned(fromByteOffset: position, as: UInt64.self) == 0x2020_2020_2020_2020
+        {
+            position += 8
+        }
+        while position < span.count {
+            switch span[position] {
+            case 0x20, 0x0A, 0x0D, 0x09: position += 1
+            default:
+                index = position
+                return
             }
         }
+        index = position
     }
 
     /// The byte at the current position, or an end-of-input error.

@@ -13,21 +13,59 @@ public enum JSONWriter {
         case .string(let string): appendString(string, to: &buffer)
         case .array(let elements):
             buffer.append(UInt8(ascii: "["))
-            for (i, element) in elements.enumerated() {
-                if i > 0 { buffer.append(UInt8(ascii: ",")) }
+            var isFirst = true
+            for element in elements {
+                if !isFirst { buffer.append(UInt8(ascii: ",")) }
+                isFirst = false
                 append(element, to: &buffer)
             }
             buffer.append(UInt8(ascii: "]"))
         case .object(let object):
             buffer.append(UInt8(ascii: "{"))
-            for (i, entry) in object.entries.enumerated() {
-                if i > 0 { buffer.append(UInt8(ascii: ",")) }
-                appendString(entry.key, to: &buffer)
+            var isFirst = true
+            for member in object.entries {
+                if !isFirst { buffer.append(UInt8(ascii: ",")) }
+                isFirst = false
+                appendString(member.key, to: &buffer)
                 buffer.append(UInt8(ascii: ":"))
-                append(entry.value, to: &buffer)
+                append(member.value, to: &buffer)
             }
             buffer.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// The byte count of `value`'s compact serialization, computed without writing it.
+    public static func serializedCount(_ value: JSONValue) -> Int {
+        switch value {
+        case .null: return 4
+        case .bool(let flag): return flag ? 4 : 5
+        case .number(let number): return number.text.utf8.count
+        case .string(let string): return 2 + escapedCount(string)
+        case .array(let elements):
+            var total = 2 + max(0, elements.count - 1)
+            for element in elements { total += serializedCount(element) }
+            return total
+        case .object(let object):
+            var total = 2 + max(0, object.count - 1)
+            for member in object.entries { total += 3 + escapedCount(member.key) + serializedCount(member.value) }
+            return total
+        }
+    }
+
+    /// The byte count of `string`'s escaped contents (without quotes).
+    public static func escapedCount(_ string: String) -> Int {
+        let utf8 = string.utf8
+        let span = utf8.span
+        var total = span.count
+        for i in span.indices {
+            let byte = span[i]
+            guard needsEscape(byte) else { continue }
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09, 0x08, 0x0C: total += 1
+            default: total += 5
+            }
+        }
+        return total
     }
 
     /// Appends `string` as a quoted, escaped JSON string.
@@ -38,33 +76,111 @@ public enum JSONWriter {
     }
 
     /// Appends the escaped contents of `string` without quotes (`"` → `\"`, `\` → `\\`, controls → `\n`, `\u0001`…).
+    /// Runs of bytes that need no escape are copied in one go.
     public static func appendEscaped(_ string: String, to buffer: inout [UInt8]) {
         let utf8 = string.utf8
-        if !utf8.contains(where: needsEscape) {
+        let span = utf8.span
+        if isClean(span) {
             buffer.append(contentsOf: utf8)
             return
         }
-        for byte in utf8 {
-            guard needsEscape(byte) else {
-                buffer.append(byte)
-                continue
+        var scratch: [UInt8] = []
+        scratch.reserveCapacity(span.count)
+        for i in span.indices { scratch.append(span[i]) }
+        appendEscaped(bytes: scratch, to: &buffer)
+    }
+
+    /// Appends UTF-8 bytes escaped as the contents of a JSON string (for JSON text nested in a string value).
+    /// Runs of bytes that need no escape are copied in one go.
+    public static func appendEscaped(bytes: [UInt8], to buffer: inout [UInt8]) {
+        let span = bytes.span
+        buffer.reserveCapacity(buffer.count + span.count + 16)
+        var runStart = 0
+        var index = 0
+        while index < span.count {
+            let byte = span[index]
+            if needsEscape(byte) {
+                if runStart < index { buffer.append(contentsOf: bytes[runStart..<index]) }
+                appendEscapedByte(byte, to: &buffer)
+                runStart = index + 1
             }
-            buffer.append(UInt8(ascii: "\\"))
-            switch byte {
-            case UInt8(ascii: "\""): buffer.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): buffer.append(UInt8(ascii: "\\"))
-            case 0x0A: buffer.append(UInt8(ascii: "n"))
-            case 0x0D: buffer.append(UInt8(ascii: "r"))
-            case 0x09: buffer.append(UInt8(ascii: "t"))
-            case 0x08: buffer.append(UInt8(ascii: "b"))
-            case 0x0C: buffer.append(UInt8(ascii: "f"))
-            default:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                buffer.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                buffer.append(hex[Int(byte >> 4)])
-                buffer.append(hex[Int(byte & 0xF)])
-            }
+            index += 1
         }
+        if runStart < span.count { buffer.append(contentsOf: bytes[runStart..<span.count]) }
+    }
+
+    /// Appends the compact JSON text of `value` already escaped as the contents of a JSON string, in one pass:
+    /// `{"a":"x"}` is written as `{\"a\":\"x\"}`. The result equals escaping ``append(_:to:)``'s output.
+    public static func appendEscapedJSON(_ value: JSONValue, to buffer: inout [UInt8]) {
+        switch value {
+        case .null: appendRaw("null", to: &buffer)
+        case .bool(let flag): appendRaw(flag ? "true" : "false", to: &buffer)
+        case .number(let number): buffer.append(contentsOf: number.text.utf8)
+        case .string(let string): appendDoublyEscapedString(string, to: &buffer)
+        case .array(let elements):
+            buffer.append(UInt8(ascii: "["))
+            var isFirst = true
+            for element in elements {
+                if !isFirst { buffer.append(UInt8(ascii: ",")) }
+                isFirst = false
+                appendEscapedJSON(element, to: &buffer)
+            }
+            buffer.append(UInt8(ascii: "]"))
+        case .object(let object):
+            buffer.append(UInt8(ascii: "{"))
+            var isFirst = true
+            for member in object.entries {
+                if !isFirst { buffer.append(UInt8(ascii: ",")) }
+                isFirst = false
+                appendDoublyEscapedString(member.key, to: &buffer)
+                buffer.append(UInt8(ascii: ":"))
+                appendEscapedJSON(member.value, to: &buffer)
+            }
+            buffer.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// `\"` + the string escaped twice + `\"`.
+    private static func appendDoublyEscapedString(_ string: String, to buffer: inout [UInt8]) {
+        appendRaw("\\\"", to: &buffer)
+        let utf8 = string.utf8
+        if !isClean(utf8.span) {
+            var once: [UInt8] = []
+            appendEscaped(string, to: &once)
+            appendEscaped(bytes: once, to: &buffer)
+        } else {
+            buffer.append(contentsOf: utf8)
+        }
+        appendRaw("\\\"", to: &buffer)
+    }
+
+    @inline(__always)
+    private static func appendEscapedByte(_ byte: UInt8, to buffer: inout [UInt8]) {
+        guard needsEscape(byte) else {
+            buffer.append(byte)
+            return
+        }
+        buffer.append(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""): buffer.append(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): buffer.append(UInt8(ascii: "\\"))
+        case 0x0A: buffer.append(UInt8(ascii: "n"))
+        case 0x0D: buffer.append(UInt8(ascii: "r"))
+        case 0x09: buffer.append(UInt8(ascii: "t"))
+        case 0x08: buffer.append(UInt8(ascii: "b"))
+        case 0x0C: buffer.append(UInt8(ascii: "f"))
+        default:
+            buffer.append(UInt8(ascii: "u"))
+            buffer.append(UInt8(ascii: "0"))
+            buffer.append(UInt8(ascii: "0"))
+            buffer.append(hexDigit(byte >> 4))
+            buffer.append(hexDigit(byte & 0xF))
+        }
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 
     /// Appends ASCII text as it is (for punctuation and literals the caller knows need no escaping).
@@ -95,6 +211,27 @@ public enum JSONWriter {
     public static func appendDecimal(_ value: Int64, to buffer: inout [UInt8]) {
         if value < 0 { buffer.append(UInt8(ascii: "-")) }
         appendDecimal(value.magnitude, to: &buffer)
+    }
+
+    /// Whether no byte needs an escape; eight bytes at a time.
+    @inline(__always)
+    private static func isClean(_ span: Span<UInt8>) -> Bool {
+        let raw = span.bytes
+        var index = 0
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        while index + 8 <= span.count {
+            let word = raw.unsafeLoadUnaligned(fromByteOffset: index, as: UInt64.self)
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let found = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+            if found & 0x8080_8080_8080_8080 != 0 { break }
+            index += 8
+        }
+        while index < span.count {
+            if needsEscape(span[index]) { return false }
+            index += 1
+        }
+        return true
     }
 
     @inline(__always)

@@ -69,10 +69,11 @@ public struct MulticastID: Sendable, Hashable, CustomStringConvertible {
         MulticastID(Int64.random(in: 1...Int64.max, using: &generator))
     }
 
-    /// A random id from the system generator.
+    /// A random id from a fast lock-free generator (a `multicast_id` is an identifier, not a secret; this avoids a
+    /// `getrandom` system call per request).
     public static func generate() -> MulticastID {
-        var generator = SystemRandomNumberGenerator()
-        return generate(using: &generator)
+        let value = Int64(bitPattern: FastRandom.next() >> 1)
+        return MulticastID(value == 0 ? 1 : value)
     }
 
     public var description: String { String(value) }

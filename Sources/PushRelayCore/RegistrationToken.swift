@@ -52,21 +52,16 @@ public struct RegistrationToken: Sendable, Hashable, CustomStringConvertible {
     /// passes but is unknown is `NotRegistered`.
     public static func isWellFormed(_ text: String) -> Bool {
         let utf8 = text.utf8
-        let headLength = instanceIDLength + 1 + marker.utf8.count
-        guard utf8.count >= headLength + minimumRandomLength, utf8.count <= maximumLength else { return false }
-        var index = 0
-        for byte in utf8 {
-            switch index {
-            case 0..<instanceIDLength: if !Base64URL.isAlphabetByte(byte) { return false }
-            case instanceIDLength: if byte != UInt8(ascii: ":") { return false }
-            case (instanceIDLength + 1)..<headLength:
-                if byte != Self.markerBytes[index - instanceIDLength - 1] { return false }
-            default: if !Base64URL.isAlphabetByte(byte) { return false }
-            }
-            index += 1
-        }
+        let span = utf8.span
+        let headLength = instanceIDLength + 1 + 6
+        guard span.count >= headLength + minimumRandomLength, span.count <= maximumLength else { return false }
+        for i in 0..<instanceIDLength where !Base64URL.isAlphabetByte(span[i]) { return false }
+        guard span[instanceIDLength] == UInt8(ascii: ":"), span[instanceIDLength + 1] == UInt8(ascii: "A"),
+            span[instanceIDLength + 2] == UInt8(ascii: "P"), span[instanceIDLength + 3] == UInt8(ascii: "A"),
+            span[instanceIDLength + 4] == UInt8(ascii: "9"), span[instanceIDLength + 5] == UInt8(ascii: "1"),
+            span[instanceIDLength + 6] == UInt8(ascii: "b")
+        else { return false }
+        for i in headLength..<span.count where !Base64URL.isAlphabetByte(span[i]) { return false }
         return true
     }
-
-    private static let markerBytes: [UInt8] = Array("APA91b".utf8)
 }

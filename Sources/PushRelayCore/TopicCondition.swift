@@ -132,6 +132,7 @@ struct TopicConditionParser {
         guard TopicName.isValidName(name) else { throw TopicConditionError("invalid topic name '\(name)'", at: start) }
         index = end + 1
         guard consumeWord("in"), consumeWord("topics") else {
+            skipSpaces()
             throw TopicConditionError("expected \"in topics\", found \(found())", at: index)
         }
         topicCount += 1

@@ -8,18 +8,6 @@ import NIOConcurrencyHelpers
 /// devices got messages, then resumes every caller. Between groups it expands topic messages, one bounded batch per
 /// transaction.
 final class GroupCommitWriter: @unchecked Sendable {
-    /// Counters for tests and metrics.
-    struct Statistics: Sendable, Hashable {
-        /// Transactions committed.
-        var transactions = 0
-        /// Requests committed (a request is one call: an enqueue of N messages is one request).
-        var requests = 0
-        /// The most requests one transaction held.
-        var largestGroup = 0
-        /// Groups rolled back and retried request by request.
-        var groupFailures = 0
-    }
-
     private enum ExitState {
         case running
         case waiting(CheckedContinuation<Void, Never>)
@@ -34,7 +22,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     private var topicMessages: [Int64]
     private var fanOutBackoffUntil: ContinuousClock.Instant?
 
-    private let statistics = NIOLockedValueBox(Statistics())
+    private let statistics = NIOLockedValueBox(GroupCommitStatistics())
     private let observer = NIOLockedValueBox<(@Sendable ([DeviceID]) -> Void)?>(nil)
     private let exit = NIOLockedValueBox(ExitState.running)
 
@@ -87,7 +75,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     }
 
     /// The counters.
-    var currentStatistics: Statistics {
+    var currentStatistics: GroupCommitStatistics {
         self.statistics.withLockedValue { $0 }
     }
 
@@ -176,6 +164,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     private func runGroup(_ requests: [WriteRequest]) {
         let transaction = WriteTransaction(connection: self.connection, context: self.context)
         var errors = [(any Error)?](repeating: nil, count: requests.count)
+        var commitTime = Duration.zero
         do {
             try self.connection.statement("BEGIN IMMEDIATE").run()
             for (index, request) in requests.enumerated() {
@@ -195,7 +184,9 @@ final class GroupCommitWriter: @unchecked Sendable {
                 }
             }
             self.persistedLastID = try transaction.finish(persistedLastID: self.persistedLastID)
+            let commitStart = ContinuousClock.now
             try self.connection.statement("COMMIT").run()
+            commitTime = ContinuousClock.now - commitStart
         } catch {
             if self.connection.inTransaction {
                 try? self.connection.execute("ROLLBACK")
@@ -211,15 +202,16 @@ final class GroupCommitWriter: @unchecked Sendable {
             }
             return
         }
-        self.afterCommit(transaction, requestCount: requests.count)
+        self.afterCommit(transaction, requestCount: requests.count, commitTime: commitTime)
         for (index, request) in requests.enumerated() {
             request.complete(errors[index])
         }
     }
 
-    private func afterCommit(_ transaction: WriteTransaction, requestCount: Int) {
+    private func afterCommit(_ transaction: WriteTransaction, requestCount: Int, commitTime: Duration) {
         self.statistics.withLockedValue {
             $0.transactions += 1
+            $0.commitMicros += StoreContext.micros(commitTime)
             $0.requests += requestCount
             $0.largestGroup = max($0.largestGroup, requestCount)
         }

@@ -28,7 +28,7 @@ extension SQLiteStore {
         return try self.readers.read { connection throws(StoreError) in
             let select = try connection.statement(
                 """
-                SELECT id, kind, collapse_key, expires_at, body FROM messages
+                SELECT id, kind, collapse_key, expires_at, body FROM messages INDEXED BY messages_queue
                 WHERE device_id = ?1 AND id > ?2 AND expires_at > ?3
                 ORDER BY id LIMIT ?4
                 """

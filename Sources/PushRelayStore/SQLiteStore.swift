@@ -76,10 +76,10 @@ public final class SQLiteStore: PushStore {
         self.readers.close()
     }
 
-    // MARK: Test hooks (internal; `@testable import`)
+    /// Counters of the group-commit writer since open: transactions (fsyncs), requests, the largest group.
+    public var groupCommitStatistics: GroupCommitStatistics { self.writer.currentStatistics }
 
-    /// Writer counters: transactions, requests, largest group.
-    var writerStatistics: GroupCommitWriter.Statistics { self.writer.currentStatistics }
+    // MARK: Test hooks (internal; `@testable import`)
 
     /// Holds write requests in the queue (the writer takes none) until ``resumeWriter()``.
     func suspendWriter() { self.writer.queue.suspend() }

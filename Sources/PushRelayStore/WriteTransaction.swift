@@ -144,7 +144,7 @@ final class WriteTransaction {
             SELECT
                 (SELECT count(*) FROM messages
                     WHERE device_id = ?1 AND collapse_key IS NULL AND kind = 0 AND expires_at > ?2),
-                EXISTS (SELECT 1 FROM messages WHERE device_id = ?1 AND kind = 1)
+                EXISTS (SELECT 1 FROM messages WHERE device_id = ?1 AND collapse_key IS NULL AND kind = 1)
             FROM devices WHERE id = ?1
             """
         )
@@ -195,7 +195,7 @@ final class WriteTransaction {
 
     /// Deletes the device's messages up to and including `upTo`.
     func acknowledge(device: DeviceID, upTo: MessageID) throws(StoreError) -> Int {
-        let delete = try self.connection.statement("DELETE FROM messages WHERE device_id = ?1 AND id <= ?2")
+        let delete = try self.connection.statement("DELETE FROM messages INDEXED BY messages_queue WHERE device_id = ?1 AND id <= ?2")
         try delete.bind(device.rawValue, at: 1)
         try delete.bind(upTo.rowValue, at: 2)
         try delete.run()

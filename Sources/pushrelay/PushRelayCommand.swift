@@ -5,6 +5,6 @@ struct PushRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushrelay",
         abstract: "FCM-compatible push notification relay.",
-        subcommands: [ServeCommand.self, ProjectCommand.self, CheckConfigCommand.self]
+        subcommands: [ServeCommand.self, ProjectCommand.self, CheckConfigCommand.self, StoreDebugCommand.self]
     )
 }

@@ -35,4 +35,24 @@ import Testing
             Issue.record("expected 404"); return
         }
     }
+
+    @Test func staticPathFastPathAgreesWithTheTrie() {
+        let router = HTTPRouter()
+        router.add(.get, "/v1/stream", maxBodyBytes: 1, .immediate { _, _ in HTTPServerResponse(status: .ok) })
+        router.add(.post, "/v1/{name}", maxBodyBytes: 2, .immediate { _, _ in HTTPServerResponse(status: .ok) })
+        for path in ["/v1/stream", "/v1/stream/", "//v1//stream?x=1"] {
+            guard case .matched(_, let limit, _) = router.route(for: HTTPRequest(method: .head, scheme: nil, authority: nil, path: path)) else {
+                Issue.record("no match for HEAD \(path)"); continue
+            }
+            #expect(limit == 1, "\(path)")
+        }
+        // POST /v1/stream: the static node has no POST, and like the trie the fast path answers 405.
+        guard case .methodNotAllowed = router.route(for: HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/v1/stream")) else {
+            Issue.record("expected 405"); return
+        }
+        guard case .matched(_, 2, let params) = router.route(for: HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/v1/other")) else {
+            Issue.record("expected capture"); return
+        }
+        #expect(params == ["name": "other"])
+    }
 }

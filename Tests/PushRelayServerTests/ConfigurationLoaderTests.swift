@@ -175,3 +175,33 @@ let repositoryRoot: String = {
     components.removeLast(3)  // Tests/PushRelayServerTests/<file>
     return components.joined(separator: "/")
 }()
+
+@Suite("Configuration: printing and reload diff")
+struct ConfigurationDescriptionTests {
+    @Test("description, debugDescription and dump never show a secret")
+    func noSecretInDescriptions() {
+        var configuration = PushRelayConfiguration()
+        configuration.postgresURL = "postgres://relay:s3cret@db/relay"
+        var dumped = ""
+        dump(configuration, to: &dumped)
+        for text in ["\(configuration)", String(reflecting: configuration), dumped] {
+            #expect(!text.contains("s3cret"), "\(text)")
+            #expect(text.contains("postgres://relay:****@db/relay"), "\(text)")
+        }
+    }
+
+    @Test("changedFields lists exactly the fields that differ, secrets compared unmasked")
+    func changedFields() {
+        let old = PushRelayConfiguration()
+        var new = old
+        #expect(new.changedFields(comparedTo: old).isEmpty)
+        new.logLevel = .debug
+        new.listen = [.init(host: "0.0.0.0", port: 8080)]
+        new.postgresURL = "postgres://relay:a@db/relay"
+        var newer = new
+        newer.postgresURL = "postgres://relay:b@db/relay"
+        #expect(new.changedFields(comparedTo: old) == [.listen, .postgresURL, .logLevel])
+        #expect(newer.changedFields(comparedTo: new) == [.postgresURL])
+        #expect(new.changedFields(comparedTo: old).filter { !$0.isReloadable } == [.listen, .postgresURL])
+    }
+}

@@ -60,8 +60,9 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
                 context.close(promise: nil)
                 return
             }
-            streams[1] = HTTP2ServerStream()
-            startRequest(streamID: 1, head: upgrade.head, endStream: true)
+            let stream = HTTP2ServerStream()
+            streams[1] = stream
+            startRequest(stream, streamID: 1, head: upgrade.head, endStream: true)
         }
         if context.channel.isActive { flushOutput() }
     }
@@ -240,21 +241,22 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         streams[streamID]?.addHeader(name: name, value: value, limit: shared.configuration.maxHeaderListSize)
     }
 
+    func sessionPseudoHeader(streamID: Int32, name: NGHTTP2PseudoHeader, value: String) {
+        streams[streamID]?.addPseudoHeader(name, value: value, limit: shared.configuration.maxHeaderListSize)
+    }
+
     func sessionHeadersComplete(streamID: Int32, endStream: Bool) {
-        guard var stream = streams[streamID], case .headers = stream.phase else { return }
+        guard let stream = streams[streamID], case .headers = stream.phase else { return }
         if stream.headerTooLarge {
             stream.phase = .awaitingResponse
-            streams[streamID] = stream
-            respond(streamID: streamID, response: HTTPResponder.response(for: HTTPError(.requestHeaderFieldsTooLarge)))
+            respond(stream, streamID: streamID, response: HTTPResponder.response(for: HTTPError(.requestHeaderFieldsTooLarge)))
             return
         }
         guard let head = stream.makeHead() else {
-            streams[streamID] = stream
             session?.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.protocolError)
             return
         }
-        streams[streamID] = stream
-        startRequest(streamID: streamID, head: head, endStream: endStream)
+        startRequest(stream, streamID: streamID, head: head, endStream: endStream)
     }
 
     func sessionTrailersComplete(streamID: Int32) {
@@ -262,16 +264,15 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     }
 
     func sessionData(streamID: Int32, chunk: borrowing NGHTTP2DataChunk) {
-        guard streams[streamID] != nil else { return }
-        let total = streams[streamID]!.receivedBodyBytes + chunk.count
-        streams[streamID]!.receivedBodyBytes = total
-        if total > streams[streamID]!.maxBodyBytes {
-            bodyTooLarge(streamID: streamID)
+        guard let stream = streams[streamID] else { return }
+        stream.receivedBodyBytes += chunk.count
+        if stream.receivedBodyBytes > stream.maxBodyBytes {
+            bodyTooLarge(stream, streamID: streamID)
             return
         }
-        switch streams[streamID]!.phase {
+        switch stream.phase {
         case .collecting:
-            chunk.write(into: &streams[streamID]!.body)
+            chunk.write(into: &stream.body)
         case .streamingBody(let continuation):
             guard let context else { return }
             var buffer = context.channel.allocator.buffer(capacity: chunk.count)
@@ -286,10 +287,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         guard let stream = streams[streamID] else { return }
         switch stream.phase {
         case .collecting(let handler):
-            streams[streamID]!.phase = .awaitingResponse
-            runImmediate(streamID: streamID, handler)
+            stream.phase = .awaitingResponse
+            runImmediate(stream, streamID: streamID, handler)
         case .streamingBody(let continuation):
-            streams[streamID]!.phase = .awaitingResponse
+            stream.phase = .awaitingResponse
             continuation.finish()
         case .headers, .awaitingResponse, .responding:
             break
@@ -303,48 +304,54 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
 
     func sessionGoAway(lastStreamID: Int32, errorCode: UInt32) {}
 
+    func sessionSentEndStreamBeforePeer(streamID: Int32) {
+        // The response is complete but the client is still sending: the rest of its body is not wanted
+        // (RFC 9113 §8.1): RST_STREAM with NO_ERROR.
+        session?.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.noError)
+    }
+
     func sessionReadBody(streamID: Int32, maxLength: Int) -> NGHTTP2BodyChunk {
-        guard streams[streamID] != nil else { return .bytes(ByteBuffer(), endStream: true) }
-        if let writer = streams[streamID]!.writer { return writer.read(maxLength: maxLength) }
-        let count = min(maxLength, streams[streamID]!.outbound.readableBytes)
-        let chunk = streams[streamID]!.outbound.readSlice(length: count)!
-        return .bytes(chunk, endStream: streams[streamID]!.outbound.readableBytes == 0)
+        guard let stream = streams[streamID] else { return .bytes(ByteBuffer(), endStream: true) }
+        if let writer = stream.writer { return writer.read(maxLength: maxLength) }
+        let count = min(maxLength, stream.outbound.readableBytes)
+        let chunk = stream.outbound.readSlice(length: count)!
+        return .bytes(chunk, endStream: stream.outbound.readableBytes == 0)
     }
 
     // MARK: Requests
 
-    private func startRequest(streamID: Int32, head: HTTPRequest, endStream: Bool) {
+    private func startRequest(_ stream: HTTP2ServerStream, streamID: Int32, head: HTTPRequest, endStream: Bool) {
         let match = shared.responder.route(for: head)
         guard case .matched(let handler, let maxBodyBytes, let pathParameters) = match else {
-            streams[streamID]!.phase = .awaitingResponse
-            respond(streamID: streamID, response: HTTPResponder.response(forUnmatched: match)!)
+            stream.phase = .awaitingResponse
+            respond(stream, streamID: streamID, response: HTTPResponder.response(forUnmatched: match)!)
             return
         }
-        if let length = head.headerFields[.contentLength].flatMap(Int.init), length > maxBodyBytes {
-            streams[streamID]!.phase = .awaitingResponse
-            respond(streamID: streamID, response: HTTPResponder.response(for: .payloadTooLarge))
+        if !endStream, let length = head.headerFields[.contentLength].flatMap({ Int($0) }), length > maxBodyBytes {
+            stream.phase = .awaitingResponse
+            respond(stream, streamID: streamID, response: HTTPResponder.response(for: .payloadTooLarge))
             return
         }
-        streams[streamID]!.head = head
-        streams[streamID]!.pathParameters = pathParameters
-        streams[streamID]!.maxBodyBytes = maxBodyBytes
+        stream.head = head
+        stream.pathParameters = pathParameters
+        stream.maxBodyBytes = maxBodyBytes
         switch handler {
         case .immediate(let handler):
             if endStream {
-                streams[streamID]!.phase = .awaitingResponse
-                runImmediate(streamID: streamID, handler)
+                stream.phase = .awaitingResponse
+                runImmediate(stream, streamID: streamID, handler)
             } else {
-                streams[streamID]!.phase = .collecting(handler)
+                stream.phase = .collecting(handler)
             }
         case .async(let handler):
             let body: HTTPRequestBody
             if endStream {
-                streams[streamID]!.phase = .awaitingResponse
+                stream.phase = .awaitingResponse
                 body = .empty
             } else {
-                let (stream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
-                streams[streamID]!.phase = .streamingBody(continuation)
-                body = HTTPRequestBody(stream: stream)
+                let (bodyStream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
+                stream.phase = .streamingBody(continuation)
+                body = HTTPRequestBody(stream: bodyStream)
             }
             let request = HTTPServerRequest(
                 head: head, body: body, pathParameters: pathParameters, remoteAddress: remoteAddress,
@@ -354,16 +361,17 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     }
 
     private func runImmediate(
+        _ stream: HTTP2ServerStream,
         streamID: Int32,
         _ handler: @Sendable (HTTPServerRequest, ByteBuffer) -> HTTPServerResponse
     ) {
-        guard let head = streams[streamID]?.head else { return }
-        let body = streams[streamID]!.body
-        streams[streamID]!.body = ByteBuffer()
+        guard let head = stream.head else { return }
+        let body = stream.body
+        stream.body = ByteBuffer()
         let request = HTTPServerRequest(
-            head: head, body: HTTPRequestBody(body), pathParameters: streams[streamID]!.pathParameters,
+            head: head, body: HTTPRequestBody(body), pathParameters: stream.pathParameters,
             remoteAddress: remoteAddress, protocolVersion: .http2)
-        respond(streamID: streamID, response: handler(request, body))
+        respond(stream, streamID: streamID, response: handler(request, body))
     }
 
     private func runAsync(
@@ -380,34 +388,41 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         }
     }
 
-    private func bodyTooLarge(streamID: Int32) {
-        guard let stream = streams[streamID] else { return }
+    private func bodyTooLarge(_ stream: HTTP2ServerStream, streamID: Int32) {
         switch stream.phase {
         case .streamingBody(let continuation):
-            streams[streamID]!.phase = .awaitingResponse
+            stream.phase = .awaitingResponse
             continuation.finish(throwing: HTTPError.payloadTooLarge)
-            respond(streamID: streamID, response: HTTPResponder.response(for: .payloadTooLarge))
         case .collecting, .headers:
-            streams[streamID]!.phase = .awaitingResponse
-            streams[streamID]!.body = ByteBuffer()
-            respond(streamID: streamID, response: HTTPResponder.response(for: .payloadTooLarge))
+            stream.phase = .awaitingResponse
+            stream.body = ByteBuffer()
         case .awaitingResponse, .responding:
             return
         }
-        // Stop the upload: the answer is complete, the rest of the body is not wanted (RFC 9113 §8.1).
-        session?.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.noError)
+        // Once the 413 is out, `sessionSentEndStreamBeforePeer` stops the rest of the upload.
+        respond(stream, streamID: streamID, response: HTTPResponder.response(for: .payloadTooLarge))
     }
 
-    /// Submits a handler's answer on a stream that is still open.
+    /// Submits an async handler's answer, if its stream is still open.
     private func respond(streamID: Int32, response: HTTPServerResponse) {
-        guard let session, let context, streams[streamID] != nil else { return }
-        if case .responding = streams[streamID]!.phase { return }
-        if case .streamingBody(let continuation) = streams[streamID]!.phase {
+        guard let stream = streams[streamID] else { return }
+        respond(stream, streamID: streamID, response: response)
+    }
+
+    /// Submits a handler's answer.
+    private func respond(_ stream: HTTP2ServerStream, streamID: Int32, response: HTTPServerResponse) {
+        guard let session, let context else { return }
+        switch stream.phase {
+        case .responding:
+            return
+        case .streamingBody(let continuation):
             // The handler answered before reading the whole body; the rest is discarded.
             continuation.finish()
+        case .headers, .collecting, .awaitingResponse:
+            break
         }
-        streams[streamID]!.phase = .responding
-        let isHead = streams[streamID]!.head?.method == .head
+        stream.phase = .responding
+        let isHead = stream.head?.method == .head
         let status = response.head.status.code
         switch response.body {
         case .empty:
@@ -416,7 +431,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
                 streamID: streamID, status: status, headerFields: response.head.headerFields, contentLength: length,
                 hasBody: false)
         case .bytes(let bytes):
-            streams[streamID]!.outbound = bytes
+            stream.outbound = bytes
             session.submitResponse(
                 streamID: streamID, status: status, headerFields: response.head.headerFields,
                 contentLength: bytes.readableBytes, hasBody: !isHead && bytes.readableBytes > 0)
@@ -425,7 +440,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
                 streamID: streamID, connection: self, eventLoop: context.eventLoop,
                 allocator: context.channel.allocator, highWatermark: shared.configuration.streamWriteHighWatermark)
             if draining { writer.drain() }
-            streams[streamID]!.writer = writer
+            stream.writer = writer
             session.submitResponse(
                 streamID: streamID, status: status, headerFields: response.head.headerFields, contentLength: nil,
                 hasBody: !isHead)

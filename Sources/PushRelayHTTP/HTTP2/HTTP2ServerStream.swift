@@ -1,9 +1,9 @@
 import HTTPTypes
 import NIOCore
 
-/// One HTTP/2 request/response exchange of a server connection: a light value in the connection handler's
-/// table, not a channel.
-struct HTTP2ServerStream {
+/// One HTTP/2 request/response exchange of a server connection: one small object in the connection handler's
+/// table, not a channel. Confined to the connection's event loop.
+final class HTTP2ServerStream {
     /// Where the exchange is.
     enum Phase {
         /// Header fields are arriving.
@@ -40,24 +40,28 @@ struct HTTP2ServerStream {
     /// The writer of a `.stream` response.
     var writer: HTTP2StreamBodyWriter?
 
-    /// Adds one received header field, enforcing the header list limit.
-    mutating func addHeader(name: String, value: String, limit: Int) {
-        headerBytes += name.utf8.count + value.utf8.count + 32
-        if headerBytes > limit {
-            headerTooLarge = true
-            return
+    /// Counts a field against the header list limit; false once the head is too large.
+    private func admit(nameLength: Int, valueLength: Int, limit: Int) -> Bool {
+        headerBytes += nameLength + valueLength + 32
+        if headerBytes > limit { headerTooLarge = true }
+        return !headerTooLarge
+    }
+
+    /// Adds one received pseudo-header field.
+    func addPseudoHeader(_ name: NGHTTP2PseudoHeader, value: String, limit: Int) {
+        guard admit(nameLength: 8, valueLength: value.utf8.count, limit: limit) else { return }
+        switch name {
+        case .method: method = value
+        case .scheme: scheme = value
+        case .authority: authority = value
+        case .path: path = value
+        case .status, .other: break
         }
-        if headerTooLarge { return }
-        if let first = name.utf8.first, first == UInt8(ascii: ":") {
-            switch name {
-            case ":method": method = value
-            case ":scheme": scheme = value
-            case ":authority": authority = value
-            case ":path": path = value
-            default: break
-            }
-            return
-        }
+    }
+
+    /// Adds one received header field.
+    func addHeader(name: String, value: String, limit: Int) {
+        guard admit(nameLength: name.utf8.count, valueLength: value.utf8.count, limit: limit) else { return }
         guard let fieldName = HTTPField.Name(parsed: name) else {
             headerInvalid = true
             return
@@ -66,7 +70,7 @@ struct HTTP2ServerStream {
     }
 
     /// The request head, or `nil` when the pseudo-header fields do not make one.
-    mutating func makeHead() -> HTTPRequest? {
+    func makeHead() -> HTTPRequest? {
         guard let method = method.flatMap({ HTTPRequest.Method($0) }), !headerInvalid else { return nil }
         let fields = headerFields
         headerFields = [:]

@@ -12,8 +12,10 @@ import NIOCore
 protocol NGHTTP2SessionDelegate: AnyObject {
     /// A HEADERS frame opens a request (server) or starts a response (client) on `streamID`.
     func sessionBeginHeaders(streamID: Int32)
-    /// One header field of the block begun by `sessionBeginHeaders`; pseudo-headers included, names lowercase.
+    /// One regular header field of the block begun by `sessionBeginHeaders`; names are lowercase.
     func sessionHeader(streamID: Int32, name: String, value: String)
+    /// One pseudo-header field (`:method`, `:path`, …) of the block.
+    func sessionPseudoHeader(streamID: Int32, name: NGHTTP2PseudoHeader, value: String)
     /// The header block is complete; `endStream` when no body follows.
     func sessionHeadersComplete(streamID: Int32, endStream: Bool)
     /// A trailer block ended the stream.
@@ -24,11 +26,29 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     func sessionEndStream(streamID: Int32)
     /// The stream closed; `errorCode` is 0 for a clean close, else the RST_STREAM code.
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32)
+    /// Our side of `streamID` has ended (a frame with END_STREAM was sent) while the peer is still sending.
+    func sessionSentEndStreamBeforePeer(streamID: Int32)
     /// The peer sent GOAWAY.
     func sessionGoAway(lastStreamID: Int32, errorCode: UInt32)
     /// nghttp2 may send up to `maxLength` body bytes of `streamID`: return them, or `.deferred` to pause the
     /// stream until `resumeData(streamID:)`.
     func sessionReadBody(streamID: Int32, maxLength: Int) -> NGHTTP2BodyChunk
+}
+
+/// The pseudo-header fields of requests and responses.
+enum NGHTTP2PseudoHeader {
+    case method, scheme, authority, path, status, other
+
+    init(_ name: UnsafeBufferPointer<UInt8>) {
+        // Decided by length and one distinguishing byte; nghttp2 has already validated the field name.
+        switch (name.count, name.count > 1 ? name[1] : 0) {
+        case (7, UInt8(ascii: "m")): self = .method
+        case (7, UInt8(ascii: "s")): self = name[2] == UInt8(ascii: "c") ? .scheme : .status
+        case (10, UInt8(ascii: "a")): self = .authority
+        case (5, UInt8(ascii: "p")): self = .path
+        default: self = .other
+        }
+    }
 }
 
 /// Bytes of one DATA frame, valid only inside `sessionData`; copy them out with `write(into:)`.
@@ -115,8 +135,8 @@ final class NGHTTP2Session {
         nghttp2_option_set_max_outbound_ack(option, limits.maxOutboundAck)
         nghttp2_option_set_max_send_header_block_length(option, 64 * 1024)
         if role == .client {
-            // Our own SETTINGS carry the limits; the client never accepts pushes.
-            nghttp2_option_set_no_auto_window_update(option, 0)
+            // The client opens the receive window as the application reads (`consume`), not as bytes arrive.
+            nghttp2_option_set_no_auto_window_update(option, 1)
         }
 
         let userData = Unmanaged.passUnretained(self).toOpaque()
@@ -252,9 +272,17 @@ final class NGHTTP2Session {
         Int(nghttp2_session_get_stream_remote_window_size(session, streamID))
     }
 
-    /// Marks `count` received body bytes of `streamID` as consumed (only with manual window updates).
+    /// Marks `count` received body bytes of `streamID` as consumed on the stream's window (client sessions:
+    /// manual window updates; the connection window is released on receipt with `consumeConnection`).
     func consume(streamID: Int32, count: Int) {
-        _ = nghttp2_session_consume(session, streamID, count)
+        guard count > 0 else { return }
+        _ = nghttp2_session_consume_stream(session, streamID, count)
+    }
+
+    /// Marks `count` received bytes as consumed on the connection window.
+    func consumeConnection(count: Int) {
+        guard count > 0 else { return }
+        _ = nghttp2_session_consume_connection(session, count)
     }
 
     // MARK: Header blocks
@@ -340,10 +368,17 @@ final class NGHTTP2Session {
             guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
             let category = frame.pointee.headers.cat
             guard category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE else { return 0 }
-            let nameString = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
+            let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
             let valueString = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
-            NGHTTP2Session.from(userData).delegate.sessionHeader(
-                streamID: frame.pointee.hd.stream_id, name: nameString, value: valueString)
+            let delegate = NGHTTP2Session.from(userData).delegate
+            if nameLength > 0, nameBytes[0] == UInt8(ascii: ":") {
+                delegate.sessionPseudoHeader(
+                    streamID: frame.pointee.hd.stream_id, name: NGHTTP2PseudoHeader(nameBytes), value: valueString)
+            } else {
+                delegate.sessionHeader(
+                    streamID: frame.pointee.hd.stream_id, name: String(decoding: nameBytes, as: UTF8.self),
+                    value: valueString)
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
@@ -373,6 +408,16 @@ final class NGHTTP2Session {
             _, _, streamID, data, length, userData in
             let chunk = NGHTTP2DataChunk(pointer: UnsafeRawBufferPointer(start: data, count: length))
             NGHTTP2Session.from(userData).delegate.sessionData(streamID: streamID, chunk: chunk)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { session, frame, userData in
+            guard let frame, frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 else { return 0 }
+            let type = UInt32(frame.pointee.hd.type)
+            guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue else { return 0 }
+            let streamID = frame.pointee.hd.stream_id
+            if nghttp2_session_get_stream_remote_close(session, streamID) == 0 {
+                NGHTTP2Session.from(userData).delegate.sessionSentEndStreamBeforePeer(streamID: streamID)
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in

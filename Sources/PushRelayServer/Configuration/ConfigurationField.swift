@@ -3,25 +3,45 @@
 /// The single list that the loader, `check-config`, the docs and the tests iterate, so that no field can be
 /// forgotten in one of them.
 public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
+    /// ``PushRelayConfiguration/listen``.
     case listen
+    /// ``PushRelayConfiguration/listenTLS``.
     case listenTLS = "listen_tls"
+    /// ``PushRelayConfiguration/tlsCertificatePath``.
     case tlsCertificate = "tls_certificate"
+    /// ``PushRelayConfiguration/tlsKeyPath``.
     case tlsKey = "tls_key"
+    /// ``PushRelayConfiguration/dataDirectory``.
     case dataDir = "data_dir"
+    /// ``PushRelayConfiguration/store``.
     case store
+    /// ``PushRelayConfiguration/postgresURL``.
     case postgresURL = "postgres_url"
+    /// ``PushRelayConfiguration/heartbeatInterval``.
     case heartbeatInterval = "heartbeat_interval"
+    /// ``PushRelayConfiguration/idleTimeout``.
     case idleTimeout = "idle_timeout"
+    /// ``PushRelayConfiguration/maxSendBodySize``.
     case maxSendBodySize = "max_send_body_size"
+    /// ``PushRelayConfiguration/maxRequestBodySize``.
     case maxRequestBodySize = "max_request_body_size"
+    /// ``PushRelayConfiguration/maxPendingMessages``.
     case maxPendingMessages = "max_pending_messages"
+    /// ``PushRelayConfiguration/maxCollapseKeys``.
     case maxCollapseKeys = "max_collapse_keys"
+    /// ``PushRelayConfiguration/purgeInterval``.
     case purgeInterval = "purge_interval"
+    /// ``PushRelayConfiguration/serverKeyRotationGrace``.
     case serverKeyRotationGrace = "server_key_rotation_grace"
+    /// ``PushRelayConfiguration/logLevel``.
     case logLevel = "log_level"
+    /// ``PushRelayConfiguration/logFormat``.
     case logFormat = "log_format"
+    /// ``PushRelayConfiguration/metricsEnabled``.
     case metricsEnabled = "metrics_enabled"
+    /// ``PushRelayConfiguration/shutdownDrainTimeout``.
     case shutdownDrainTimeout = "shutdown_drain_timeout"
+    /// ``PushRelayConfiguration/maxConnections``.
     case maxConnections = "max_connections"
 
     /// The key in the config file, e.g. `heartbeat_interval`.

@@ -57,8 +57,11 @@ enum SQLiteSchema {
         );
         CREATE INDEX devices_project ON devices (project_id);
 
-        -- One row per pending message of a device. id is the message id (store-wide unique, increasing), so the
-        -- index on device_id lists a device's queue in id order. kind: 0 message, 1 deleted_messages marker.
+        -- One row per pending message of a device. id is the message id (store-wide unique, increasing): rows are
+        -- appended at the end of the table. kind: 0 message, 1 deleted_messages marker (collapse_key NULL).
+        -- messages_queue is the only per-device index (one random page per message): it answers the policy's
+        -- questions (plain count, collapse keys, marker) without touching the table, and a device's pending list
+        -- (at most ~100 rows) is sorted by id after the lookup.
         CREATE TABLE messages (
             id INTEGER PRIMARY KEY,
             device_id INTEGER NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
@@ -67,9 +70,7 @@ enum SQLiteSchema {
             expires_at INTEGER NOT NULL,
             body BLOB NOT NULL
         );
-        CREATE INDEX messages_device ON messages (device_id);
-        CREATE INDEX messages_collapsible ON messages (device_id, collapse_key) WHERE collapse_key IS NOT NULL;
-        CREATE INDEX messages_plain ON messages (device_id, expires_at) WHERE collapse_key IS NULL AND kind = 0;
+        CREATE INDEX messages_queue ON messages (device_id, collapse_key, kind, expires_at);
         CREATE INDEX messages_expiry ON messages (expires_at);
 
         CREATE TABLE topics (

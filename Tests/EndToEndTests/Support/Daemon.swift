@@ -39,9 +39,8 @@ final class Daemon: @unchecked Sendable {
     /// Starts the daemon and waits for its `listening on` line. Reuses the previous port on a restart.
     func start(timeout: Duration = .seconds(30)) async throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
         let listen = "127.0.0.1:\(port)"
-        process.arguments = ["serve", "--listen", listen, "--data-dir", dataDir.path] + extraArguments
+        configure(process, Self.binary, ["serve", "--listen", listen, "--data-dir", dataDir.path] + extraArguments)
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -97,13 +96,7 @@ func run(_ program: String, _ arguments: [String], stdin: String? = nil, environ
     throws -> (status: Int32, stdout: String, stderr: String)
 {
     let process = Process()
-    if program.hasPrefix("/") {
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-    } else {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [program] + arguments
-    }
+    configure(process, program, arguments)
     if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
     let out = Pipe()
     let err = Pipe()
@@ -118,6 +111,20 @@ func run(_ program: String, _ arguments: [String], stdin: String? = nil, environ
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}
+
+/// Sets a child up to run `program` with every signal unblocked.
+///
+/// A child inherits the signal mask of the thread that spawns it, and the test runner's pool threads block most
+/// signals: a `curl` spawned from one would ignore SIGTERM, and a daemon would never see it. The child is
+/// therefore started through a tiny exec wrapper that clears the mask first.
+func configure(_ process: Process, _ program: String, _ arguments: [String]) {
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    process.arguments = [
+        "-c",
+        "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])",
+        program,
+    ] + arguments
 }
 
 /// Collects a child's output on a background reader so the pipe never fills.

@@ -6,13 +6,7 @@ final class StreamingProcess: @unchecked Sendable {
     private let output = OutputCollector()
 
     init(_ program: String, _ arguments: [String]) throws {
-        if program.hasPrefix("/") {
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [program] + arguments
-        }
+        configure(process, program, arguments)
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
@@ -43,18 +37,16 @@ final class StreamingProcess: @unchecked Sendable {
     }
 
     /// Waits for the process to exit and returns its status.
-    func waitForExit(timeout: Duration = .seconds(30)) async throws -> Int32 {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while process.isRunning {
-            guard clock.now < deadline else { throw DaemonError(message: "process did not exit: \(output.text)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+    func waitForExit() -> Int32 {
+        process.waitUntilExit()
         return process.terminationStatus
     }
 
+    /// Ends the process (SIGTERM) and reaps it.
     func stop() {
-        if process.isRunning { process.terminate() }
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
     }
 }
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# HTTP transport benchmark: h2load against PushRelay and against nghttpd (libnghttp2's reference server) in the same
+# run, with the same flags, for GET /healthz and a ~300-byte POST. Prints both rates and their ratio.
+#
+#   Benchmarks/http2.sh                     # defaults: -n 200000 -c 8 -m 32 -t 1
+#   H2LOAD_FLAGS="-n 50000 -c 4 -m 16 -t 1" Benchmarks/http2.sh
+#
+# Needs nghttp2-client and nghttp2-server (scripts/setup.sh --test). Builds the release binary first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+flags=${H2LOAD_FLAGS:-"-n 200000 -c 8 -m 32 -t 1"}
+skip_build=${SKIP_BUILD:-0}
+
+if [ "$skip_build" != 1 ]; then
+  swift build -c release --product pushrelay >&2
+fi
+bin="$(swift build -c release --show-bin-path)/pushrelay"
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The same bodies on both servers: /healthz answers {"status":"ok"}; the POST body is 300 bytes.
+mkdir -p "$work/docroot/debug"
+printf '{"status":"ok"}' > "$work/docroot/healthz"
+head -c 225 /dev/urandom | base64 -w0 > "$work/post.bin"        # 300 bytes
+cp "$work/post.bin" "$work/docroot/debug/echo"                 # nghttpd answers the POST with the same 300 bytes
+
+"$bin" serve --listen 127.0.0.1:0 --debug-bench-routes --log-level warning > "$work/pushrelay.out" &
+pids+=($!)
+for _ in $(seq 1 100); do
+  grep -q 'listening on' "$work/pushrelay.out" 2>/dev/null && break
+  sleep 0.1
+done
+pr_port=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/pushrelay.out" | head -1 | sed 's/.*://')
+[ -n "$pr_port" ] || { echo "pushrelay did not start" >&2; exit 1; }
+
+ng_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+nghttpd --no-tls -d "$work/docroot" "$ng_port" > /dev/null 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$ng_port") 2>/dev/null && break
+  sleep 0.1
+done
+
+rate() { # url [extra h2load args...]
+  local out
+  out=$(h2load $flags "$@" 2>&1)
+  local failed
+  failed=$(echo "$out" | sed -n 's/^requests: .* \([0-9]*\) failed.*/\1/p')
+  if [ "${failed:-1}" != 0 ]; then echo "h2load reported failures:" >&2; echo "$out" >&2; fi
+  echo "$out" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p'
+}
+
+report() { # name pushrelay_rate nghttpd_rate
+  python3 -c "import sys; n,p,g=sys.argv[1],float(sys.argv[2]),float(sys.argv[3]); print(f'{n:<22} pushrelay {p:>11,.0f} req/s   nghttpd {g:>11,.0f} req/s   ratio {p/g:.2f}')" "$@"
+}
+
+echo "h2load $flags   ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+pr_get=$(rate "http://127.0.0.1:$pr_port/healthz")
+ng_get=$(rate "http://127.0.0.1:$ng_port/healthz")
+report "GET /healthz" "$pr_get" "$ng_get"
+pr_post=$(rate -d "$work/post.bin" "http://127.0.0.1:$pr_port/debug/echo")
+ng_post=$(rate -d "$work/post.bin" "http://127.0.0.1:$ng_port/debug/echo")
+report "POST 300 B" "$pr_post" "$ng_post"

@@ -1,0 +1,16 @@
+/// Counters of the group-commit writer (for metrics, benchmarks and tests).
+public struct GroupCommitStatistics: Sendable, Hashable {
+    /// Transactions committed (each one fsync).
+    public var transactions = 0
+    /// Requests committed (a request is one call: an enqueue of N messages is one request).
+    public var requests = 0
+    /// The most requests one transaction held.
+    public var largestGroup = 0
+    /// Groups rolled back and retried request by request.
+    public var groupFailures = 0
+    /// Time spent in COMMIT (the fsync), summed, in microseconds.
+    public var commitMicros: Int64 = 0
+
+    /// Creates zeroed counters.
+    public init() {}
+}

@@ -1,0 +1,125 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import Testing
+
+@testable import PushRelayHTTP
+
+/// `HTTP2Client` against our server and against nghttpd.
+@Suite(.serialized) struct HTTP2ClientTests {
+    @Test func concurrentRequestsAgainstOurServer() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let client = try await HTTP2Client.connect(host: "127.0.0.1", port: server.port)
+        try await withThrowingTaskGroup(of: String.self) { group in
+            for index in 0..<100 {
+                group.addTask {
+                    if index % 2 == 0 {
+                        let response = try await client.execute(
+                            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/healthz"))
+                        #expect(response.head.status == .ok)
+                        return String(buffer: try await response.body.collect(upTo: 1024))
+                    }
+                    let response = try await client.execute(
+                        HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/echo"),
+                        body: ByteBuffer(string: "body \(index)"))
+                    return String(buffer: try await response.body.collect(upTo: 1024))
+                }
+            }
+            var bodies: [String] = []
+            for try await body in group { bodies.append(body) }
+            #expect(bodies.count == 100)
+            #expect(bodies.filter { $0 == #"{"status":"ok"}"# }.count == 50)
+            #expect(Set(bodies.filter { $0.hasPrefix("body ") }).count == 50)
+        }
+        await client.close()
+    }
+
+    @Test func streamingResponseIsReadIncrementally() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let client = try await HTTP2Client.connect(host: "127.0.0.1", port: server.port)
+        let response = try await client.execute(
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/events?count=5&interval=20"))
+        #expect(response.head.headerFields[.contentType] == "text/event-stream")
+        var events: [String] = []
+        for try await chunk in response.body { events.append(String(buffer: chunk)) }
+        #expect(events == (0..<5).map { "data: event \($0)\n\n" })
+        // Meanwhile-style check: the connection still takes requests.
+        let health = try await client.execute(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/healthz"))
+        #expect(health.head.status == .ok)
+        await client.close()
+    }
+
+    @Test func errorStatusAndUnknownRoute() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let client = try await HTTP2Client.connect(host: "127.0.0.1", port: server.port)
+        let failed = try await client.execute(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/fail"))
+        #expect(failed.head.status == .badRequest)
+        #expect(String(buffer: try await failed.body.collect(upTo: 100)) == "nope\n")
+        let missing = try await client.execute(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/missing"))
+        #expect(missing.head.status == .notFound)
+        let wrongMethod = try await client.execute(HTTPRequest(method: .delete, scheme: nil, authority: nil, path: "/healthz"))
+        #expect(wrongMethod.head.status == .methodNotAllowed)
+        await client.close()
+    }
+
+    @Test func connectionRefusedThrows() async throws {
+        await #expect(throws: (any Error).self) {
+            _ = try await HTTP2Client.connect(host: "127.0.0.1", port: 1)
+        }
+    }
+
+    @Test(.enabled(if: ExternalPeer.available("nghttpd")))
+    func againstNghttpd() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nghttpd-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let big = String(repeating: "0123456789abcdef", count: 64 * 1024)  // 1 MiB: several windows' worth
+        try big.write(to: root.appendingPathComponent("big.txt"), atomically: true, encoding: .utf8)
+        try "hello".write(to: root.appendingPathComponent("small.txt"), atomically: true, encoding: .utf8)
+        let port = try Self.freePort()
+        let nghttpd = Process()
+        nghttpd.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        nghttpd.arguments = ["nghttpd", "--no-tls", "-d", root.path, String(port)]
+        nghttpd.standardOutput = FileHandle.nullDevice
+        nghttpd.standardError = FileHandle.nullDevice
+        try nghttpd.run()
+        defer { nghttpd.terminate() }
+        var client: HTTP2Client?
+        for _ in 0..<50 {
+            client = try? await HTTP2Client.connect(host: "127.0.0.1", port: port)
+            if client != nil { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let connected = try #require(client)
+        let small = try await connected.execute(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/small.txt"))
+        #expect(small.head.status == .ok)
+        #expect(String(buffer: try await small.body.collect(upTo: 100)) == "hello")
+        async let first = connected.execute(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/big.txt"))
+        async let second = connected.execute(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/big.txt"))
+        let bodies = try await [first.body.collect(upTo: 2 << 20), second.body.collect(upTo: 2 << 20)]
+        #expect(bodies.allSatisfy { $0.readableBytes == big.utf8.count })
+        let missing = try await connected.execute(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/nope"))
+        #expect(missing.head.status == .notFound)
+        await connected.close()
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import Testing
+
+@testable import PushRelayHTTP
+
+/// The server against peers nobody here wrote: curl, nghttp, h2load, Python h2.
+@Suite(.serialized) struct HTTPServerPeerTests {
+    @Test(.enabled(if: ExternalPeer.available("curl")))
+    func curlHTTP2PriorKnowledge() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let result = try await ExternalPeer.run(
+            ["curl", "-sS", "--http2-prior-knowledge", "-w", "\n%{http_version} %{http_code}", "\(server.baseURL)/healthz"])
+        #expect(result.stdout == "{\"status\":\"ok\"}\n2 200", "\(result.stderr)")
+    }
+
+    @Test(.enabled(if: ExternalPeer.available("curl")))
+    func curlUpgradeFromHTTP1() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let result = try await ExternalPeer.run(
+            ["curl", "-sS", "-v", "--http2", "-w", "\n%{http_version} %{http_code}", "\(server.baseURL)/healthz"])
+        #expect(result.stdout == "{\"status\":\"ok\"}\n2 200", "\(result.stderr)")
+        #expect(result.stderr.contains("101 Switching Protocols"))
+    }
+
+    @Test(.enabled(if: ExternalPeer.available("curl")))
+    func curlHTTP1KeepAliveAndChunkedStream() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        // Two requests on one connection, the second a chunked event stream.
+        let result = try await ExternalPeer.run([
+            "curl", "-sS", "-v", "--http1.1", "\(server.baseURL)/healthz", "\(server.baseURL)/events?count=3&interval=5",
+        ])
+        #expect(result.stdout == "{\"status\":\"ok\"}data: event 0\n\ndata: event 1\n\ndata: event 2\n\n", "\(result.stderr)")
+        #expect(result.stderr.contains("Re-using existing connection") || result.stderr.contains("Reusing existing"))
+        #expect(result.stderr.lowercased().contains("transfer-encoding: chunked"))
+    }
+
+    @Test(.enabled(if: ExternalPeer.available("curl")))
+    func curlPostEchoBothProtocolsAndAsyncBody() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        for flag in ["--http1.1", "--http2-prior-knowledge"] {
+            for path in ["/echo", "/echo-async"] {
+                let result = try await ExternalPeer.run(
+                    ["curl", "-sS", flag, "--data-binary", "hello transport", "\(server.baseURL)\(path)"])
+                #expect(result.stdout == "hello transport", "\(flag) \(path): \(result.stderr)")
+            }
+        }
+    }
+
+    @Test(.enabled(if: ExternalPeer.available("nghttp")))
+    func nghttpVerbose() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let result = try await ExternalPeer.run(["nghttp", "-v", "\(server.baseURL)/healthz"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("recv (stream_id=1) :status: 200") || result.stdout.contains(":status: 200"))
+        #expect(result.stdout.contains("SETTINGS_MAX_CONCURRENT_STREAMS(0x03):256"))
+        #expect(result.stdout.contains("{\"status\":\"ok\"}"))
+    }
+
+    @Test(.enabled(if: ExternalPeer.available("h2load")))
+    func h2loadTwentyThousandRequestsNoneFail() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let result = try await ExternalPeer.run(
+            ["h2load", "-n", "20000", "-c", "4", "-m", "16", "-t", "1", "\(server.baseURL)/healthz"])
+        #expect(result.stdout.contains("20000 succeeded, 0 failed, 0 errored, 0 timeout"), "\(result.stdout)")
+        #expect(result.stdout.contains("status codes: 20000 2xx"))
+        let post = try await ExternalPeer.run(
+            ["h2load", "-n", "2000", "-c", "2", "-m", "8", "-t", "1", "-d", "/etc/hostname", "\(server.baseURL)/echo"])
+        #expect(post.stdout.contains("2000 succeeded, 0 failed"), "\(post.stdout)")
+    }
+
+    @Test(.enabled(if: ExternalPeer.available("h2load")))
+    func h2loadHTTP1() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let result = try await ExternalPeer.run(
+            ["h2load", "--h1", "-n", "2000", "-c", "4", "-m", "4", "-t", "1", "\(server.baseURL)/healthz"])
+        #expect(result.stdout.contains("2000 succeeded, 0 failed"), "\(result.stdout)")
+    }
+
+    @Test(.enabled(if: ExternalPeer.pythonH2Available))
+    func pythonH2ManyConcurrentStreams() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let script = PythonPeer.prelude + """
+            conn, sock = connect(PORT)
+            ids = []
+            for i in range(50):
+                sid = conn.get_next_available_stream_id()
+                path = '/healthz' if i % 2 == 0 else '/echo'
+                method = 'GET' if i % 2 == 0 else 'POST'
+                conn.send_headers(sid, [(':method', method), (':path', path), (':scheme', 'http'), (':authority', 'x')], end_stream=(method == 'GET'))
+                if method == 'POST':
+                    conn.send_data(sid, b'ping %d' % i, end_stream=True)
+                ids.append(sid)
+            sock.sendall(conn.data_to_send())
+            responses = read_until(conn, sock, lambda r: len(r['ended']) >= 50)
+            ok = sum(1 for sid in ids if responses['status'].get(sid) == '200')
+            bodies_ok = all(responses['body'][sid] == (b'{"status":"ok"}' if n % 2 == 0 else b'ping %d' % n) for n, sid in enumerate(ids))
+            print(ok, bodies_ok)
+            """
+        let result = try await PythonPeer.run(script, port: server.port)
+        #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "50 True", "\(result.stderr)")
+    }
+}
+
+/// Small Python h2 clients, inline.
+enum PythonPeer {
+    static let prelude = """
+        import socket, sys, time
+        import h2.connection, h2.config, h2.events
+        PORT = int(sys.argv[1])
+        def connect(port, rcvbuf=None):
+            sock = socket.socket()
+            if rcvbuf:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            sock.connect(('127.0.0.1', port))
+            sock.settimeout(10)
+            conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+            conn.initiate_connection()
+            sock.sendall(conn.data_to_send())
+            return conn, sock
+        def read_until(conn, sock, done, responses=None):
+            r = responses or {'status': {}, 'body': {}, 'ended': set(), 'reset': {}, 'goaway': None, 'closed': False}
+            while not done(r):
+                try:
+                    data = sock.recv(65536)
+                except socket.timeout:
+                    break
+                if not data:
+                    r['closed'] = True
+                    break
+                for event in conn.receive_data(data):
+                    if isinstance(event, h2.events.ResponseReceived):
+                        r['status'][event.stream_id] = dict(event.headers)[b':status'].decode()
+                        r['body'].setdefault(event.stream_id, b'')
+                    elif isinstance(event, h2.events.DataReceived):
+                        r['body'][event.stream_id] = r['body'].get(event.stream_id, b'') + event.data
+                        conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    elif isinstance(event, h2.events.StreamEnded):
+                        r['ended'].add(event.stream_id)
+                    elif isinstance(event, h2.events.StreamReset):
+                        r['reset'][event.stream_id] = event.error_code
+                    elif isinstance(event, h2.events.ConnectionTerminated):
+                        r['goaway'] = int(event.error_code)
+                out = conn.data_to_send()
+                if out:
+                    sock.sendall(out)
+            return r
+
+        """
+
+    static func run(_ script: String, port: Int) async throws -> ProcessOutput {
+        try await ExternalPeer.run(["python3", "-c", script, String(port)])
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import Testing
+
+@testable import PushRelayHTTP
+
+/// Long-lived streaming responses: other requests flow beside them, slow readers are held back, shutdown drains.
+@Suite(.serialized) struct HTTPServerStreamingTests {
+    @Test(.enabled(if: ExternalPeer.pythonH2Available))
+    func longLivedStreamWhileOtherRequestsAreAnswered() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        // One stream gets 10 events 50 ms apart; meanwhile, on the same connection, 10 /healthz requests are sent
+        // one by one, each after the previous answer. All 10 must be answered while the event stream is open.
+        let script = PythonPeer.prelude + """
+            conn, sock = connect(PORT)
+            events = conn.get_next_available_stream_id()
+            conn.send_headers(events, [(':method', 'GET'), (':path', '/events?count=10&interval=50'), (':scheme', 'http'), (':authority', 'x')], end_stream=True)
+            sock.sendall(conn.data_to_send())
+            r = read_until(conn, sock, lambda r: b'event 0' in r['body'].get(events, b''))
+            answered_while_open = 0
+            for i in range(10):
+                sid = conn.get_next_available_stream_id()
+                conn.send_headers(sid, [(':method', 'GET'), (':path', '/healthz'), (':scheme', 'http'), (':authority', 'x')], end_stream=True)
+                sock.sendall(conn.data_to_send())
+                r = read_until(conn, sock, lambda r: sid in r['ended'], r)
+                if r['status'].get(sid) == '200' and events not in r['ended']:
+                    answered_while_open += 1
+            r = read_until(conn, sock, lambda r: events in r['ended'], r)
+            print(answered_while_open, r['body'][events].count(b'data: event'), events in r['ended'])
+            """
+        let result = try await PythonPeer.run(script, port: server.port)
+        #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "10 10 True", "\(result.stderr)")
+    }
+
+    /// A reader that stops reading: the flood route's writer must stall with the server holding a bounded amount.
+    @Test(.enabled(if: ExternalPeer.pythonH2Available))
+    func slowHTTP2ReaderDoesNotGrowServerBuffers() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        // Opens /flood with a 1 MiB stream window and a small socket buffer, then never reads again.
+        let script = PythonPeer.prelude + """
+            conn, sock = connect(PORT, rcvbuf=16384)
+            conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 20})
+            conn.increment_flow_control_window(1 << 24)
+            sid = conn.get_next_available_stream_id()
+            conn.send_headers(sid, [(':method', 'GET'), (':path', '/flood'), (':scheme', 'http'), (':authority', 'x')], end_stream=True)
+            sock.sendall(conn.data_to_send())
+            print('sent', flush=True)
+            time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 8)
+            """
+        let client = Task { try await ExternalPeer.run(["python3", "-c", "import h2.settings\n" + script, String(server.port), "8"]) }
+        try await assertFloodStalls(server)
+        client.cancel()
+        _ = try? await client.value
+    }
+
+    @Test func slowHTTP1ReaderDoesNotGrowServerBuffers() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let script = """
+            import socket, sys, time
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+            s.connect(('127.0.0.1', int(sys.argv[1])))
+            s.sendall(b'GET /flood HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')
+            time.sleep(8)
+            """
+        let client = Task { try await ExternalPeer.run(["python3", "-c", script, String(server.port)]) }
+        try await assertFloodStalls(server)
+        client.cancel()
+        _ = try? await client.value
+    }
+
+    /// Waits until the flood writer has started and then stopped making progress, then checks what the server
+    /// holds. Without back-pressure every `write` returns at once and the whole flood ends up in server memory.
+    private func assertFloodStalls(_ server: TestServer) async throws {
+        var last = -1
+        var stableRounds = 0
+        for _ in 0..<200 {
+            try await Task.sleep(for: .milliseconds(50))
+            let written = server.probe.floodBytesWritten
+            if written > 0 && written == last { stableRounds += 1 } else { stableRounds = 0 }
+            last = written
+            if stableRounds >= 10 { break }
+        }
+        let written = server.probe.floodBytesWritten
+        let buffered = await server.server.bufferedOutboundBytes()
+        #expect(written > 0)
+        #expect(written < TestServer.floodTotal, "the writer never stalled: \(written) bytes accepted")
+        // The stream watermark (64 KiB) + NIO's write buffer watermark (64 KiB) + one 16 KiB write + one
+        // 64 KiB nghttp2 output batch: well under 512 KiB, whatever the peer's window.
+        #expect(buffered < 512 * 1024, "server holds \(buffered) bytes for a reader that does not read")
+    }
+
+    @Test func gracefulShutdownEndsIdleStreamsAndCompletes() async throws {
+        let server = try await TestServer.start()
+        let client = try await HTTP2Client.connect(host: "127.0.0.1", port: server.port)
+        let response = try await client.execute(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/hold"))
+        var iterator = response.body.makeAsyncIterator()
+        let first = try await iterator.next()
+        #expect(first.map { String(buffer: $0) } == "open\n")
+        await server.server.shutdown()
+        // The handler saw waitUntilClosed return, ended its stream cleanly, and the connection was closed.
+        #expect(server.probe.streamsClosed == 1)
+        #expect(try await iterator.next() == nil)
+        #expect(server.server.connectionCount == 0)
+        await client.close()
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+
+@testable import PushRelayHTTP
+
+/// Counters a test reads while the test routes run.
+final class TestRouteProbe: Sendable {
+    private let state = Mutex<(floodBytesWritten: Int, streamsClosed: Int)>((0, 0))
+
+    var floodBytesWritten: Int { state.withLock { $0.floodBytesWritten } }
+    var streamsClosed: Int { state.withLock { $0.streamsClosed } }
+    func addFlood(_ count: Int) { state.withLock { $0.floodBytesWritten += count } }
+    func streamClosed() { state.withLock { $0.streamsClosed += 1 } }
+}
+
+/// An in-process `HTTPServer` on 127.0.0.1:0 with the routes the transport tests use.
+struct TestServer {
+    let server: HTTPServer
+    let port: Int
+    let probe: TestRouteProbe
+
+    /// Bytes of the `/flood` route: far more than any buffer on the way, so only back-pressure stops it.
+    static let floodTotal = 64 * 1024 * 1024
+
+    static func start(configuration: HTTPServer.Configuration = .init()) async throws -> TestServer {
+        let probe = TestRouteProbe()
+        var logger = Logger(label: "test.http")
+        logger.logLevel = .warning
+        let server = HTTPServer(
+            configuration: configuration,
+            listeners: [.init(host: "127.0.0.1", port: 0)],
+            responder: makeRouter(probe: probe),
+            logger: logger)
+        let addresses = try await server.start()
+        return TestServer(server: server, port: addresses[0].port!, probe: probe)
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    static func makeRouter(probe: TestRouteProbe) -> HTTPRouter {
+        let router = HTTPRouter()
+        router.add(.get, "/healthz", .immediate { _, _ in
+            HTTPServerResponse(status: .ok, headerFields: [.contentType: "application/json"],
+                               body: .bytes(ByteBuffer(string: #"{"status":"ok"}"#)))
+        })
+        // Echoes the body; 1 KiB limit.
+        router.add(.post, "/echo", maxBodyBytes: 1024, .immediate { _, body in
+            HTTPServerResponse(status: .ok, body: .bytes(body))
+        })
+        // Same, read by an async handler from the streamed body.
+        router.add(.post, "/echo-async", maxBodyBytes: 1024, .async { request in
+            let body = try await request.body.collect(upTo: 1024)
+            return HTTPServerResponse(status: .ok, body: .bytes(body))
+        })
+        router.add(.get, "/fail", .async { _ in throw HTTPError(.badRequest, "nope") })
+        // `count` events, one every `interval` ms.
+        router.add(.get, "/events", .async { request in
+            let count = Int(request.queryParameter("count") ?? "") ?? 5
+            let interval = Int(request.queryParameter("interval") ?? "") ?? 20
+            return HTTPServerResponse(
+                status: .ok, headerFields: [.contentType: "text/event-stream"],
+                body: .stream { writer in
+                    for index in 0..<count {
+                        try await writer.write(ByteBuffer(string: "data: event \(index)\n\n"))
+                        try await Task.sleep(for: .milliseconds(interval))
+                    }
+                })
+        })
+        // Writes until the peer goes away or `floodTotal` bytes are out; counts what `write` accepted.
+        router.add(.get, "/flood", .immediate { _, _ in
+            HTTPServerResponse(status: .ok, body: .stream { writer in
+                let chunk = ByteBuffer(repeating: UInt8(ascii: "x"), count: 16 * 1024)
+                var written = 0
+                while written < floodTotal {
+                    try await writer.write(chunk)
+                    written += chunk.readableBytes
+                    probe.addFlood(chunk.readableBytes)
+                }
+            })
+        })
+        // Holds the stream open until the peer leaves or the server drains.
+        router.add(.get, "/hold", .immediate { _, _ in
+            HTTPServerResponse(status: .ok, body: .stream { writer in
+                try await writer.write(ByteBuffer(string: "open\n"))
+                await writer.waitUntilClosed()
+                probe.streamClosed()
+            })
+        })
+        return router
+    }
+}
+
+/// The result of running an external program.
+struct ProcessOutput {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+enum ExternalPeer {
+    /// Runs `arguments` (the first is looked up in PATH) and waits without blocking a concurrency thread.
+    static func run(_ arguments: [String], stdin: String? = nil, timeout: Duration = .seconds(60)) async throws
+        -> ProcessOutput
+    {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outURL = directory.appendingPathComponent("out")
+        let errURL = directory.appendingPathComponent("err")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
+        process.standardOutput = out
+        process.standardError = err
+        let input = Pipe()
+        process.standardInput = input
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { process in continuation.resume(returning: process.terminationStatus) }
+            do {
+                try process.run()
+                if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+                try? input.fileHandleForWriting.close()
+                let pid = process.processIdentifier
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(timeout.components.seconds * 1000))) {
+                    if process.isRunning, process.processIdentifier == pid { process.terminate() }
+                }
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+        try out.close()
+        try err.close()
+        return ProcessOutput(
+            status: status,
+            stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
+    }
+
+    /// Whether a program is on PATH.
+    static func available(_ name: String) -> Bool {
+        (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").contains {
+            FileManager.default.isExecutableFile(atPath: "\($0)/\(name)")
+        }
+    }
+
+    /// Whether `python3` can import the `h2` package.
+    static let pythonH2Available: Bool = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import h2"]
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }()
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+@testable import PushRelayStore
+
+@Suite("Store: devices")
+struct DeviceStoreTests {
+    @Test("register returns an FCM-like token and a secret that authenticates")
+    func register() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let device = fixture.registration.device
+                let parts = device.token.split(separator: ":", maxSplits: 1)
+                #expect(parts.count == 2 && parts[0].count == 22 && parts[1].hasPrefix("APA91b"))
+                #expect(parts[1].count - 6 >= 22)  // ≥ 128 bits of base64url after the prefix
+                #expect(fixture.registration.secret.count == 43)
+                #expect(device.project == fixture.project && device.app == "com.shop" && device.platform == "IOS")
+                #expect(try await store.authenticateDevice(secret: fixture.registration.secret) == device)
+                #expect(try await store.authenticateDevice(secret: "wrong") == nil)
+                let second = try await store.registerDevice(project: fixture.project, app: "com.shop", platform: "IOS")
+                #expect(second.device.token != device.token && second.secret != fixture.registration.secret)
+            }
+        }
+    }
+
+    @Test("resolve keeps request order, nil for unknown tokens")
+    func resolve() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let other = try await store.registerDevice(project: fixture.project, app: "x", platform: "ANDROID")
+                let tokens = [other.device.token, "unknown", fixture.registration.device.token]
+                let resolved = try await store.resolveTokens(tokens)
+                #expect(resolved == [other.device, nil, fixture.registration.device])
+                // Again, from the cache.
+                #expect(try await store.resolveTokens(tokens) == resolved)
+            }
+        }
+    }
+
+    @Test("unregister by secret removes the device, its queue and its subscriptions")
+    func unregister() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let token = fixture.registration.device.token
+                _ = try await store.resolveTokens([token])  // warm the cache
+                _ = try await store.authenticateDevice(secret: fixture.registration.secret)
+                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [1])])
+                _ = try await store.subscribe(tokens: [token], to: "news", project: fixture.project)
+                #expect(try await store.unregisterDevice(secret: "wrong") == nil)
+                #expect(try await store.unregisterDevice(secret: fixture.registration.secret) == fixture.registration.device)
+                #expect(try await store.resolveTokens([token]) == [nil])
+                #expect(try await store.authenticateDevice(secret: fixture.registration.secret) == nil)
+                #expect(try await store.subscribe(tokens: [token], to: "news", project: fixture.project) == [.notFound])
+                #expect(try await store.enqueue([NewMessage(device: fixture.device, body: [1])]) == [.deviceNotFound])
+                let statistics = try await store.queueStatistics()
+                #expect(statistics.storedMessages == 0 && statistics.devices == 0)
+            }
+        }
+    }
+
+    @Test("registering for an unknown project fails with notFound")
+    func unknownProject() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                do {
+                    _ = try await store.registerDevice(project: ProjectID(rawValue: 42), app: "a", platform: "IOS")
+                    Issue.record("registered a device for a missing project")
+                } catch let error as StoreError {
+                    #expect(error.code == .notFound)
+                }
+            }
+        }
+    }
+
+    @Test("the database files never contain a key or secret in clear")
+    func noPlaintextCredentials() async throws {
+        try await withTemporaryDirectory { directory in
+            var secrets: [String] = []
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let rotated = try await store.rotateServerKey(project: "shop")
+                secrets = [fixture.credentials.serverKey, fixture.credentials.clientKey, fixture.registration.secret, rotated]
+                // The token is public and stored in clear: it proves the search below works.
+                secrets.append(fixture.registration.device.token)
+            }
+            var bytes: [UInt8] = []
+            for file in try FileManager.default.contentsOfDirectory(atPath: directory) {
+                bytes += Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + file)))
+            }
+            let haystack = String(decoding: bytes.map { $0 == 0 ? 1 : $0 }, as: UTF8.self)
+            #expect(haystack.contains(secrets.removeLast()))
+            for secret in secrets {
+                #expect(!haystack.contains(secret))
+                #expect(!haystack.contains(String(secret.suffix(24))))
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+@testable import PushRelayStore
+
+@Suite("Store: projects and keys")
+struct ProjectStoreTests {
+    @Test("create returns an 11-digit sender id and keys that authenticate")
+    func createAndAuthenticate() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let created = try await store.createProject(name: "shop")
+                #expect(created.project.name == "shop")
+                #expect(String(created.project.senderID).count == 11)
+                #expect(created.serverKey.hasPrefix("AAAA") && created.serverKey.contains(":APA91b"))
+                #expect(created.clientKey.hasPrefix("AIza") && created.clientKey.count == 39)
+                #expect(try await store.authenticateServerKey(created.serverKey) == created.project)
+                #expect(try await store.authenticateServerKey(created.serverKey + "x") == nil)
+                #expect(try await store.authenticateServerKey(created.clientKey) == nil)
+                #expect(try await store.authenticateClientKey(created.clientKey, project: "shop") == created.project)
+                #expect(try await store.authenticateClientKey(created.serverKey, project: "shop") == nil)
+                #expect(try await store.authenticateClientKey(created.clientKey, project: "other") == nil)
+                #expect(try await store.project(named: "shop") == created.project)
+                #expect(try await store.project(id: created.project.id) == created.project)
+            }
+        }
+    }
+
+    @Test("names are unique, non-empty; list is by name")
+    func namesAndList() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let b = try await store.createProject(name: "b")
+                let a = try await store.createProject(name: "a")
+                #expect(a.project.senderID != b.project.senderID)
+                await #expect(throws: StoreError.self) { try await store.createProject(name: "a") }
+                do {
+                    _ = try await store.createProject(name: "a")
+                } catch let error as StoreError {
+                    #expect(error.code == .alreadyExists)
+                }
+                do {
+                    _ = try await store.createProject(name: "")
+                    Issue.record("an empty name was accepted")
+                } catch let error as StoreError {
+                    #expect(error.code == .invalidArgument)
+                }
+                #expect(try await store.projects().map(\.name) == ["a", "b"])
+            }
+        }
+    }
+
+    @Test("rotation: the old key works during the grace period, not after; the new key works")
+    func rotation() async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory, clock: clock) { store in
+                let created = try await store.createProject(name: "shop")
+                #expect(try await store.authenticateServerKey(created.serverKey) != nil)  // cached now
+                let newKey = try await store.rotateServerKey(project: "shop", gracePeriod: .seconds(3600))
+                #expect(newKey != created.serverKey)
+                #expect(try await store.authenticateServerKey(newKey) == created.project)
+                #expect(try await store.authenticateServerKey(created.serverKey) == created.project)
+                clock.advance(by: 3601)
+                #expect(try await store.authenticateServerKey(created.serverKey) == nil)
+                #expect(try await store.authenticateServerKey(newKey) == created.project)
+                let report = try await store.purge(limit: 1000)
+                #expect(report.expiredServerKeys == 1)
+                do {
+                    _ = try await store.rotateServerKey(project: "nope")
+                    Issue.record("rotating an unknown project succeeded")
+                } catch let error as StoreError {
+                    #expect(error.code == .notFound)
+                }
+            }
+        }
+    }
+
+    @Test("a second rotation does not extend the first key's grace period")
+    func secondRotationKeepsShorterGrace() async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory, clock: clock) { store in
+                let created = try await store.createProject(name: "shop")
+                let second = try await store.rotateServerKey(project: "shop", gracePeriod: .seconds(100))
+                clock.advance(by: 50)
+                let third = try await store.rotateServerKey(project: "shop", gracePeriod: .seconds(1000))
+                clock.advance(by: 60)
+                #expect(try await store.authenticateServerKey(created.serverKey) == nil)
+                #expect(try await store.authenticateServerKey(second) != nil)
+                #expect(try await store.authenticateServerKey(third) != nil)
+            }
+        }
+    }
+
+    @Test("delete cascades devices, messages and subscriptions")
+    func deleteCascades() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let other = try await makeFixture(store, name: "other")
+                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [1])])
+                _ = try await store.subscribe(tokens: [fixture.registration.device.token], to: "news", project: fixture.project)
+                #expect(try await store.resolveTokens([fixture.registration.device.token]) == [fixture.registration.device])
+                #expect(try await store.deleteProject(named: "shop"))
+                #expect(try await !store.deleteProject(named: "shop"))
+                #expect(try await store.resolveTokens([fixture.registration.device.token]) == [nil])
+                #expect(try await store.authenticateServerKey(fixture.credentials.serverKey) == nil)
+                #expect(try await store.authenticateDevice(secret: fixture.registration.secret) == nil)
+                #expect(try await store.pendingMessages(for: fixture.device, after: nil, limit: 10).isEmpty)
+                #expect(try await store.subscriptions(of: fixture.device).isEmpty)
+                #expect(try await store.enqueue([NewMessage(device: fixture.device, body: [1])]) == [.deviceNotFound])
+                let statistics = try await store.queueStatistics()
+                #expect(statistics.projects == 1 && statistics.devices == 1 && statistics.storedMessages == 0)
+                #expect(try await store.authenticateServerKey(other.credentials.serverKey) != nil)
+            }
+        }
+    }
+
+    @Test("another process's changes are seen without restart (new project at once, deletion after the recheck)")
+    func seesOtherProcessChanges() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory, configure: { $0.authRecheckInterval = .zero }) { daemon in
+                try await withStore(in: directory) { cli in
+                    let created = try await cli.createProject(name: "late")
+                    #expect(try await daemon.authenticateServerKey(created.serverKey) == created.project)
+                    let device = try await daemon.registerDevice(project: created.project.id, app: "a", platform: "IOS")
+                    #expect(try await daemon.authenticateDevice(secret: device.secret) == device.device)
+                    #expect(try await daemon.resolveTokens([device.device.token]) == [device.device])
+                    let rotated = try await cli.rotateServerKey(project: "late", gracePeriod: .zero)
+                    #expect(try await daemon.authenticateServerKey(rotated) == created.project)
+                    #expect(try await daemon.authenticateServerKey(created.serverKey) == nil)
+                    #expect(try await cli.deleteProject(named: "late"))
+                    #expect(try await daemon.authenticateServerKey(rotated) == nil)
+                    #expect(try await daemon.authenticateDevice(secret: device.secret) == nil)
+                    #expect(try await daemon.resolveTokens([device.device.token]) == [nil])
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,185 @@
+import PushRelayCore
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+@testable import PushRelayStore
+
+@Suite("Store: queues")
+struct QueueStoreTests {
+    @Test("FIFO by id; pending after an id; limit; acknowledge by ids and up to an id")
+    func fifoAndAcknowledge() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                var ids: [MessageID] = []
+                for index in 0..<5 {
+                    let result = try await store.enqueue([NewMessage(device: fixture.device, body: [UInt8(index)])])
+                    ids.append(try #require(result[0].messageID))
+                }
+                #expect(ids == ids.sorted() && Set(ids).count == 5)
+                let all = try await store.pendingMessages(for: fixture.device, after: nil, limit: 100)
+                #expect(all.map(\.id) == ids && all.map(\.body) == (0..<5).map { [UInt8($0)] })
+                #expect(all.allSatisfy { $0.kind == .message && $0.device == fixture.device })
+                #expect(try await store.pendingMessages(for: fixture.device, after: ids[1], limit: 2).map(\.id) == [ids[2], ids[3]])
+                #expect(try await store.acknowledge(device: fixture.device, ids: [ids[3], ids[3], MessageID(rawValue: 1)]) == 1)
+                #expect(try await store.acknowledge(device: fixture.device, upTo: ids[1]) == 2)
+                #expect(try await store.pendingMessages(for: fixture.device, after: nil, limit: 100).map(\.id) == [ids[2], ids[4]])
+            }
+        }
+    }
+
+    @Test("a device cannot acknowledge another device's messages")
+    func acknowledgeIsPerDevice() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let other = try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS")
+                let id = try #require(try await store.enqueue([NewMessage(device: fixture.device, body: [1])])[0].messageID)
+                #expect(try await store.acknowledge(device: other.device.id, ids: [id]) == 0)
+                #expect(try await store.acknowledge(device: other.device.id, upTo: id) == 0)
+                #expect(try await store.pendingMessages(for: fixture.device, after: nil, limit: 10).count == 1)
+            }
+        }
+    }
+
+    @Test("a collapse key replaces the pending message; a fifth key evicts the oldest")
+    func collapse() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                func send(_ key: String, _ body: UInt8) async throws {
+                    _ = try await store.enqueue([NewMessage(device: fixture.device, body: [body], collapseKey: key)])
+                }
+                try await send("a", 1)
+                try await send("b", 2)
+                try await send("a", 3)
+                var pending = try await store.pendingMessages(for: fixture.device, after: nil, limit: 100)
+                #expect(pending.map(\.body) == [[2], [3]])
+                #expect(pending.map(\.collapseKey) == ["b", "a"])
+                try await send("c", 4)
+                try await send("d", 5)
+                try await send("e", 6)  // evicts "b", the oldest
+                pending = try await store.pendingMessages(for: fixture.device, after: nil, limit: 100)
+                #expect(pending.map(\.collapseKey) == ["a", "c", "d", "e"])
+            }
+        }
+    }
+
+    @Test("over 100 non-collapsible messages: dropped, one deleted_messages marker, then the new message")
+    func overflow() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let batch = (0..<100).map { NewMessage(device: fixture.device, body: [UInt8($0)]) }
+                _ = try await store.enqueue(batch)
+                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [7], collapseKey: "keep")])
+                #expect(try await store.pendingMessages(for: fixture.device, after: nil, limit: 1000).count == 101)
+                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [200])])
+                var pending = try await store.pendingMessages(for: fixture.device, after: nil, limit: 1000)
+                #expect(pending.map(\.kind) == [.message, .deletedMessages, .message])
+                #expect(pending.map(\.body) == [[7], [], [200]])
+                // Another overflow in one request: still one marker.
+                _ = try await store.enqueue((0..<150).map { NewMessage(device: fixture.device, body: [UInt8($0)]) })
+                pending = try await store.pendingMessages(for: fixture.device, after: nil, limit: 1000)
+                #expect(pending.filter { $0.kind == .deletedMessages }.count == 1)
+                #expect(pending.filter { $0.kind == .message && $0.collapseKey == nil }.count == 51)
+            }
+        }
+    }
+
+    @Test("time to live: 0 is never stored; expired messages leave pending and are purged")
+    func timeToLive() async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory, clock: clock) { store in
+                let fixture = try await makeFixture(store)
+                let zero = try await store.enqueue([NewMessage(device: fixture.device, body: [0], timeToLive: .zero)])
+                guard case .transient(let transientID) = zero[0] else {
+                    Issue.record("TTL 0 was not transient: \(zero)")
+                    return
+                }
+                let results = try await store.enqueue([
+                    NewMessage(device: fixture.device, body: [1], timeToLive: .seconds(10)),
+                    NewMessage(device: fixture.device, body: [2], timeToLive: .seconds(100)),
+                    NewMessage(device: fixture.device, body: [3], timeToLive: .zero),
+                ])
+                #expect(try #require(results[0].messageID) > transientID)
+                guard case .transient = results[2] else {
+                    Issue.record("TTL 0 in a batch was stored")
+                    return
+                }
+                #expect(try await store.pendingMessages(for: fixture.device, after: nil, limit: 10).map(\.body) == [[1], [2]])
+                clock.advance(by: 11)
+                #expect(try await store.pendingMessages(for: fixture.device, after: nil, limit: 10).map(\.body) == [[2]])
+                #expect(try await store.queueStatistics().storedMessages == 2)
+                #expect(try await store.purge(limit: 1000).expiredMessages == 1)
+                #expect(try await store.queueStatistics().storedMessages == 1)
+                clock.advance(by: 100)
+                #expect(try await store.pendingMessages(for: fixture.device, after: nil, limit: 10).isEmpty)
+                #expect(try await store.purge(limit: 1000).expiredMessages == 1)
+            }
+        }
+    }
+
+    @Test("expired messages do not count toward the 100 limit")
+    func expiredDoNotCount() async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory, clock: clock) { store in
+                let fixture = try await makeFixture(store)
+                _ = try await store.enqueue((0..<100).map { _ in
+                    NewMessage(device: fixture.device, body: [1], timeToLive: .seconds(5))
+                })
+                clock.advance(by: 6)
+                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [2])])
+                let pending = try await store.pendingMessages(for: fixture.device, after: nil, limit: 1000)
+                #expect(pending.map(\.kind) == [.message])
+            }
+        }
+    }
+
+    @Test("messages and ids survive close and reopen; ids keep increasing even if the clock went back")
+    func reopen() async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            let (fixture, firstIDs) = try await withStore(in: directory, clock: clock) { store in
+                let fixture = try await makeFixture(store)
+                let results = try await store.enqueue((0..<3).map { NewMessage(device: fixture.device, body: [UInt8($0)]) })
+                _ = try await store.acknowledge(device: fixture.device, upTo: try #require(results[2].messageID))
+                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [9])])
+                let pending = try await store.pendingMessages(for: fixture.device, after: nil, limit: 10)
+                return (fixture, pending.map(\.id) + results.compactMap(\.messageID))
+            }
+            clock.advance(by: -3600)
+            try await withStore(in: directory, clock: clock) { store in
+                let pending = try await store.pendingMessages(for: fixture.device, after: nil, limit: 10)
+                #expect(pending.map(\.body) == [[9]])
+                #expect(try await store.authenticateServerKey(fixture.credentials.serverKey) == fixture.credentials.project)
+                #expect(try await store.authenticateDevice(secret: fixture.registration.secret) == fixture.registration.device)
+                let next = try #require(try await store.enqueue([NewMessage(device: fixture.device, body: [10])])[0].messageID)
+                #expect(next > firstIDs.max()!)
+                #expect(store.nextTransientMessageID() > next)
+            }
+        }
+    }
+
+    @Test("the commit observer hears of every device that got a message, once per commit")
+    func commitObserver() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let other = try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS")
+                let heard = NIOLockedValueBox<[[DeviceID]]>([])
+                store.setCommitObserver { devices in heard.withLockedValue { $0.append(devices) } }
+                _ = try await store.enqueue([
+                    NewMessage(device: fixture.device, body: [1]),
+                    NewMessage(device: other.device.id, body: [2]),
+                    NewMessage(device: fixture.device, body: [3]),
+                ])
+                _ = try await store.enqueue([NewMessage(device: other.device.id, body: [4], timeToLive: .zero)])
+                _ = try await store.acknowledge(device: fixture.device, upTo: MessageID(rawValue: Int64.max))
+                #expect(heard.withLockedValue { $0 } == [[fixture.device, other.device.id]])
+            }
+        }
+    }
+}

@@ -1,0 +1,222 @@
+import Foundation
+import Testing
+@testable import PushRelayStore
+
+/// A stand-in for the core's condition parser: understands `'a' in topics && 'b' in topics` and
+/// `'a' in topics || 'b' in topics` (one operator kind per condition).
+enum FakeConditionCompiler {
+    static let compile: @Sendable (String) -> TopicConditionMatcher? = { text in
+        let isAnd = text.contains("&&")
+        let parts = text.components(separatedBy: isAnd ? "&&" : "||")
+        var topics: [String] = []
+        for part in parts {
+            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            guard trimmed.hasPrefix("'"), trimmed.hasSuffix("' in topics") else { return nil }
+            topics.append(String(trimmed.dropFirst().dropLast("' in topics".count)))
+        }
+        let names = topics
+        return TopicConditionMatcher(topics: names) { subscribed in
+            isAnd ? names.allSatisfy(subscribed.contains) : names.contains(where: subscribed.contains)
+        }
+    }
+}
+
+@Suite("Store: topics")
+struct TopicStoreTests {
+    @Test("subscribe, per-token results, subscriptions with dates, unsubscribe")
+    func subscribeAndUnsubscribe() async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory, clock: clock) { store in
+                let fixture = try await makeFixture(store)
+                let stranger = try await makeFixture(store, name: "other")
+                let token = fixture.registration.device.token
+                let tokens = [token, "unknown", stranger.registration.device.token]
+                #expect(try await store.subscribe(tokens: tokens, to: "news", project: fixture.project) == [.ok, .notFound, .wrongProject])
+                clock.advance(by: 86_400)
+                #expect(try await store.subscribe(tokens: [token], to: "sport", project: fixture.project) == [.ok])
+                #expect(try await store.subscribe(tokens: [token], to: "news", project: fixture.project) == [.ok])
+                let subscriptions = try await store.subscriptions(of: fixture.device)
+                #expect(subscriptions.map(\.topic) == ["news", "sport"])
+                #expect(subscriptions[1].addedAt.timeIntervalSince(subscriptions[0].addedAt) == 86_400)
+                #expect(try await store.subscriptions(of: stranger.device).isEmpty)
+                #expect(try await store.unsubscribe(tokens: tokens, from: "news", project: fixture.project) == [.ok, .notFound, .wrongProject])
+                #expect(try await store.unsubscribe(tokens: [token], from: "never", project: fixture.project) == [.ok])
+                #expect(try await store.subscriptions(of: fixture.device).map(\.topic) == ["sport"])
+            }
+        }
+    }
+
+    @Test("a device holds at most maxTopicsPerDevice topics")
+    func tooManyTopics() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory, configure: { $0.maxTopicsPerDevice = 2 }) { store in
+                let fixture = try await makeFixture(store)
+                let token = fixture.registration.device.token
+                for topic in ["a", "b"] {
+                    #expect(try await store.subscribe(tokens: [token], to: topic, project: fixture.project) == [.ok])
+                }
+                #expect(try await store.subscribe(tokens: [token], to: "c", project: fixture.project) == [.tooManyTopics])
+                #expect(try await store.subscribe(tokens: [token], to: "a", project: fixture.project) == [.ok])
+            }
+        }
+    }
+
+    @Test("a topic message reaches the subscribers at send time, not later ones, not other projects")
+    func topicFanOut() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let second = try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS")
+                let late = try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS")
+                let stranger = try await makeFixture(store, name: "other")
+                _ = try await store.subscribe(
+                    tokens: [fixture.registration.device.token, second.device.token], to: "news", project: fixture.project
+                )
+                _ = try await store.subscribe(tokens: [stranger.registration.device.token], to: "news", project: stranger.project)
+                store.suspendWriter()  // the late subscription and the send sit in one queue; the send goes first
+                async let id = store.enqueueTopicMessage(
+                    NewTopicMessage(project: fixture.project, target: .topic("news"), body: [UInt8](text: "hello"), collapseKey: "n")
+                )
+                while store.queuedWriteRequests < 1 { await Task.yield() }
+                async let subscribed = store.subscribe(tokens: [late.device.token], to: "news", project: fixture.project)
+                while store.queuedWriteRequests < 2 { await Task.yield() }
+                store.resumeWriter()
+                let messageID = try await id
+                _ = try await subscribed
+                try await waitForFanOut(store)
+                for device in [fixture.device, second.device.id] {
+                    let pending = try await store.pendingMessages(for: device, after: nil, limit: 10)
+                    #expect(pending.map(\.body) == [[UInt8](text: "hello")])
+                    #expect(pending.map(\.collapseKey) == ["n"])
+                    #expect(try #require(pending.first).id > messageID)
+                }
+                #expect(try await store.pendingMessages(for: late.device.id, after: nil, limit: 10).isEmpty)
+                #expect(try await store.pendingMessages(for: stranger.device, after: nil, limit: 10).isEmpty)
+            }
+        }
+    }
+
+    @Test("a condition message reaches the devices whose topics satisfy it")
+    func conditionFanOut() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory, configure: { $0.conditionCompiler = FakeConditionCompiler.compile }) { store in
+                let fixture = try await makeFixture(store)
+                var devices: [DeviceRegistration] = []
+                for _ in 0..<4 {
+                    devices.append(try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS"))
+                }
+                // 0: a, b   1: a   2: b   3: c
+                _ = try await store.subscribe(tokens: [devices[0].device.token, devices[1].device.token], to: "a", project: fixture.project)
+                _ = try await store.subscribe(tokens: [devices[0].device.token, devices[2].device.token], to: "b", project: fixture.project)
+                _ = try await store.subscribe(tokens: [devices[3].device.token], to: "c", project: fixture.project)
+                _ = try await store.enqueueTopicMessage(
+                    NewTopicMessage(project: fixture.project, target: .condition("'a' in topics && 'b' in topics"), body: [1])
+                )
+                _ = try await store.enqueueTopicMessage(
+                    NewTopicMessage(project: fixture.project, target: .condition("'b' in topics || 'c' in topics"), body: [2])
+                )
+                try await waitForFanOut(store)
+                var received: [[[UInt8]]] = []
+                for device in devices {
+                    received.append(try await store.pendingMessages(for: device.device.id, after: nil, limit: 10).map(\.body))
+                }
+                #expect(received == [[[1], [2]], [], [[2]], [[2]]])
+                do {
+                    _ = try await store.enqueueTopicMessage(
+                        NewTopicMessage(project: fixture.project, target: .condition("'a' in topics &&"), body: [3])
+                    )
+                    Issue.record("a malformed condition was accepted")
+                } catch let error as StoreError {
+                    #expect(error.code == .invalidArgument)
+                }
+                do {
+                    _ = try await store.enqueueTopicMessage(
+                        NewTopicMessage(project: fixture.project, target: .topic("a"), body: [3], timeToLive: .zero)
+                    )
+                    Issue.record("a TTL 0 topic message was accepted")
+                } catch let error as StoreError {
+                    #expect(error.code == .invalidArgument)
+                }
+            }
+        }
+    }
+
+    @Test("20,000 subscribers: a restart in the middle of the expansion finishes it without duplicates")
+    func largeFanOutSurvivesRestart() async throws {
+        let subscribers = 20_000
+        try await withTemporaryDirectory { directory in
+            let (project, devices) = try await withStore(in: directory, configure: { $0.automaticFanOut = false }) { store in
+                let project = try await store.createProject(name: "big").project
+                var devices: [Device] = []
+                try await withThrowingTaskGroup(of: [Device].self) { group in
+                    for _ in 0..<20 {
+                        group.addTask {
+                            var mine: [Device] = []
+                            for _ in 0..<(subscribers / 20) {
+                                mine.append(try await store.registerDevice(project: project.id, app: "a", platform: "IOS").device)
+                            }
+                            return mine
+                        }
+                    }
+                    for try await chunk in group {
+                        devices += chunk
+                    }
+                }
+                for start in stride(from: 0, to: devices.count, by: 1000) {
+                    let tokens = devices[start..<(start + 1000)].map(\.token)
+                    let results = try await store.subscribe(tokens: tokens, to: "all", project: project.id)
+                    #expect(results.allSatisfy { $0 == .ok })
+                }
+                _ = try await store.enqueueTopicMessage(NewTopicMessage(project: project.id, target: .topic("all"), body: [42]))
+                for _ in 0..<7 {
+                    #expect(try await store.expandOneFanOutBatch())
+                }
+                #expect(try await store.queueStatistics().storedMessages == 7_000)
+                #expect(try await store.queueStatistics().topicMessagesExpanding == 1)
+                return (project, devices)
+            }
+            // Reopen with the automatic fan-out: it resumes after the 7 committed batches.
+            try await withStore(in: directory) { store in
+                try await waitForFanOut(store)
+                let statistics = try await store.queueStatistics()
+                #expect(statistics.storedMessages == subscribers)
+                #expect(statistics.devicesWithMessages == subscribers)
+                #expect(statistics.topicMessagesExpanding == 0)
+                for device in devices.shuffled().prefix(50) {
+                    #expect(try await store.pendingMessages(for: device.id, after: nil, limit: 10).map(\.body) == [[42]])
+                }
+                _ = project
+            }
+        }
+    }
+
+    @Test("unsubscribe and project deletion stop later topic messages and clean subscriptions")
+    func cleanup() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let token = fixture.registration.device.token
+                _ = try await store.subscribe(tokens: [token], to: "news", project: fixture.project)
+                _ = try await store.unsubscribe(tokens: [token], from: "news", project: fixture.project)
+                _ = try await store.enqueueTopicMessage(NewTopicMessage(project: fixture.project, target: .topic("news"), body: [1]))
+                try await waitForFanOut(store)
+                #expect(try await store.pendingMessages(for: fixture.device, after: nil, limit: 10).isEmpty)
+                _ = try await store.subscribe(tokens: [token], to: "news", project: fixture.project)
+                #expect(try await store.deleteProject(named: "shop"))
+                #expect(try await store.subscriptions(of: fixture.device).isEmpty)
+            }
+        }
+    }
+}
+
+/// Waits until no topic message is left to expand (bounded: fails after about a minute).
+func waitForFanOut(_ store: SQLiteStore) async throws {
+    for _ in 0..<6_000 {
+        if try await store.queueStatistics().topicMessagesExpanding == 0 {
+            return
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("the fan-out did not finish")
+}
