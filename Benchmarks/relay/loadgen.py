@@ -859,6 +859,7 @@ def run_latency(cfg: dict) -> dict:
         start_ns = now_ns() + int(0.3e9)
         load0 = os.getloadavg()
         srv0 = proc_cpu(cfg.get("server_pids") or [])
+        thr0 = {p: thread_cpu(p) for p in cfg.get("server_pids") or []}
         for p in range(cfg["pub_procs"]):
             pr = ctx.Process(target=publisher_main, args=(cfg, p, start_ns, pub_q), daemon=True)
             pr.start()
@@ -872,6 +873,8 @@ def run_latency(cfg: dict) -> dict:
             time.sleep(0.05)
         wall = (now_ns() - start_ns) / 1e9
         srv1 = proc_cpu(cfg.get("server_pids") or [])
+        out["server_threads"] = {p: thread_usage(thr0[p], thread_cpu(p), (now_ns() - start_ns) / 1e9)
+                                 for p in thr0}
         out["loadavg_during"] = os.getloadavg()
         out["loadavg_before"] = load0
         stop_ev.set()
@@ -900,6 +903,7 @@ def run_latency(cfg: dict) -> dict:
     out["achieved_rate"] = sum(r.get("sent", 0) for r in pub_results) / send_s if send_s else 0
     out["server_cpu_s"] = srv1 - srv0
     out["server_cpu_per_msg_us"] = (srv1 - srv0) / ok * 1e6 if ok else 0
+    out["server_cores"] = (srv1 - srv0) / wall if wall else 0
     out["wall_s"] = wall
     out["generator_cpu_s"] = {"publishers": [r.get("cpu_s") for r in pub_results],
                               "subscribers": [r.get("cpu_s") for r in sub_results]}
@@ -935,6 +939,35 @@ def proc_cpu(pids: list) -> float:
             except OSError:
                 pass
     return total / tick
+
+
+def thread_cpu(pid: int) -> dict:
+    """CPU seconds per thread of one process: {tid: [name, seconds]}."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                head, rest = f.read().rsplit(")", 1)
+            fields = rest.split()
+            out[tid] = [head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / tick]
+        except (OSError, IndexError):
+            pass
+    return out
+
+
+def thread_usage(before: dict, after: dict, wall: float) -> list:
+    """Busiest threads between two thread_cpu() readings: [name/tid, cores used], most first."""
+    rows = []
+    for tid, (name, cpu) in after.items():
+        used = cpu - before.get(tid, [name, 0.0])[1]
+        if used > 0:
+            rows.append([f"{name}/{tid}", round(used / wall, 3) if wall else 0])
+    return sorted(rows, key=lambda r: -r[1])[:8]
 
 
 def proc_mem(pids: list) -> dict:

@@ -154,6 +154,9 @@ def latency(target: str, port: int, rate: int, args, pids: list, devices=None, k
         f"p999 {lat.get('p999_us', 0):.0f} us, max {lat.get('max_us', 0):.0f} us, "
         f"achieved {r.get('achieved_rate', 0):.0f}/s, load {r.get('loadavg_during', ['?'])[0]}"
         + (f" ERROR {r['error']}" if r.get("error") else ""))
+    if r.get("server_threads"):
+        log(f"    server used {r.get('server_cores', 0):.2f} cores; busiest threads "
+            f"{list(r['server_threads'].values())[0][:4]}")
     for p in r.get("publishers", []):
         if p.get("first_errors") or p.get("error"):
             log(f"    publisher errors: {p.get('error') or p.get('first_errors')[:2]}")
@@ -185,8 +188,10 @@ def perf_summary(out_dir: str, name: str, limit: int = 25) -> str:
     data = os.path.join(out_dir, f"perf-{name}.data")
     if not os.path.exists(data):
         return ""
-    p = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso,symbol", "--stdio",
-                        "--percent-limit", "1", "-g", "none"], capture_output=True, text=True, timeout=300)
+    p = subprocess.run(["perf", "report", "-i", data, "--no-demangle", "--no-children", "--sort", "dso,symbol",
+                        "--stdio",
+                        "--percent-limit", "1", "-g", "none"], capture_output=True, text=True, timeout=300,
+                       stdin=subprocess.DEVNULL)
     text = p.stdout
     try:  # Swift symbols are mangled; swift-demangle (with the toolchain) makes them readable
         text = subprocess.run(["swift-demangle", "--simplified"], input=text, capture_output=True, text=True,
@@ -229,8 +234,24 @@ def phase_pushrelay_sends(work: str, args, res: dict) -> None:
         json.dump({**SCENARIO_BODY, "to": devices[0]["token"]}, f)
     rec = perf_record(s.pid, 8, work, "sends") if args.perf else None
     cpu0 = loadgen.proc_cpu([s.pid])
+    thr0 = loadgen.thread_cpu(s.pid)
+    c0 = commit_stats(s.port)
+    syncs = SyncCounter(s.pid)
+    t0 = time.monotonic()
     res["a_pushrelay"] = h2load(url, body_file, headers, args.h2_n, args.h2_c, args.h2_m)
+    wall = time.monotonic() - t0
+    n_sync = syncs.stop()
+    res["a_pushrelay"]["fsyncs"] = n_sync
+    if n_sync:
+        res["a_pushrelay"]["sends_per_fsync"] = res["a_pushrelay"].get("done", 0) / n_sync
+        log(f"    {n_sync} fsync/fdatasync calls: {res['a_pushrelay']['sends_per_fsync']:.1f} sends per sync")
+    res["a_pushrelay"]["commits"] = commit_delta(c0, commit_stats(s.port), res["a_pushrelay"].get("done", 0), wall)
+    log(f"    commits: {res['a_pushrelay']['commits']}")
     res["a_pushrelay"]["server_cpu_s"] = loadgen.proc_cpu([s.pid]) - cpu0
+    res["a_pushrelay"]["server_cores"] = res["a_pushrelay"]["server_cpu_s"] / wall
+    res["a_pushrelay"]["server_threads"] = loadgen.thread_usage(thr0, loadgen.thread_cpu(s.pid), wall)
+    log(f"    daemon used {res['a_pushrelay']['server_cores']:.2f} cores; busiest threads "
+        f"{res['a_pushrelay']['server_threads'][:4]}")
     if rec:
         rec.wait(timeout=60)
         res["a_perf"] = perf_summary(work, "sends")
@@ -268,6 +289,58 @@ def fdatasync_ms(directory: str, n: int = 200) -> dict:
         os.unlink(path)
     times.sort()
     return {"p50": times[n // 2], "p90": times[int(n * 0.9)], "p99": times[int(n * 0.99)], "max": times[-1]}
+
+
+class SyncCounter:
+    """Counts the daemon's fsync/fdatasync calls (perf tracepoints) between start and stop; None without perf."""
+
+    def __init__(self, pid: int):
+        self.proc = None
+        try:
+            self.proc = subprocess.Popen(["perf", "stat", "-x", ",", "-e",
+                                          "syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync", "-p", str(pid)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        except OSError:
+            pass
+
+    def stop(self):
+        if self.proc is None:
+            return None
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            _, err = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return None
+        total = 0
+        for line in err.splitlines():
+            parts = line.split(",")
+            if len(parts) > 2 and parts[2].startswith("syscalls:") and parts[0].strip().isdigit():
+                total += int(parts[0])
+        return total
+
+
+def commit_stats(port: int) -> dict:
+    """The daemon's commit histogram from /metrics: commits so far and seconds spent committing."""
+    import urllib.request
+    out = {}
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    except OSError as e:
+        return {"error": repr(e)}
+    for line in text.splitlines():
+        for key in ("pushrelay_store_commit_duration_seconds_count", "pushrelay_store_commit_duration_seconds_sum"):
+            if line.startswith(key + " "):
+                out[key.rsplit("_", 1)[1]] = float(line.split()[1])
+    return out
+
+
+def commit_delta(before: dict, after: dict, messages: int, wall: float) -> dict:
+    n = after.get("count", 0) - before.get("count", 0)
+    busy = after.get("sum", 0) - before.get("sum", 0)
+    return {"commits": n, "mean_commit_ms": busy / n * 1000 if n else None,
+            "writer_busy_share": busy / wall if wall else None,
+            "messages_per_commit": messages / n if n else None}
 
 
 def du(path: str) -> int:
@@ -329,8 +402,16 @@ def phase_pushrelay_stream(work: str, args, res: dict) -> None:
     for rate in args.rates:
         s, project, devices = pushrelay_with_devices(work, args, f"pushrelay-{rate}", args.listeners)
         rec = perf_record(s.pid, min(8, args.duration), work, f"stream-{rate}") if args.perf else None
-        res["b_pushrelay"][str(rate)] = latency("pushrelay", s.port, rate, args, [s.pid], devices,
-                                                project["server_key"])
+        c0 = commit_stats(s.port)
+        syncs = SyncCounter(s.pid)
+        r = latency("pushrelay", s.port, rate, args, [s.pid], devices, project["server_key"])
+        r["fsyncs"] = syncs.stop()
+        if r["fsyncs"]:
+            log(f"    {r['fsyncs']} fsync/fdatasync calls (sends and acks): "
+                f"{r.get('sent_ok', 0) / r['fsyncs']:.1f} sends per sync")
+        r["commits"] = commit_delta(c0, commit_stats(s.port), r.get("sent_ok", 0), r.get("wall_s", 0))
+        log(f"    commits (sends and acks): {r['commits']}")
+        res["b_pushrelay"][str(rate)] = r
         if rec:
             rec.wait(timeout=60)
             res[f"b_perf_{rate}"] = perf_summary(work, f"stream-{rate}")
@@ -425,9 +506,12 @@ def table(res: dict, args) -> str:
     a_ng = res.get("a_nghttpd", {}).get("req_per_s")
     rows.append(f"| (a) durable single-token sends/s (h2load -n {args.h2_n} -c {args.h2_c} -m {args.h2_m} -t 1) | "
                 f"{fmt(a_pr)} | nghttpd (no store): {fmt(a_ng)} | | {ratio(a_pr, a_ng)} of nghttpd |")
+    if res.get("a_pushrelay", {}).get("sends_per_fsync"):
+        rows.append(f"| (a) sends per fsync (group commit) | {fmt(res['a_pushrelay']['sends_per_fsync'], 1)} | | | |")
     a_cpu = res.get("a_pushrelay", {}).get("server_cpu_s")
     if a_cpu and res.get("a_pushrelay", {}).get("done"):
-        rows.append(f"| (a) daemon CPU per send (us) | {fmt(a_cpu / res['a_pushrelay']['done'] * 1e6, 1)} | | | |")
+        rows.append(f"| (a) daemon CPU per send (us) / cores used | {fmt(a_cpu / res['a_pushrelay']['done'] * 1e6, 1)}"
+                    f" / {fmt(res['a_pushrelay'].get('server_cores'), 2)} | | | |")
     for rate in args.rates:
         b = {t: res.get(f"b_{t}", {}).get(str(rate), {}) for t in ("pushrelay", "nchan", "mosquitto")}
         for q in ("p50", "p99", "p999", "max"):
