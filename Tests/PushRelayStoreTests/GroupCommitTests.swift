@@ -1,3 +1,4 @@
+import PushRelayCore
 import Testing
 @testable import PushRelayStore
 

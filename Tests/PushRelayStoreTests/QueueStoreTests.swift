@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import PushRelayCore
 import Testing
 @testable import PushRelayStore
 
