@@ -195,7 +195,9 @@ final class WriteTransaction {
 
     /// Deletes the device's messages up to and including `upTo`.
     func acknowledge(device: DeviceID, upTo: MessageID) throws(StoreError) -> Int {
-        let delete = try self.connection.statement("DELETE FROM messages INDEXED BY messages_queue WHERE device_id = ?1 AND id <= ?2")
+        let delete = try self.connection.statement(
+            "DELETE FROM messages INDEXED BY messages_queue WHERE device_id = ?1 AND id <= ?2"
+        )
         try delete.bind(device.rawValue, at: 1)
         try delete.bind(upTo.rowValue, at: 2)
         try delete.run()

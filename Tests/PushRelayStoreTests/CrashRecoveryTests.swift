@@ -1,5 +1,6 @@
 import PushRelayCore
 import Foundation
+import PushRelayCore
 import Testing
 @testable import PushRelayStore
 

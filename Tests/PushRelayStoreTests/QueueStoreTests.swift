@@ -1,6 +1,7 @@
 import PushRelayCore
 import Foundation
 import NIOConcurrencyHelpers
+import PushRelayCore
 import Testing
 @testable import PushRelayStore
 
