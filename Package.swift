@@ -94,7 +94,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PushRelayTLSTests",
-            dependencies: ["PushRelayTLS", "PushRelayHTTP", nio, nioPosix, nioEmbedded, httpTypes, logging],
+            dependencies: ["PushRelayTLS", "PushRelayHTTP", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "PushRelayCoreTests", dependencies: ["PushRelayCore"], swiftSettings: swiftSettings),

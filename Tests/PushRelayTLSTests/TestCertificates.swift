@@ -1,0 +1,67 @@
+import Foundation
+
+/// A throw-away PKI made with the `openssl` command in a temp directory: a CA, two server certificates for
+/// `localhost`/127.0.0.1 told apart by serial number (A1, B2), a key that matches neither, an expired
+/// certificate, and a second CA that signed nothing we serve.
+struct TestCertificates: Sendable {
+    let directory: URL
+
+    var caFile: String { path("ca.pem") }
+    var otherCAFile: String { path("other-ca.pem") }
+    /// Serial A1, its key `serverKeyA`.
+    var serverCertificateA: String { path("server-a.pem") }
+    var serverKeyA: String { path("server-a.key") }
+    /// Serial B2, its key `serverKeyB`.
+    var serverCertificateB: String { path("server-b.pem") }
+    var serverKeyB: String { path("server-b.key") }
+    /// Serial C3, expired yesterday; key `serverKeyA`.
+    var expiredCertificate: String { path("expired.pem") }
+    var unrelatedKey: String { path("unrelated.key") }
+
+    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    static func make() async throws -> TestCertificates {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("pushrelay-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let certificates = TestCertificates(directory: directory)
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(
+            toFile: certificates.path("san.ext"), atomically: true, encoding: .utf8)
+        try await certificates.run(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=PushRelay Test CA"])
+        try await certificates.run(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", "other-ca.key", "-out", "other-ca.pem", "-days", "2", "-subj", "/CN=Other Test CA"])
+        for (name, serial, days, key) in [
+            ("server-a", "0xA1", "2", "server-a"), ("server-b", "0xB2", "2", "server-b"),
+            ("expired", "0xC3", "-1", "server-a"),
+        ] {
+            if name == key {
+                try await certificates.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-out", "\(key).key"])
+            }
+            try await certificates.run(["req", "-new", "-key", "\(key).key", "-out", "\(name).csr",
+                "-subj", "/CN=localhost"])
+            try await certificates.run(["x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-set_serial", serial, "-days", days, "-extfile", "san.ext", "-out", "\(name).pem"])
+        }
+        try await certificates.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-out", "unrelated.key"])
+        return certificates
+    }
+
+    private func run(_ arguments: [String]) async throws {
+        let result = try await ProcessRunner.run("openssl", arguments, workingDirectory: directory.path)
+        guard result.status == 0 else {
+            throw TestFailure("openssl \(arguments.joined(separator: " ")) failed: \(result.standardError)")
+        }
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
