@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import PushRelayTLS
@@ -18,19 +19,22 @@ final class TestTLSClientConnection: Sendable {
         port: Int,
         serverHostname: String = "localhost"
     ) async throws -> TestTLSClientConnection {
+        // The recorder is kept from the initializer: a failed handshake may tear the pipeline down before
+        // `connect` returns.
+        let made = NIOLockedValueBox<NIOLoopBound<Recorder>?>(nil)
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    let recorder = Recorder(eventLoop: channel.eventLoop)
+                    made.withLockedValue { $0 = NIOLoopBound(recorder, eventLoop: channel.eventLoop) }
                     try channel.pipeline.syncOperations.addHandler(
                         try context.makeHandler(serverHostname: serverHostname))
-                    try channel.pipeline.syncOperations.addHandler(Recorder(eventLoop: channel.eventLoop))
+                    try channel.pipeline.syncOperations.addHandler(recorder)
                 }
             }
             .connect(host: "127.0.0.1", port: port)
             .get()
-        let recorder = try await channel.eventLoop.submit {
-            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: Recorder.self), eventLoop: channel.eventLoop)
-        }.get()
+        let recorder = made.withLockedValue { $0 }!
         return TestTLSClientConnection(channel: channel, recorder: recorder)
     }
 
