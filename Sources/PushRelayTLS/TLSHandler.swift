@@ -246,7 +246,11 @@ final class TLSHandler: ChannelDuplexHandler {
         }
         written.futureResult.assumeIsolated().whenComplete { _ in
             timer.cancel()
-            context.close(mode: .all, promise: promise)
+            if context.channel.isActive {
+                context.close(mode: .all, promise: promise)
+            } else if let promise {
+                context.channel.closeFuture.cascade(to: promise)
+            }
         }
     }
 
