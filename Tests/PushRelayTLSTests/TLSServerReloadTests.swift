@@ -83,6 +83,7 @@ struct TLSServerReloadTests {
             (certificates.expiredCertificate, certificates.serverKeyA, .certificateExpired),
             (certificates.serverKeyA, certificates.serverKeyA, .certificateUnreadable),
             (certificates.serverCertificateB, certificates.serverCertificateB, .privateKeyUnreadable),
+            (certificates.serverCertificateA, certificates.encryptedKey, .privateKeyUnreadable),
         ]
         for (certificate, key, code) in cases {
             try install(certificate, key, into: certificates)
@@ -96,8 +97,30 @@ struct TLSServerReloadTests {
         #expect(missing?.message.contains("live.pem") == true)
 
         #expect(try await servedSerial(server.port, certificates) == "serial=A1")
-        #expect(logs.messages("TLS certificate reload refused; still serving the previous certificate").count == 6)
+        #expect(logs.messages("TLS certificate reload refused; still serving the previous certificate").count == 7)
         try await server.stop()
+    }
+
+    @Test("a full chain (leaf + intermediate) is served and verifies against the root alone")
+    func fullChain() async throws {
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        let context = try TLSServerContext(
+            configuration: TLSServerConfiguration(
+                certificateChainFile: certificates.chainedFullChain, privateKeyFile: certificates.chainedKey),
+            logger: RecordingLogHandler.makeLogger().0
+        )
+        #expect(context.certificate.issuer == "CN=PushRelay Test Intermediate")
+        let server = try await TestTLSServer.start(context)
+        let result = try await ProcessRunner.run(
+            "openssl",
+            ["s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-CAfile",
+             certificates.caFile, "-verify_hostname", "localhost", "-verify_return_error"],
+            timeoutSeconds: 30
+        )
+        try await server.stop()
+        #expect(result.combined.contains("Verify return code: 0 (ok)"), "\(result.combined)")
+        #expect(result.combined.contains("1 s:CN = PushRelay Test Intermediate"), "\(result.combined)")
     }
 
     @Test("an expired certificate is accepted at start with a warning, so a lapsed renewal cannot keep the daemon down")

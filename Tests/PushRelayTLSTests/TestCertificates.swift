@@ -17,6 +17,11 @@ struct TestCertificates: Sendable {
     /// Serial C3, expired yesterday; key `serverKeyA`.
     var expiredCertificate: String { path("expired.pem") }
     var unrelatedKey: String { path("unrelated.key") }
+    /// `serverKeyA` encrypted with a passphrase.
+    var encryptedKey: String { path("encrypted.key") }
+    /// Serial D4, signed by an intermediate CA: the leaf then the intermediate, as Let's Encrypt's fullchain.pem.
+    var chainedFullChain: String { path("chained-fullchain.pem") }
+    var chainedKey: String { path("chained.key") }
 
     func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
@@ -46,7 +51,26 @@ struct TestCertificates: Sendable {
         }
         try await certificates.run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
             "-out", "unrelated.key"])
+        try await certificates.run(["pkey", "-in", "server-a.key", "-aes256", "-passout", "pass:not-a-secret",
+            "-out", "encrypted.key"])
+        try await certificates.makeChain()
         return certificates
+    }
+
+    private func makeChain() async throws {
+        try "basicConstraints=critical,CA:true\nkeyUsage=critical,keyCertSign,cRLSign\n".write(
+            toFile: path("ca.ext"), atomically: true, encoding: .utf8)
+        try await run(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", "intermediate.key", "-out", "intermediate.csr", "-subj", "/CN=PushRelay Test Intermediate"])
+        try await run(["x509", "-req", "-in", "intermediate.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-set_serial", "0x1D", "-days", "2", "-extfile", "ca.ext", "-out", "intermediate.pem"])
+        try await run(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", "chained.key", "-out", "chained.csr", "-subj", "/CN=localhost"])
+        try await run(["x509", "-req", "-in", "chained.csr", "-CA", "intermediate.pem", "-CAkey", "intermediate.key",
+            "-set_serial", "0xD4", "-days", "2", "-extfile", "san.ext", "-out", "chained.pem"])
+        let chain = try String(contentsOfFile: path("chained.pem"), encoding: .utf8)
+            + String(contentsOfFile: path("intermediate.pem"), encoding: .utf8)
+        try chain.write(toFile: chainedFullChain, atomically: true, encoding: .utf8)
     }
 
     private func run(_ arguments: [String]) async throws {

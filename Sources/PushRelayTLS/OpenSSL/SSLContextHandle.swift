@@ -127,7 +127,8 @@ final class SSLContextHandle: @unchecked Sendable {
             throw OpenSSLErrorQueue.error(.privateKeyUnreadable, "cannot open private key \(file)")
         }
         defer { BIO_free(bio) }
-        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+        // A password callback that declines: an encrypted key fails here instead of prompting on a terminal.
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil) else {
             throw OpenSSLErrorQueue.error(.privateKeyUnreadable, "cannot read a PEM private key from \(file)")
         }
         defer { EVP_PKEY_free(key) }
