@@ -27,15 +27,21 @@ public final class TLSClientContext: Sendable {
     /// the handshake when the channel becomes active, fires `TLSHandshakeCompleted` (read `applicationProtocol`
     /// to choose HTTP/2 or HTTP/1.1), and reports a failed handshake as a `TLSError` through `errorCaught`
     /// (code `certificateVerificationFailed` for an untrusted chain or a wrong host name), then closes.
-    public func makeHandler(serverHostname: String) throws(TLSError) -> any ChannelHandler {
-        let connection = try SSLConnection(client: handle, serverHostname: serverHostname)
+    /// A host name OpenSSL refuses (e.g. one with a NUL byte) is reported the same way, with code
+    /// `invalidConfiguration`, when the channel becomes active.
+    public func makeHandler(serverHostname: String) -> any ChannelHandler {
         var logger = self.logger
         logger[metadataKey: "tls.server"] = "\(serverHostname)"
-        return TLSHandler(
-            connection: connection,
-            role: .client,
-            handshakeTimeout: configuration.handshakeTimeout,
-            logger: logger
-        )
+        do {
+            let connection = try SSLConnection(client: handle, serverHostname: serverHostname)
+            return TLSHandler(
+                connection: connection,
+                role: .client,
+                handshakeTimeout: configuration.handshakeTimeout,
+                logger: logger
+            )
+        } catch {
+            return FailedTLSHandler(error: error, logger: logger)
+        }
     }
 }

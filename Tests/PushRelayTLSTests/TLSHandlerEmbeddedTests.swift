@@ -72,7 +72,7 @@ struct TLSHandlerEmbeddedTests {
         let serverApp = ApplicationRecorder()
         let client = EmbeddedChannel()
         let server = EmbeddedChannel()
-        try client.pipeline.syncOperations.addHandlers([try clientContext.makeHandler(serverHostname: "localhost"), clientApp])
+        try client.pipeline.syncOperations.addHandlers([clientContext.makeHandler(serverHostname: "localhost"), clientApp])
         try server.pipeline.syncOperations.addHandlers([serverContext.makeHandler(), serverApp])
         return Pair(client: client, server: server, clientApp: clientApp, serverApp: serverApp)
     }
@@ -214,5 +214,19 @@ struct TLSHandlerEmbeddedTests {
         #expect((pair.serverApp.errors.first as? TLSError)?.code == .protocolError)
         #expect(!pair.server.isActive)
         #expect(pair.serverApp.received.readableBytes == 0)
+    }
+
+    @Test("a host name OpenSSL refuses is reported through errorCaught when the channel becomes active")
+    func invalidHostName() throws {
+        let context = try TLSClientContext(logger: RecordingLogHandler.makeLogger().0)
+        let recorder = ApplicationRecorder()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandlers([
+            context.makeHandler(serverHostname: String(repeating: "a", count: 300)), recorder,
+        ])
+        #expect(recorder.errors.isEmpty)
+        try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        #expect((recorder.errors.first as? TLSError)?.code == .invalidConfiguration)
+        #expect(!channel.isActive)
     }
 }

@@ -28,7 +28,7 @@ final class TestTLSClientConnection: Sendable {
                     let recorder = Recorder(eventLoop: channel.eventLoop)
                     made.withLockedValue { $0 = NIOLoopBound(recorder, eventLoop: channel.eventLoop) }
                     try channel.pipeline.syncOperations.addHandler(
-                        try context.makeHandler(serverHostname: serverHostname))
+                        context.makeHandler(serverHostname: serverHostname))
                     try channel.pipeline.syncOperations.addHandler(recorder)
                 }
             }
