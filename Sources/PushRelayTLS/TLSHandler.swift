@@ -24,14 +24,6 @@ final class TLSHandler: ChannelDuplexHandler {
         case client
     }
 
-    private enum State {
-        case idle
-        case handshaking
-        case active
-        case closing
-        case closed
-    }
-
     /// Plaintext is encrypted in pieces of this size: one full TLS record each.
     private static let recordSize = 16_384
     /// How long `close` waits for close_notify to leave before closing anyway.
@@ -41,9 +33,8 @@ final class TLSHandler: ChannelDuplexHandler {
     private let role: Role
     private let handshakeTimeout: TimeAmount
     private var logger: Logger
-    private var state = State.idle
+    private var state = StateMachine()
     private var pendingWrites = CircularBuffer<(data: ByteBuffer, promise: EventLoopPromise<Void>?)>()
-    private var flushPending = false
     private var handshakeTimer: Scheduled<Void>?
     private var failureReported = false
 
@@ -74,8 +65,7 @@ final class TLSHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        let wasHandshaking = state == .handshaking || state == .idle
-        state = .closed
+        let wasHandshaking = state.channelInactive()
         handshakeTimer?.cancel()
         handshakeTimer = nil
         failPendingWrites(ChannelError.ioOnClosedChannel)
@@ -89,13 +79,11 @@ final class TLSHandler: ChannelDuplexHandler {
     }
 
     private func start(context: ChannelHandlerContext) {
-        guard state == .idle else { return }
-        state = .handshaking
+        guard state.channelActive() else { return }
         if let remote = context.channel.remoteAddress {
             logger[metadataKey: "tls.peer"] = "\(remote)"
         }
         handshakeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: handshakeTimeout) { [self] in
-            guard state == .handshaking else { return }
             handshakeFailed(
                 TLSError(code: .handshakeTimeout, message: "handshake not completed within \(handshakeTimeout)"),
                 context: context
@@ -110,12 +98,18 @@ final class TLSHandler: ChannelDuplexHandler {
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard state == .handshaking || state == .active else { return }
-        connection.feed(unwrapInboundIn(data))
-        if state == .handshaking {
+        switch state.channelRead() {
+        case .ignore:
+            return
+        case .feedAndHandshake:
+            connection.feed(unwrapInboundIn(data))
             advanceHandshake(context: context)
-        }
-        if state == .active {
+            // The peer's first plaintext may have come with its last handshake message.
+            if state.isActive {
+                readPlaintext(context: context)
+            }
+        case .feedAndRead:
+            connection.feed(unwrapInboundIn(data))
             readPlaintext(context: context)
         }
     }
@@ -128,7 +122,7 @@ final class TLSHandler: ChannelDuplexHandler {
         case .failed(let error):
             handshakeFailed(error, context: context)
         case .complete:
-            state = .active
+            let flushPending = state.handshakeCompleted()
             handshakeTimer?.cancel()
             handshakeTimer = nil
             // A server's last flight (or a client's Finished) goes out now.
@@ -147,8 +141,7 @@ final class TLSHandler: ChannelDuplexHandler {
                 ]
             )
             context.fireUserInboundEventTriggered(event)
-            if flushPending, state == .active {
-                flushPending = false
+            if flushPending, state.isActive {
                 encryptPendingWrites(context: context)
                 context.flush()
             }
@@ -170,12 +163,11 @@ final class TLSHandler: ChannelDuplexHandler {
             break
         case .closeNotify:
             // The peer is done; answer with our close_notify and close.
-            if state == .active {
+            if state.closeNotifyReceived() {
                 closeGracefully(context: context, promise: nil)
             }
         case .failed(let error):
-            if state == .active {
-                state = .closing
+            if state.recordFailed() {
                 context.fireErrorCaught(error)
                 context.close(promise: nil)
             }
@@ -185,22 +177,22 @@ final class TLSHandler: ChannelDuplexHandler {
     // MARK: Outbound
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch state {
-        case .idle, .handshaking, .active:
+        switch state.write() {
+        case .buffer:
             pendingWrites.append((unwrapOutboundIn(data), promise))
-        case .closing, .closed:
+        case .fail:
             promise?.fail(ChannelError.ioOnClosedChannel)
         }
     }
 
     func flush(context: ChannelHandlerContext) {
-        switch state {
-        case .idle, .handshaking:
-            flushPending = true
-        case .active:
+        switch state.flush() {
+        case .deferred:
+            break
+        case .encryptAndFlush:
             encryptPendingWrites(context: context)
             context.flush()
-        case .closing, .closed:
+        case .flush:
             context.flush()
         }
     }
@@ -210,29 +202,27 @@ final class TLSHandler: ChannelDuplexHandler {
             context.close(mode: mode, promise: promise)
             return
         }
-        switch state {
-        case .active:
+        switch state.close() {
+        case .closeGracefully:
             // Writes not flushed before close are dropped, as NIO does for a plain socket.
             failPendingWrites(ChannelError.ioOnClosedChannel)
             closeGracefully(context: context, promise: promise)
-        case .idle, .handshaking:
-            state = .closing
+        case .closeNow:
             handshakeTimer?.cancel()
             handshakeTimer = nil
             failPendingWrites(ChannelError.ioOnClosedChannel)
             context.close(mode: .all, promise: promise)
-        case .closing:
+        case .joinClose:
             if let promise {
                 context.channel.closeFuture.cascade(to: promise)
             }
-        case .closed:
+        case .alreadyClosed:
             promise?.fail(ChannelError.alreadyClosed)
         }
     }
 
     /// Sends close_notify, then closes once it is written (or after `closeNotifyTimeout`).
     private func closeGracefully(context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
-        state = .closing
         connection.shutdown()
         let written = context.eventLoop.makePromise(of: Void.self)
         if sendCiphertext(context: context, promise: written) {
@@ -283,9 +273,10 @@ final class TLSHandler: ChannelDuplexHandler {
         }
         if let failure {
             for promise in promises { promise.fail(failure) }
-            state = .closing
-            context.fireErrorCaught(failure)
-            context.close(promise: nil)
+            if state.recordFailed() {
+                context.fireErrorCaught(failure)
+                context.close(promise: nil)
+            }
             return
         }
         let combined: EventLoopPromise<Void>?
@@ -315,7 +306,7 @@ final class TLSHandler: ChannelDuplexHandler {
     // MARK: Failures
 
     private func handshakeFailed(_ error: TLSError, context: ChannelHandlerContext) {
-        state = .closing
+        guard state.handshakeFailed() else { return }
         handshakeTimer?.cancel()
         handshakeTimer = nil
         failPendingWrites(error)
@@ -350,6 +341,5 @@ final class TLSHandler: ChannelDuplexHandler {
         while let (_, promise) = pendingWrites.popFirst() {
             promise?.fail(error)
         }
-        flushPending = false
     }
 }
