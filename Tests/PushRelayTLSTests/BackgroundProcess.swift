@@ -20,7 +20,7 @@ final class BackgroundProcess: Sendable {
         try process.run()
     }
 
-    var output: String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
+    var output: String { ProcessRunner.readText(outputURL) }
 
     /// Waits (bounded) until the output contains `text`.
     func waitForOutput(_ text: String, attempts: Int = 200) async throws {

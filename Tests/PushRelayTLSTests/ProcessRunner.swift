@@ -53,8 +53,15 @@ enum ProcessRunner {
         }
         return Result(
             status: status,
-            standardOutput: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
-            standardError: (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+            standardOutput: readText(outURL),
+            standardError: readText(errURL)
         )
+    }
+
+    /// The file's text (read through a FileHandle: `String(contentsOf:)` trips LeakSanitizer in swift-foundation).
+    static func readText(_ url: URL) -> String {
+        guard let handle = try? FileHandle(forReadingFrom: url) else { return "" }
+        defer { try? handle.close() }
+        return String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
     }
 }

@@ -38,6 +38,12 @@ struct TLSHandlerEmbeddedTests {
         /// Ciphertext buffers the client wrote below its TLS handler, counted.
         var clientWrites = 0
 
+        /// Closes what is still open and runs the loops, so the pipelines are torn down (no leaked handlers).
+        func finish() {
+            _ = try? client.finish(acceptAlreadyClosed: true)
+            _ = try? server.finish(acceptAlreadyClosed: true)
+        }
+
         /// Moves ciphertext both ways until neither side has anything left to send.
         mutating func interact() throws {
             var moved = true
@@ -103,6 +109,7 @@ struct TLSHandlerEmbeddedTests {
 
     private func handshakeAndEarlyWrites(_ certificates: TestCertificates) throws {
         var pair = try makePair(certificates)
+        defer { pair.finish() }
         let address = try SocketAddress(ipAddress: "127.0.0.1", port: 443)
         try pair.server.connect(to: address).wait()
         try pair.client.connect(to: address).wait()
@@ -117,8 +124,6 @@ struct TLSHandlerEmbeddedTests {
         pair.server.pipeline.syncOperations.writeAndFlush(NIOAny(ByteBuffer(string: "reply")), promise: nil)
         try pair.interact()
         #expect(String(buffer: pair.clientApp.received) == "reply")
-        _ = try? pair.client.finish()
-        _ = try? pair.server.finish()
     }
 
     @Test("many small writes before one flush arrive intact and are coalesced into few records")
@@ -130,6 +135,7 @@ struct TLSHandlerEmbeddedTests {
 
     private func coalescedWrites(_ certificates: TestCertificates) throws {
         var pair = try makePair(certificates)
+        defer { pair.finish() }
         try connect(&pair)
         pair.clientWrites = 0
         var expected = ByteBuffer()
@@ -149,8 +155,6 @@ struct TLSHandlerEmbeddedTests {
         #expect(promises.allSatisfy { $0.isFulfilled && !$0.failed })
         #expect(pair.serverApp.received == expected)
         #expect(pair.clientWrites == 1)
-        _ = try? pair.client.finish()
-        _ = try? pair.server.finish()
     }
 
     @Test("close sends close_notify; the peer answers with its own and closes; later writes fail")
@@ -162,6 +166,7 @@ struct TLSHandlerEmbeddedTests {
 
     private func closeNotify(_ certificates: TestCertificates) throws {
         var pair = try makePair(certificates)
+        defer { pair.finish() }
         try connect(&pair)
         let unflushed = Outcome(pair.client.pipeline.syncOperations.write(NIOAny(ByteBuffer(string: "never flushed"))))
         let closed = Outcome(pair.client.pipeline.close())
@@ -186,6 +191,7 @@ struct TLSHandlerEmbeddedTests {
 
     private func clientHandshakeTimeout(_ certificates: TestCertificates) throws {
         let pair = try makePair(certificates)
+        defer { pair.finish() }
         try pair.client.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         #expect(try pair.client.readOutbound(as: ByteBuffer.self) != nil)  // the ClientHello
         pair.client.embeddedEventLoop.advanceTime(by: .seconds(9))
@@ -205,6 +211,7 @@ struct TLSHandlerEmbeddedTests {
 
     private func corruptedRecord(_ certificates: TestCertificates) throws {
         var pair = try makePair(certificates)
+        defer { pair.finish() }
         try connect(&pair)
         pair.client.pipeline.syncOperations.writeAndFlush(NIOAny(ByteBuffer(string: "secret")), promise: nil)
         var record = try #require(try pair.client.readOutbound(as: ByteBuffer.self))
@@ -228,5 +235,6 @@ struct TLSHandlerEmbeddedTests {
         try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         #expect((recorder.errors.first as? TLSError)?.code == .invalidConfiguration)
         #expect(!channel.isActive)
+        _ = try? channel.finish(acceptAlreadyClosed: true)
     }
 }
