@@ -75,7 +75,7 @@ let package = Package(
         // What apps and test hosts link.
         .target(
             name: "PushRelayClient",
-            dependencies: ["PushRelayHTTP", "PushRelayTLS", nio, nioPosix, nioConcurrency, httpTypes, logging],
+            dependencies: ["PushRelayHTTP", "PushRelayTLS", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -110,7 +110,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PushRelayClientTests",
-            dependencies: ["PushRelayClient", "PushRelayCore"],
+            dependencies: ["PushRelayClient", "PushRelayCore", nio, nioPosix, nioHTTP1, logging],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -5,6 +5,6 @@ struct PushRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushrelay",
         abstract: "FCM-compatible push notification relay.",
-        subcommands: []
+        subcommands: [ListenCommand.self]
     )
 }
