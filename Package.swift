@@ -75,7 +75,9 @@ let package = Package(
         // What apps and test hosts link.
         .target(
             name: "PushRelayClient",
-            dependencies: ["PushRelayHTTP", "PushRelayTLS", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging],
+            dependencies: [
+                "PushRelayHTTP", "PushRelayTLS", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging,
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -44,8 +44,8 @@ public struct PushClientConfiguration: Sendable {
     public var credentials: PushCredentials?
     /// A file to keep the credentials in: read at start when it exists, written after registering.
     public var credentialsFile: URL?
-    /// Reconnection backoff. Default: ``BackoffPolicy/init(base:maximum:multiplier:jitter:stableAfter:maximumAttempts:)``
-    /// defaults (0.5 s doubling to 30 s, full jitter, unlimited attempts).
+    /// Reconnection backoff. Default: ``BackoffPolicy``'s defaults (0.5 s doubling to 30 s, full jitter, unlimited
+    /// attempts).
     public var backoff: BackoffPolicy
     /// A stream silent (no message, no heartbeat) for this long is declared dead and replaced. Default 60 s;
     /// keep it above twice the relay's heartbeat interval.

@@ -63,7 +63,9 @@ struct ListenCommand: AsyncParsableCommand {
     var verbose = false
 
     func validate() throws {
-        guard URL(string: server)?.host != nil else { throw ValidationError("--server must be a URL like http://host:port") }
+        guard URL(string: server)?.host != nil else {
+            throw ValidationError("--server must be a URL like http://host:port")
+        }
         let registers = project != nil || clientKey != nil
         if registers && (project == nil || clientKey == nil) {
             throw ValidationError("--project and --client-key go together")
@@ -91,6 +93,7 @@ struct ListenCommand: AsyncParsableCommand {
             throw ValidationError("\(error)")
         }
         let output = ListenOutput(json: json)
+        let states = client.states()
         if client.credentials == nil {
             let credentials = try await client.register()
             if let save { try credentials.save(to: URL(fileURLWithPath: save)) }
@@ -103,7 +106,7 @@ struct ListenCommand: AsyncParsableCommand {
         let wanted = count
         let outcome = try await withThrowingTaskGroup(of: Outcome.self) { group in
             group.addTask {
-                for await state in client.states() {
+                for await state in states {
                     output.state(state)
                 }
                 return .statesEnded
