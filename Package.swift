@@ -112,7 +112,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PushRelayClientTests",
-            dependencies: ["PushRelayClient", "PushRelayCore", nio, nioPosix, nioHTTP1, logging],
+            dependencies: [
+                "PushRelayClient", "PushRelayCore", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
