@@ -23,7 +23,8 @@ import NIOConcurrencyHelpers
 /// ## Reconnection
 /// A lost, refused or silent stream (nothing for ``PushClientConfiguration/heartbeatTimeout``) is replaced after a
 /// backoff delay (``BackoffPolicy``), resuming with `Last-Event-ID`. Refused credentials (401/403) and an unknown
-/// device (404) stop the client with ``PushClientState/failed(message:)``.
+/// device (404) stop the client with ``PushClientState/failed(message:)``. A `retry:` field on the stream is
+/// ignored: the backoff policy decides. On the HTTP/1.1 transport each acknowledgement is its own connection.
 ///
 /// ## Observers
 /// ``SalesMessageViewModel`` (and its delegate), ``states()`` and ``salesNotifications()`` are fed from one source
