@@ -1,6 +1,5 @@
 import PushRelayCore
 import Foundation
-import PushRelayCore
 import Testing
 @testable import PushRelayStore
 

@@ -1,7 +1,6 @@
 import PushRelayCore
 import Foundation
 import NIOConcurrencyHelpers
-import PushRelayCore
 import Testing
 @testable import PushRelayStore
 
