@@ -90,6 +90,13 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
     }
 
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A malformed request: HTTPServerProtocolErrorHandler has answered 400; this end closes the connection.
+        shared.logger.debug("closing HTTP/1.1 connection", metadata: ["http.error": "\(error)"])
+        abandonRequest()
+        context.close(promise: nil)
+    }
+
     // MARK: Requests
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
