@@ -55,9 +55,6 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         ]
     }
 
-    /// Bytes buffered in the streaming writer (test hook).
-    var bufferedStreamBytes: Int { 0 }
-
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
     }
