@@ -14,8 +14,9 @@ import Testing
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: ServeHealthzTests.binary)))
     func serveAnswersHealthzAndStopsOnSIGTERM() async throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--log-level", "warning"]
+        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("pushrelay-healthz-\(UUID().uuidString)")
+        // Through the signal-unblocking wrapper: the daemon must see SIGTERM.
+        configure(process, Self.binary, ["serve", "--listen", "127.0.0.1:0", "--log-level", "warning", "--data-dir", dataDir.path])
         let output = Pipe()
         process.standardOutput = output
         try process.run()
