@@ -147,7 +147,8 @@ struct QueueStoreTests {
                     _ = try await daemon.enqueue([NewMessage(device: fixture.device, body: [UInt8(index)])])
                 }
                 try await withStore(in: directory) { cli in
-                    #expect(try await cli.acknowledge(device: fixture.device, upTo: MessageID(rawValue: Int64.max)) == 100)
+                    let acknowledged = try await cli.acknowledge(device: fixture.device, upTo: MessageID(rawValue: Int64.max))
+                    #expect(acknowledged == 100)
                 }
                 _ = try await daemon.enqueue([NewMessage(device: fixture.device, body: [200])])
                 let pending = try await daemon.pendingMessages(for: fixture.device, after: nil, limit: 1000)
