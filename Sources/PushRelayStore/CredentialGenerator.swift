@@ -1,5 +1,5 @@
 /// Makes the random strings the store hands out: device tokens and secrets, server and client keys. Each carries at
-/// least 128 random bits from the system's CSPRNG. The formats imitate FCM's; the relay may swap the generators (for
+/// least 128 random bits from libcrypto's CSPRNG. The formats imitate FCM's; the relay may swap the generators (for
 /// the core module's token format) through ``SQLiteStore/Configuration/credentials``.
 public struct CredentialGenerator: Sendable {
     /// A registration token: `<22 chars>:APA91b<134 chars>` (base64url; 16 + 100 random bytes).
@@ -32,14 +32,9 @@ public struct CredentialGenerator: Sendable {
         clientKey: { "AIza" + String(randomBase64URL(bytes: 27).prefix(35)) }
     )
 
-    /// `count` random bytes from the system generator, base64url without padding.
+    /// `count` random bytes from libcrypto's CSPRNG, base64url without padding.
     public static func randomBase64URL(bytes count: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: count)
-        for index in bytes.indices {
-            bytes[index] = generator.next()
-        }
-        return base64URL(bytes)
+        base64URL(CryptoRandom.bytes(count))
     }
 
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
