@@ -35,24 +35,3 @@ struct KeyHash: Hashable, Sendable {
     }
 }
 
-/// Random bytes from libcrypto's CSPRNG (`RAND_bytes`, seeded from the kernel), for tokens, secrets and keys.
-enum CryptoRandom {
-    /// `count` random bytes.
-    static func bytes(_ count: Int) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        let ok = bytes.withUnsafeMutableBufferPointer { buffer in
-            RAND_bytes(buffer.baseAddress, Int32(buffer.count))
-        }
-        if ok != 1 {
-            // Never hand out a predictable credential: fall back to the system generator.
-            var generator = SystemRandomNumberGenerator()
-            for index in stride(from: 0, to: count, by: 8) {
-                let word = generator.next() as UInt64
-                for offset in 0..<min(8, count - index) {
-                    bytes[index + offset] = UInt8(truncatingIfNeeded: word >> (8 * offset))
-                }
-            }
-        }
-        return bytes
-    }
-}
