@@ -75,7 +75,9 @@ let package = Package(
         // What apps and test hosts link.
         .target(
             name: "PushRelayClient",
-            dependencies: ["PushRelayHTTP", "PushRelayTLS", nio, nioPosix, nioConcurrency, httpTypes, logging],
+            dependencies: [
+                "PushRelayHTTP", "PushRelayTLS", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging,
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -94,7 +96,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PushRelayTLSTests",
-            dependencies: ["PushRelayTLS", "PushRelayHTTP", nio, nioPosix, nioEmbedded, httpTypes, logging],
+            dependencies: ["PushRelayTLS", "PushRelayHTTP", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "PushRelayCoreTests", dependencies: ["PushRelayCore"], swiftSettings: swiftSettings),
@@ -110,7 +112,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PushRelayClientTests",
-            dependencies: ["PushRelayClient", "PushRelayCore"],
+            dependencies: [
+                "PushRelayClient", "PushRelayCore", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

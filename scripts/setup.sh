@@ -14,8 +14,9 @@ done
 
 apt_packages=(libnghttp2-dev libssl-dev libsqlite3-dev pkg-config)
 if [ "$want_test" = 1 ]; then
-  apt_packages+=(nghttp2-client nghttp2-server curl openssl sqlite3 python3-venv systemd dpkg-dev
-                 nginx-light libnginx-mod-nchan mosquitto)
+  # The test peers. (The benchmarks' own peers, nginx + nchan and mosquitto, are installed by the benchmark
+  # scripts, not here: the test suite does not need them.)
+  apt_packages+=(nghttp2-client nghttp2-server curl openssl sqlite3 python3-venv systemd dpkg-dev)
 fi
 
 missing=()
@@ -27,12 +28,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  # nginx and mosquitto are benchmark peers, started by the benchmarks themselves; keep the packaged
-  # services from holding ports.
-  for svc in nginx mosquitto; do
-    $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
-    $SUDO service "$svc" stop >/dev/null 2>&1 || true
-  done
 fi
 
 if [ "$want_test" = 1 ]; then

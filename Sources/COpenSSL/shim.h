@@ -9,4 +9,27 @@
 #include <openssl/rand.h>
 /* Function-like macros that Swift cannot import are wrapped here as static inline functions. */
 static inline long pushrelay_BIO_pending(BIO *b) { return (long)BIO_pending(b); }
+
+/* SSL_CTX_ctrl / SSL_ctrl macros. */
+static inline int pushrelay_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, version);
+}
+static inline int pushrelay_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_max_proto_version(ctx, version);
+}
+static inline long pushrelay_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline long pushrelay_SSL_CTX_set_session_cache_mode_off(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+}
+static inline int pushrelay_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return (int)SSL_set_tlsext_host_name(ssl, name);
+}
+
+/* Constants built from macros (SSL_OP_BIT and friends are not imported). */
+static inline uint64_t pushrelay_SSL_OP_NO_COMPRESSION(void) { return SSL_OP_NO_COMPRESSION; }
+static inline uint64_t pushrelay_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
+static inline uint64_t pushrelay_SSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKET; }
+static inline uint64_t pushrelay_SSL_OP_CIPHER_SERVER_PREFERENCE(void) { return SSL_OP_CIPHER_SERVER_PREFERENCE; }
+static inline long pushrelay_SSL_MODE_RELEASE_BUFFERS(void) { return SSL_MODE_RELEASE_BUFFERS; }
+static inline unsigned long pushrelay_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 #endif

@@ -8,8 +8,11 @@ public struct GroupCommitStatistics: Sendable, Hashable {
     public var largestGroup = 0
     /// Groups rolled back and retried request by request.
     public var groupFailures = 0
-    /// Time spent in COMMIT (the fsync), summed, in microseconds.
+    /// Time spent in COMMIT (WAL write and fsync), summed, in microseconds of wall time.
     public var commitMicros: Int64 = 0
+    /// CPU time of the writer thread since open, in microseconds (the writer's capacity on an idle core is about
+    /// `requests / writerCPUMicros` per microsecond).
+    public var writerCPUMicros: Int64 = 0
 
     /// Creates zeroed counters.
     public init() {}

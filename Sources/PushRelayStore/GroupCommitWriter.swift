@@ -21,6 +21,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     private var persistedLastID: Int64
     private var topicMessages: [Int64]
     private var fanOutBackoffUntil: ContinuousClock.Instant?
+    private let queueStates = QueueStateCache(maxEntries: 100_000)
 
     private let statistics = NIOLockedValueBox(GroupCommitStatistics())
     private let observer = NIOLockedValueBox<(@Sendable ([DeviceID]) -> Void)?>(nil)
@@ -112,6 +113,8 @@ final class GroupCommitWriter: @unchecked Sendable {
             if self.context.configuration.automaticFanOut && self.fanOutReady {
                 self.runFanOutBatch()
             }
+            let cpu = Self.threadCPUMicros()
+            self.statistics.withLockedValue { $0.writerCPUMicros = cpu }
         }
         self.connection.close()
         let waiter = self.exit.withLockedValue { state -> CheckedContinuation<Void, Never>? in
@@ -120,6 +123,12 @@ final class GroupCommitWriter: @unchecked Sendable {
             return nil
         }
         waiter?.resume()
+    }
+
+    private static func threadCPUMicros() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_nsec) / 1000
     }
 
     private var fanOutReady: Bool {
@@ -162,11 +171,14 @@ final class GroupCommitWriter: @unchecked Sendable {
     }
 
     private func runGroup(_ requests: [WriteRequest]) {
-        let transaction = WriteTransaction(connection: self.connection, context: self.context)
+        let transaction = WriteTransaction(
+            connection: self.connection, context: self.context, queues: self.queueStates
+        )
         var errors = [(any Error)?](repeating: nil, count: requests.count)
         var commitTime = Duration.zero
         do {
             try self.connection.statement("BEGIN IMMEDIATE").run()
+            try self.queueStates.checkDataVersion(self.connection)
             for (index, request) in requests.enumerated() {
                 if request.isolated {
                     try self.connection.statement("SAVEPOINT request").run()
@@ -191,6 +203,7 @@ final class GroupCommitWriter: @unchecked Sendable {
             if self.connection.inTransaction {
                 try? self.connection.execute("ROLLBACK")
             }
+            self.queueStates.removeAll()
             self.persistedLastID = self.readPersistedLastID() ?? self.persistedLastID
             if requests.count == 1 {
                 requests[0].complete(error)

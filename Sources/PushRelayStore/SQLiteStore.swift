@@ -1,4 +1,4 @@
-public import PushRelayCore
+import PushRelayCore
 public import Logging
 
 /// The default ``PushStore``: one SQLite database file (system libsqlite3) in WAL mode with `synchronous=FULL`.

@@ -8,12 +8,8 @@ final class WriteTransaction {
     /// Fixed for the transaction: expiry and ids use one clock reading.
     let nowMicros: Int64
 
-    private struct DeviceQueue {
-        var machine: QueuePolicy.Machine
-    }
-
-    /// Machines of devices loaded in this transaction; nil value: the device does not exist.
-    private var queues: [DeviceID: DeviceQueue?] = [:]
+    /// Queue machines of devices, kept by the writer across transactions (see ``QueueStateCache``).
+    private let queues: QueueStateCache
     /// Devices that got a stored message, in first-touch order.
     private(set) var touchedDevices: [DeviceID] = []
     private var touchedSet: Set<DeviceID> = []
@@ -26,9 +22,10 @@ final class WriteTransaction {
     /// Topic messages whose expansion finished (row deleted) in this transaction.
     var finishedTopicMessages: [Int64] = []
 
-    init(connection: SQLiteConnection, context: StoreContext) {
+    init(connection: SQLiteConnection, context: StoreContext, queues: QueueStateCache) {
         self.connection = connection
         self.context = context
+        self.queues = queues
         self.nowMicros = context.nowMicros
     }
 
@@ -39,12 +36,12 @@ final class WriteTransaction {
 
     /// Forgets the loaded queue states (after a write that changed queues behind the machines' back).
     func discardQueueStates() {
-        self.queues.removeAll(keepingCapacity: true)
+        self.queues.removeAll()
     }
 
     /// Forgets one device's loaded queue state.
     func discardQueueState(of device: DeviceID) {
-        self.queues[device] = nil
+        self.queues.remove(device)
     }
 
     // MARK: Enqueue
@@ -77,7 +74,8 @@ final class WriteTransaction {
             timeToLiveSeconds: (remaining + 999_999) / 1_000_000
         )
         let actions = queue.machine.enqueue(arrival, nowMicros: self.nowMicros, nextID: { self.nextID() })
-        self.queues[device] = queue
+        queue.validUntil = min(queue.validUntil, expiresAt)
+        self.queues.set(queue, for: device)
         var storedID: Int64?
         for action in actions {
             switch action {
@@ -135,8 +133,8 @@ final class WriteTransaction {
 
     /// The device's queue machine, loaded from the database on first use in this transaction; nil if the device
     /// does not exist.
-    private func queue(of device: DeviceID) throws(StoreError) -> DeviceQueue? {
-        if let cached = self.queues[device] {
+    private func queue(of device: DeviceID) throws(StoreError) -> QueueStateCache.Entry? {
+        if let cached = self.queues.entry(for: device, nowMicros: self.nowMicros) {
             return cached
         }
         let summary = try self.connection.statement(
@@ -144,20 +142,22 @@ final class WriteTransaction {
             SELECT
                 (SELECT count(*) FROM messages
                     WHERE device_id = ?1 AND collapse_key IS NULL AND kind = 0 AND expires_at > ?2),
-                EXISTS (SELECT 1 FROM messages WHERE device_id = ?1 AND collapse_key IS NULL AND kind = 1)
+                EXISTS (SELECT 1 FROM messages WHERE device_id = ?1 AND collapse_key IS NULL AND kind = 1),
+                (SELECT min(expires_at) FROM messages
+                    WHERE device_id = ?1 AND collapse_key IS NULL AND expires_at > ?2)
             FROM devices WHERE id = ?1
             """
         )
         try summary.bind(device.rawValue, at: 1)
         try summary.bind(self.nowMicros, at: 2)
         guard try summary.step() else {
-            self.queues[device] = .some(nil)
             return nil
         }
         var state = QueuePolicy.State(
             pendingNonCollapsible: Int(summary.int64(0)),
             hasDeletedMessagesMarker: summary.int64(1) != 0
         )
+        let validUntil = summary.isNull(2) ? Int64.max : summary.int64(2)
         try summary.run()
         let collapsible = try self.connection.statement(
             "SELECT id, collapse_key, expires_at FROM messages WHERE device_id = ?1 AND collapse_key IS NOT NULL"
@@ -172,8 +172,11 @@ final class WriteTransaction {
                 )
             )
         }
-        let queue = DeviceQueue(machine: QueuePolicy.Machine(policy: self.context.configuration.queuePolicy, state: state))
-        self.queues[device] = queue
+        let queue = QueueStateCache.Entry(
+            machine: QueuePolicy.Machine(policy: self.context.configuration.queuePolicy, state: state),
+            validUntil: validUntil
+        )
+        self.queues.set(queue, for: device)
         return queue
     }
 
@@ -195,7 +198,9 @@ final class WriteTransaction {
 
     /// Deletes the device's messages up to and including `upTo`.
     func acknowledge(device: DeviceID, upTo: MessageID) throws(StoreError) -> Int {
-        let delete = try self.connection.statement("DELETE FROM messages INDEXED BY messages_queue WHERE device_id = ?1 AND id <= ?2")
+        let delete = try self.connection.statement(
+            "DELETE FROM messages INDEXED BY messages_queue WHERE device_id = ?1 AND id <= ?2"
+        )
         try delete.bind(device.rawValue, at: 1)
         try delete.bind(upTo.rowValue, at: 2)
         try delete.run()

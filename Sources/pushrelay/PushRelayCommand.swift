@@ -5,6 +5,9 @@ struct PushRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushrelay",
         abstract: "FCM-compatible push notification relay.",
-        subcommands: [ServeCommand.self, ProjectCommand.self, CheckConfigCommand.self, StoreDebugCommand.self]
+        subcommands: [
+            ServeCommand.self, ProjectCommand.self, ListenCommand.self, CheckConfigCommand.self,
+            StoreDebugCommand.self,
+        ]
     )
 }

@@ -63,6 +63,7 @@ struct StoreBenchCommand: AsyncParsableCommand {
         let total = self.messages
         let workers = self.concurrency
         let targets = deviceIDs
+        let before = store.groupCommitStatistics
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<workers {
@@ -90,7 +91,16 @@ struct StoreBenchCommand: AsyncParsableCommand {
         print("stored messages after run: \(statistics.storedMessages)")
         print(
             "writer: \(writer.transactions) transactions (fsyncs), \(writer.requests) requests, largest group "
-                + "\(writer.largestGroup), mean COMMIT \(writer.commitMicros / Int64(max(writer.transactions, 1))) µs"
+                + "\(writer.largestGroup), mean COMMIT \(writer.commitMicros / Int64(max(writer.transactions, 1))) µs, "
+                + "writer thread CPU \(writer.writerCPUMicros / 1000) ms"
+        )
+        let cpuPerRequest = Double(writer.writerCPUMicros - before.writerCPUMicros)
+            / Double(max(writer.requests - before.requests, 1))
+        print(
+            String(
+                format: "writer CPU per enqueue: %.1f µs (capacity of one idle core: %.0f enqueues/s)",
+                cpuPerRequest, 1e6 / cpuPerRequest
+            )
         )
 
         if self.fanOut > 0 {

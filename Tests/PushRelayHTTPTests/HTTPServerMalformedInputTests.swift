@@ -7,7 +7,8 @@ import Testing
 
 /// Bad input ends with the right status or GOAWAY, and the server keeps serving other connections.
 @Suite(.serialized) struct HTTPServerMalformedInputTests {
-    /// Sends raw bytes on a fresh connection and returns what the server answered before closing (or timing out).
+    /// Sends raw bytes on a fresh connection and returns what the server answered before closing, followed by
+    /// `<closed>` when the server closed the connection (rather than the 5 s read timeout ending the wait).
     static func rawExchange(port: Int, send: [UInt8]) async throws -> String {
         let script = """
             import socket, sys
@@ -18,7 +19,9 @@ import Testing
             try:
                 while True:
                     d = s.recv(65536)
-                    if not d: break
+                    if not d:
+                        out += b'<closed>'
+                        break
                     out += d
             except Exception:
                 pass
@@ -39,6 +42,7 @@ import Testing
         defer { Task { await server.server.shutdown() } }
         let answer = try await Self.rawExchange(port: server.port, send: Array("\u{01}\u{02}garbage\r\n\r\n".utf8))
         #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
+        #expect(answer.hasSuffix("<closed>"), "\(answer)")
         #expect(try await Self.stillServes(server))
     }
 
@@ -47,6 +51,7 @@ import Testing
         defer { Task { await server.server.shutdown() } }
         let answer = try await Self.rawExchange(port: server.port, send: Array("PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n".utf8))
         #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
+        #expect(answer.hasSuffix("<closed>"), "\(answer)")
         #expect(try await Self.stillServes(server))
     }
 
@@ -57,7 +62,8 @@ import Testing
         var bytes = HTTPProtocolSniffer.preface
         bytes += [0xFF, 0xFF, 0xFF, 0x04, 0x00, 0x00, 0x00, 0x00, 0x07] + Array(repeating: 0, count: 32)
         let answer = try await Self.rawExchange(port: server.port, send: bytes)
-        // The server's SETTINGS (type 4) then a GOAWAY (type 7) frame.
+        // The server's SETTINGS (type 4) then a GOAWAY (type 7) frame, then the connection closes.
+        #expect(answer.hasSuffix("<closed>"))
         let raw = Array(answer.unicodeScalars.map { UInt8(truncatingIfNeeded: $0.value) })
         #expect(Self.frameTypes(raw).contains(0x07), "no GOAWAY in \(raw)")
         #expect(try await Self.stillServes(server))

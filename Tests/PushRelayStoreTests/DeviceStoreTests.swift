@@ -1,4 +1,5 @@
 import Foundation
+import PushRelayCore
 import Testing
 @testable import PushRelayStore
 
@@ -13,7 +14,7 @@ struct DeviceStoreTests {
                 let parts = device.token.split(separator: ":", maxSplits: 1)
                 #expect(parts.count == 2 && parts[0].count == 22 && parts[1].hasPrefix("APA91b"))
                 #expect(parts[1].count - 6 >= 22)  // ≥ 128 bits of base64url after the prefix
-                #expect(fixture.registration.secret.count == 43)
+                #expect(fixture.registration.secret.hasPrefix("prd_") && fixture.registration.secret.count >= 43)
                 #expect(device.project == fixture.project && device.app == "com.shop" && device.platform == "IOS")
                 #expect(try await store.authenticateDevice(secret: fixture.registration.secret) == device)
                 #expect(try await store.authenticateDevice(secret: "wrong") == nil)

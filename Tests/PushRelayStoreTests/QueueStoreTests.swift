@@ -138,6 +138,25 @@ struct QueueStoreTests {
         }
     }
 
+    @Test("the writer's cached queue state follows acknowledgements made by another process")
+    func cachedStateSeesOtherProcess() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(in: directory) { daemon in
+                let fixture = try await makeFixture(daemon)
+                for index in 0..<100 {
+                    _ = try await daemon.enqueue([NewMessage(device: fixture.device, body: [UInt8(index)])])
+                }
+                try await withStore(in: directory) { cli in
+                    let acknowledged = try await cli.acknowledge(device: fixture.device, upTo: MessageID(rawValue: Int64.max))
+                    #expect(acknowledged == 100)
+                }
+                _ = try await daemon.enqueue([NewMessage(device: fixture.device, body: [200])])
+                let pending = try await daemon.pendingMessages(for: fixture.device, after: nil, limit: 1000)
+                #expect(pending.map(\.kind) == [.message])
+            }
+        }
+    }
+
     @Test("messages and ids survive close and reopen; ids keep increasing even if the clock went back")
     func reopen() async throws {
         let clock = FakeClock()

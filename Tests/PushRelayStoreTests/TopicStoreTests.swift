@@ -1,4 +1,5 @@
 import Foundation
+import PushRelayCore
 import Testing
 @testable import PushRelayStore
 

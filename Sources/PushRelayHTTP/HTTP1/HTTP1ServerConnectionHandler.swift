@@ -55,9 +55,6 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         ]
     }
 
-    /// Bytes buffered in the streaming writer (test hook).
-    var bufferedStreamBytes: Int { 0 }
-
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
     }
@@ -88,6 +85,13 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         } else {
             context.fireUserInboundEventTriggered(event)
         }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A malformed request: HTTPServerProtocolErrorHandler has answered 400; this end closes the connection.
+        shared.logger.debug("closing HTTP/1.1 connection", metadata: ["http.error": "\(error)"])
+        abandonRequest()
+        context.close(promise: nil)
     }
 
     // MARK: Requests

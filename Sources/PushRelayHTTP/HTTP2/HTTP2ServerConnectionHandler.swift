@@ -327,7 +327,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             respond(stream, streamID: streamID, response: HTTPResponder.response(forUnmatched: match)!)
             return
         }
-        if !endStream, let length = head.headerFields[.contentLength].flatMap({ Int($0) }), length > maxBodyBytes {
+        if !endStream, let length = stream.contentLength, length > maxBodyBytes {
             stream.phase = .awaitingResponse
             respond(stream, streamID: streamID, response: HTTPResponder.response(for: .payloadTooLarge))
             return

@@ -25,6 +25,8 @@ final class HTTP2ServerStream {
     var authority: String?
     var path: String?
     var headerFields = HTTPFields()
+    /// The `content-length` field, parsed as it arrives (an `HTTPFields` lookup by name costs more).
+    var contentLength: Int?
     var headerBytes = 0
     var headerTooLarge = false
     var headerInvalid = false
@@ -66,6 +68,7 @@ final class HTTP2ServerStream {
             headerInvalid = true
             return
         }
+        if name == "content-length" { contentLength = Int(value) }
         headerFields.append(HTTPField(name: fieldName, value: value))
     }
 

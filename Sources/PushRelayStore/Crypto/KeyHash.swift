@@ -34,3 +34,4 @@ struct KeyHash: Hashable, Sendable {
         }
     }
 }
+

@@ -181,7 +181,10 @@ final class SQLiteStatement {
         let rc = sqlite3_step(self.pointer)
         switch rc {
         case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
+        case SQLITE_DONE:
+            // Ready to be bound and run again (bindings are kept until rebound).
+            sqlite3_reset(self.pointer)
+            return false
         default:
             let message = String(cString: sqlite3_errmsg(self.connection))
             sqlite3_reset(self.pointer)

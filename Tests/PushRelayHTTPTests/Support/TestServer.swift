@@ -140,8 +140,23 @@ enum ExternalPeer {
         try err.close()
         return ProcessOutput(
             status: status,
-            stdout: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOf: errURL, encoding: .utf8)) ?? "")
+            stdout: readFile(outURL.path),
+            stderr: readFile(errURL.path))
+    }
+
+    /// Reads a file with plain POSIX calls (Foundation's file reading shows up as a leak under AddressSanitizer).
+    static func readFile(_ path: String) -> String {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Whether a program is on PATH.

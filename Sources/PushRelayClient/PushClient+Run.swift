@@ -1,0 +1,211 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+
+extension PushClient {
+    /// Keeps the device's stream open and delivers messages until ``stop()`` is called or the calling task is
+    /// cancelled. Registers first when the client has no credentials yet.
+    ///
+    /// - Parameter onMessage: Called for each new message, before observers are told; return to acknowledge it,
+    ///   throw to have it delivered again on the next stream. Runs on the client's task, one message at a time.
+    /// - Throws: ``PushClientError`` when the client gives up (refused credentials, unknown device, attempts
+    ///   exhausted); `CancellationError` when the task is cancelled. Returns normally after ``stop()``.
+    public func run(onMessage: @escaping @Sendable (PushMessage) async throws -> Void = { _ in }) async throws {
+        let (stopSignal, stopContinuation) = AsyncStream.makeStream(of: Void.self)
+        try shared.withLockedValue { shared in
+            guard !shared.running else {
+                throw PushClientError(code: .invalidConfiguration, message: "run() is already running")
+            }
+            shared.running = true
+            shared.stopRequested = false
+            shared.stopSignal = stopContinuation
+        }
+        defer {
+            shared.withLockedValue { shared in
+                shared.running = false
+                shared.processing = false
+                shared.stopSignal = nil
+            }
+            stopContinuation.finish()
+        }
+        let credentials: PushCredentials
+        if let known = self.credentials {
+            credentials = known
+        } else {
+            credentials = try await register()
+        }
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await self.connectionLoop(credentials: credentials, onMessage: onMessage)
+                }
+                group.addTask {
+                    for await _ in stopSignal { break }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        } catch let error as PushClientError {
+            throw error
+        } catch {
+            await publisher.publish(.idle)
+            throw error
+        }
+        await publisher.publish(.idle)
+    }
+
+    /// The reconnect loop: one stream after another, as the ``ReconnectStateMachine`` says.
+    private func connectionLoop(
+        credentials: PushCredentials, onMessage: @Sendable (PushMessage) async throws -> Void
+    ) async throws {
+        var machine = ReconnectStateMachine(policy: configuration.backoff,
+                                            resumeEventID: shared.withLockedValue { $0.resumeEventID })
+        defer {
+            let resumeEventID = machine.resumeEventID
+            shared.withLockedValue { $0.resumeEventID = resumeEventID }
+        }
+        var random = AnyRandomNumberGenerator(base: makeRandomNumberGenerator())
+        var action = machine.start()
+        var lastError: PushClientError?
+        while true {
+            switch action {
+            case .connect:
+                break
+            case .reconnect(let delay, let attempt):
+                await publisher.publish(.reconnecting(attempt: attempt, after: delay))
+                try await Task.sleep(for: delay)
+                machine.reconnecting()
+            case .fail(let reason):
+                await publisher.publish(.failed(message: reason))
+                throw PushClientError(code: lastError?.code ?? .gaveUp, message: reason, status: lastError?.status)
+            }
+            await publisher.publish(.connecting)
+            let request = api.streamRequest(secret: credentials.secret, lastEventID: machine.resumeEventID)
+            var connectedAt: ContinuousClock.Instant?
+            var stopped = false
+            let failure: ReconnectStateMachine.Failure
+            do {
+                try await transport.withStreamingResponse(to: request, idleTimeout: configuration.heartbeatTimeout) {
+                    status, reader in
+                    guard status == 200 else {
+                        try RelayAPI.check(status, body: try await reader.next() ?? [], operation: "stream")
+                        throw PushClientError(code: .httpStatus, message: "stream: status \(status)", status: status)
+                    }
+                    machine.connected()
+                    connectedAt = .now
+                    logger.debug("stream open", metadata: ["relay.resume": "\(machine.resumeEventID ?? "-")"])
+                    await publisher.publish(.connected(token: credentials.token))
+                    var parser = ServerSentEventParser()
+                    while let chunk = try await reader.next() {
+                        for output in try parser.feed(chunk) {
+                            guard case .event(let event) = output else { continue }  // Comments are heartbeats.
+                            let outcome = try await deliver(event, secret: credentials.secret, machine: &machine,
+                                                            onMessage: onMessage)
+                            if outcome == .stop {
+                                stopped = true
+                                return
+                            }
+                        }
+                    }
+                }
+                if stopped { return }
+                failure = .transient("the server ended the stream")
+            } catch let error as PushClientError {
+                if Task.isCancelled { throw CancellationError() }
+                lastError = error
+                switch error.code {
+                case .heartbeatTimeout: failure = .heartbeatTimeout
+                case .unauthorized, .notRegistered: failure = .permanent(error.description)
+                default: failure = .transient(error.description)
+                }
+            } catch {
+                if Task.isCancelled || error is CancellationError { throw CancellationError() }
+                lastError = nil
+                failure = .transient("\(error)")
+            }
+            logger.info("stream lost", metadata: ["relay.reason": "\(failure)"])
+            action = machine.connectionLost(failure, connectedFor: connectedAt.map { .now - $0 }, using: &random)
+        }
+    }
+
+    private enum Outcome { case next, stop }
+
+    /// Hands one event to the app: dedup, handler, observers, remember, acknowledge.
+    private func deliver(
+        _ event: ServerSentEvent,
+        secret: String,
+        machine: inout ReconnectStateMachine,
+        onMessage: @Sendable (PushMessage) async throws -> Void
+    ) async throws -> Outcome {
+        guard event.hasOwnID, let id = event.lastEventID, !id.isEmpty else {
+            logger.warning("event without id ignored", metadata: ["relay.event": "\(event.type)"])
+            return .next
+        }
+        let (stopRequested, duplicate) = shared.withLockedValue { shared in
+            if !shared.stopRequested { shared.processing = true }
+            return (shared.stopRequested, shared.deduplicator.contains(id))
+        }
+        if stopRequested { return .stop }
+        defer { shared.withLockedValue { $0.processing = false } }
+        var logger = self.logger
+        logger[metadataKey: "relay.message.id"] = "\(id)"
+
+        if duplicate {
+            logger.debug("duplicate acknowledged again")
+        } else if let envelope = try? JSON.parse(event.data).objectValue {
+            let message = PushMessage(id: id, envelope: envelope)
+            do {
+                try await onMessage(message)
+            } catch {
+                if Task.isCancelled { throw CancellationError() }
+                logger.warning("handler failed; message will be delivered again", metadata: ["error": "\(error)"])
+                machine.messageFailed(id: id)
+                return .next
+            }
+            let state: PushClientState
+            do {
+                state = .received(try message.salesNotification(), messageID: id)
+            } catch let error as NotificationDecodingError where error.code != .missingNotification {
+                logger.warning("orderInfo is malformed", metadata: ["relay.field": "\(error.field)"])
+                state = .receivedMessage(message)
+            } catch {
+                state = .receivedMessage(message)
+            }
+            await publisher.publish(state)
+        } else {
+            logger.error("event data is not a JSON object; acknowledged and dropped")
+        }
+        remember(id, logger: logger)
+        machine.messageHandled(id: id)
+        await acknowledge(id, secret: secret, logger: logger)
+        return shared.withLockedValue { $0.stopRequested } ? .stop : .next
+    }
+
+    private func remember(_ id: String, logger: Logger) {
+        do {
+            try shared.withLockedValue { _ = try $0.deduplicator.insert(id) }
+        } catch {
+            logger.error("cannot write the deduplication file", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// `POST /v1/ack`. A failure is logged only: the next stream's `Last-Event-ID` acknowledges too, and a message
+    /// delivered again is recognised as a duplicate.
+    private func acknowledge(_ id: String, secret: String, logger: Logger) async {
+        do {
+            let response = try await transport.send(api.acknowledgeRequest(ids: [id], secret: secret))
+            try RelayAPI.check(response.status, body: response.body, operation: "ack")
+        } catch {
+            logger.warning("acknowledgement failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// A `RandomNumberGenerator` around any other, so that an injected generator can be passed `inout`.
+struct AnyRandomNumberGenerator: RandomNumberGenerator {
+    var base: any RandomNumberGenerator
+
+    mutating func next() -> UInt64 {
+        base.next()
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+public import Logging
+import NIOConcurrencyHelpers
+
+/// The device side of PushRelay: registers, keeps one stream open, hands each message to the app once, and
+/// publishes its state to observers.
+///
+/// ```swift
+/// let client = try PushClient(configuration: configuration)
+/// let credentials = try await client.register()          // hand credentials.token to the back end
+/// let viewModel = SalesMessageViewModel(client: client)  // the screen observes this
+/// try await client.run()                                 // until stop() or cancellation
+/// ```
+///
+/// ## Delivery
+/// Each message is handed to the `onMessage` handler of ``run(onMessage:)``; when it returns, the observers are
+/// told (``PushClientState/received(_:messageID:)``), the message id is remembered for deduplication and the
+/// message is acknowledged (`POST /v1/ack`). A handler that throws means no acknowledgement: the relay delivers
+/// the message again on the next stream. Messages delivered again after they were handled (at-least-once delivery)
+/// are recognised by id and only acknowledged again; the window of ids survives reconnects, and restarts when
+/// ``PushClientConfiguration/deduplicationFile`` is set.
+///
+/// ## Reconnection
+/// A lost, refused or silent stream (nothing for ``PushClientConfiguration/heartbeatTimeout``) is replaced after a
+/// backoff delay (``BackoffPolicy``), resuming with `Last-Event-ID`. Refused credentials (401/403) and an unknown
+/// device (404) stop the client with ``PushClientState/failed(message:)``. A `retry:` field on the stream is
+/// ignored: the backoff policy decides. On the HTTP/1.1 transport each acknowledgement is its own connection.
+///
+/// ## Observers
+/// ``SalesMessageViewModel`` (and its delegate), ``states()`` and ``salesNotifications()`` are fed from one source
+/// of truth and notified **on the main actor**, in order: view models (and their delegates) first, then state
+/// streams, then notification streams. The client waits for each notification before it handles the next event.
+public final class PushClient: Sendable {
+    /// The configuration the client was created with.
+    public let configuration: PushClientConfiguration
+
+    let logger: Logger
+    let transport: any PushTransport
+    let api: RelayAPI
+    let publisher = PushStatePublisher()
+    let makeRandomNumberGenerator: @Sendable () -> any RandomNumberGenerator
+    let shared: NIOLockedValueBox<Shared>
+
+    /// The client's mutable state shared between `run`, `stop` and the accessors.
+    struct Shared {
+        var credentials: PushCredentials?
+        var deduplicator: MessageDeduplicator
+        var resumeEventID: String?
+        var running = false
+        var processing = false
+        var stopRequested = false
+        var stopSignal: AsyncStream<Void>.Continuation?
+    }
+
+    /// Creates a client on the HTTP/1.1 transport (SwiftNIO).
+    ///
+    /// Reads ``PushClientConfiguration/credentialsFile`` and ``PushClientConfiguration/deduplicationFile`` when they
+    /// exist. Opens no connection.
+    ///
+    /// - Throws: ``PushClientError`` for an unusable server URL or an unreadable file.
+    public convenience init(configuration: PushClientConfiguration, logger: Logger = Logger(label: "pushrelay.client"))
+        throws
+    {
+        try self.init(configuration: configuration, transport: HTTP1Transport(configuration: configuration),
+                      logger: logger)
+    }
+
+    /// Creates a client on any transport; tests inject fakes and random sources here.
+    init(
+        configuration: PushClientConfiguration,
+        transport: any PushTransport,
+        logger: Logger,
+        makeRandomNumberGenerator: @escaping @Sendable () -> any RandomNumberGenerator = {
+            SystemRandomNumberGenerator()
+        }
+    ) throws {
+        self.configuration = configuration
+        self.transport = transport
+        self.logger = logger
+        self.api = RelayAPI(serverURL: configuration.serverURL)
+        self.makeRandomNumberGenerator = makeRandomNumberGenerator
+        var credentials = configuration.credentials
+        if credentials == nil, let file = configuration.credentialsFile,
+           FileManager.default.fileExists(atPath: file.path)
+        {
+            credentials = try PushCredentials.load(from: file)
+        }
+        let deduplicator = try configuration.deduplicationFile.map {
+            try MessageDeduplicator.load(capacity: configuration.deduplicationCapacity, fileURL: $0)
+        } ?? MessageDeduplicator(capacity: configuration.deduplicationCapacity)
+        self.shared = NIOLockedValueBox(Shared(credentials: credentials, deduplicator: deduplicator))
+    }
+
+    deinit {
+        publisher.finish()
+    }
+
+    /// The device's credentials: given, loaded from the credentials file, or from ``register()``.
+    public var credentials: PushCredentials? { shared.withLockedValue { $0.credentials } }
+
+    /// The last published state.
+    public var state: PushClientState { publisher.state }
+
+    /// A new stream of the client's states, starting with the current one. Ends when the client is released.
+    ///
+    /// Elements are yielded on the main actor, in order, after view models were updated; the buffer is unbounded,
+    /// so a slow reader misses nothing.
+    public func states() -> AsyncStream<PushClientState> {
+        publisher.states()
+    }
+
+    /// A new stream of the sales notifications received from now on. Ends when the client is released.
+    public func salesNotifications() -> AsyncStream<ReceivedSalesNotification> {
+        publisher.salesNotifications()
+    }
+
+    /// Makes `viewModel` follow this client (held weakly). ``SalesMessageViewModel/init(client:)`` calls this.
+    @MainActor
+    public func attach(_ viewModel: SalesMessageViewModel) {
+        publisher.attach(viewModel)
+    }
+
+    /// Registers the device with the relay (`POST /v1/register` with the client key) and returns the credentials;
+    /// hand ``PushCredentials/token`` to the back end. Saves them to the credentials file when one is configured.
+    ///
+    /// Publishes ``PushClientState/registering`` and then ``PushClientState/registered(token:)``.
+    ///
+    /// - Throws: ``PushClientError`` (``PushClientError/Code-swift.struct/invalidConfiguration`` without a
+    ///   registration, ``PushClientError/Code-swift.struct/unauthorized`` for a wrong client key, …).
+    @discardableResult
+    public func register() async throws -> PushCredentials {
+        guard let registration = configuration.registration else {
+            throw PushClientError(code: .invalidConfiguration, message: "no registration (project and client key)")
+        }
+        await publisher.publish(.registering)
+        do {
+            let response = try await transport.send(api.registerRequest(registration))
+            let credentials = try api.registration(from: response)
+            if let file = configuration.credentialsFile {
+                try credentials.save(to: file)
+            }
+            shared.withLockedValue { $0.credentials = credentials }
+            logger.info("registered", metadata: ["relay.project": "\(registration.project)"])
+            await publisher.publish(.registered(token: credentials.token ?? ""))
+            return credentials
+        } catch {
+            await publisher.publish(.failed(message: "registration failed: \(error)"))
+            throw error
+        }
+    }
+
+    /// Unregisters the device (`DELETE /v1/register`); later sends to its token answer `NotRegistered`.
+    /// Forgets the credentials and removes the credentials file. Stop ``run(onMessage:)`` first.
+    ///
+    /// - Throws: ``PushClientError`` when there are no credentials or the relay refuses.
+    public func unregister() async throws {
+        guard let credentials else {
+            throw PushClientError(code: .invalidConfiguration, message: "not registered")
+        }
+        let response = try await transport.send(api.unregisterRequest(secret: credentials.secret))
+        try RelayAPI.check(response.status, body: response.body, operation: "unregister")
+        shared.withLockedValue { $0.credentials = nil }
+        if let file = configuration.credentialsFile {
+            try? FileManager.default.removeItem(at: file)
+        }
+        await publisher.publish(.idle)
+    }
+
+    /// Asks a running ``run(onMessage:)`` to return: a message being handled is finished first (handler,
+    /// observers, acknowledgement); otherwise the stream is closed at once. Does nothing when not running.
+    public func stop() {
+        shared.withLockedValue { shared in
+            guard shared.running else { return }
+            shared.stopRequested = true
+            if !shared.processing { shared.stopSignal?.yield() }
+        }
+    }
+}

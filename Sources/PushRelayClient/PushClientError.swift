@@ -1,0 +1,55 @@
+/// An error of the push client: a code to switch on and a sentence for people. Nothing secret is in the message.
+public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of error. New codes may be added; switch with a `default`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case invalidConfiguration, unauthorized, notRegistered, httpStatus, invalidResponse
+            case connectionClosed, heartbeatTimeout, invalidFile, tlsNotConfigured, gaveUp
+        }
+
+        private let base: Base
+
+        private init(_ base: Base) { self.base = base }
+
+        /// The configuration cannot work (bad URL, no credentials, contradictory options).
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// The server refused the client key or the device secret (401/403).
+        public static let unauthorized = Code(.unauthorized)
+        /// The device is not registered (404 on the stream, or unregistered).
+        public static let notRegistered = Code(.notRegistered)
+        /// The server answered with an unexpected status.
+        public static let httpStatus = Code(.httpStatus)
+        /// The server's answer could not be read.
+        public static let invalidResponse = Code(.invalidResponse)
+        /// The connection closed before the answer was complete.
+        public static let connectionClosed = Code(.connectionClosed)
+        /// The stream was silent (not even a heartbeat) for longer than the heartbeat timeout.
+        public static let heartbeatTimeout = Code(.heartbeatTimeout)
+        /// A credentials or deduplication file exists but cannot be read.
+        public static let invalidFile = Code(.invalidFile)
+        /// The URL is `https` but the configuration has no TLS handler factory.
+        public static let tlsNotConfigured = Code(.tlsNotConfigured)
+        /// Reconnection gave up (``BackoffPolicy/maximumAttempts`` reached).
+        public static let gaveUp = Code(.gaveUp)
+
+        /// The code's name, e.g. `unauthorized`.
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of error.
+    public let code: Code
+    /// What happened, for people.
+    public let message: String
+    /// The HTTP status the server answered, when there was one.
+    public let status: Int?
+
+    /// Creates an error.
+    public init(code: Code, message: String, status: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.status = status
+    }
+
+    /// `<code>: <message>`.
+    public var description: String { "\(code): \(message)" }
+}

@@ -1,1 +1,0 @@
-// PushRelayClient: see docs/architecture.md

@@ -1,0 +1,109 @@
+import NIOConcurrencyHelpers
+
+/// The one source of truth for observers: the current state, and everyone who follows it.
+///
+/// ``publish(_:)`` runs on the main actor and, for each state, in this order: updates every attached
+/// ``SalesMessageViewModel`` (which tells its delegate), then yields to every ``states()`` stream, then, for a
+/// ``PushClientState/received(_:messageID:)``, to every ``salesNotifications()`` stream. The client awaits each
+/// publication before it handles the next event, so every observer sees the same states in the same order.
+final class PushStatePublisher: Sendable {
+    private struct Subscribers {
+        var state: PushClientState = .idle
+        var nextID = 0
+        var states: [Int: AsyncStream<PushClientState>.Continuation] = [:]
+        var notifications: [Int: AsyncStream<ReceivedSalesNotification>.Continuation] = [:]
+    }
+
+    private let subscribers = NIOLockedValueBox(Subscribers())
+    private let viewModels = AttachedViewModels()
+
+    /// The last published state.
+    var state: PushClientState { subscribers.withLockedValue { $0.state } }
+
+    /// A new stream of states, starting with the current one.
+    func states() -> AsyncStream<PushClientState> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PushClientState.self, bufferingPolicy: .unbounded)
+        let id = subscribers.withLockedValue { subscribers in
+            defer { subscribers.nextID += 1 }
+            subscribers.states[subscribers.nextID] = continuation
+            continuation.yield(subscribers.state)
+            return subscribers.nextID
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.subscribers.withLockedValue { _ = $0.states.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// A new stream of the sales notifications received from now on.
+    func salesNotifications() -> AsyncStream<ReceivedSalesNotification> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ReceivedSalesNotification.self,
+                                                            bufferingPolicy: .unbounded)
+        let id = subscribers.withLockedValue { subscribers in
+            defer { subscribers.nextID += 1 }
+            subscribers.notifications[subscribers.nextID] = continuation
+            return subscribers.nextID
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.subscribers.withLockedValue { _ = $0.notifications.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Makes `viewModel` follow the states (held weakly); it takes the current state at once.
+    @MainActor
+    func attach(_ viewModel: SalesMessageViewModel) {
+        viewModels.append(viewModel)
+        viewModel.apply(state)
+    }
+
+    /// Publishes `state` to every observer, on the main actor, in the documented order.
+    @MainActor
+    func publish(_ state: PushClientState) {
+        viewModels.apply(state)
+        subscribers.withLockedValue { subscribers in
+            subscribers.state = state
+            for continuation in subscribers.states.values { continuation.yield(state) }
+            if case .received(let notification, let messageID) = state {
+                let received = ReceivedSalesNotification(messageID: messageID, notification: notification)
+                for continuation in subscribers.notifications.values { continuation.yield(received) }
+            }
+        }
+    }
+
+    /// Ends every stream (the client is gone).
+    func finish() {
+        let (states, notifications) = subscribers.withLockedValue { subscribers in
+            defer {
+                subscribers.states.removeAll()
+                subscribers.notifications.removeAll()
+            }
+            return (Array(subscribers.states.values), Array(subscribers.notifications.values))
+        }
+        for continuation in states { continuation.finish() }
+        for continuation in notifications { continuation.finish() }
+    }
+}
+
+/// The view models that follow a client, held weakly, touched only on the main actor.
+@MainActor
+private final class AttachedViewModels {
+    private struct Weak {
+        weak var viewModel: SalesMessageViewModel?
+    }
+
+    private var items: [Weak] = []
+
+    nonisolated init() {}
+
+    func append(_ viewModel: SalesMessageViewModel) {
+        items.removeAll { $0.viewModel == nil }
+        items.append(Weak(viewModel: viewModel))
+    }
+
+    func apply(_ state: PushClientState) {
+        for item in items {
+            item.viewModel?.apply(state)
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import HTTPTypes
+
+/// The relay's device-side HTTP API, in one place: paths, credentials, bodies and status codes.
+///
+/// - `POST /v1/register`, `Authorization: key=<client key>`, body `{"project","app","platform"}`
+///   → `{"token","secret","sender_id"}`.
+/// - `GET /v1/stream`, `Authorization: Bearer <secret>`, `Accept: text/event-stream`, `Last-Event-ID` when resuming.
+/// - `POST /v1/ack`, `Authorization: Bearer <secret>`, body `{"ids":[…]}`.
+/// - `DELETE /v1/register`, `Authorization: Bearer <secret>`.
+struct RelayAPI: Sendable {
+    /// The header that carries the client key on registration. One constant, so that changing the scheme is
+    /// one line: `Authorization: key=<client key>`, the form FCM senders already use for the server key.
+    static let clientKeyField = HTTPField.Name.authorization
+    /// The prefix of the client key's value in ``clientKeyField``.
+    static let clientKeyPrefix = "key="
+
+    /// The server URL's path without a trailing slash (`""` for `http://host:port`).
+    let pathPrefix: String
+
+    init(serverURL: URL) {
+        var path = serverURL.path
+        while path.hasSuffix("/") { path.removeLast() }
+        pathPrefix = path
+    }
+
+    func registerRequest(_ registration: PushClientConfiguration.Registration) -> TransportRequest {
+        var fields = HTTPFields()
+        fields[Self.clientKeyField] = Self.clientKeyPrefix + registration.clientKey
+        fields[.contentType] = "application/json"
+        fields[.accept] = "application/json"
+        let body: JSON = [
+            "project": .string(registration.project),
+            "app": .string(registration.app),
+            "platform": .string(registration.platform),
+        ]
+        return TransportRequest(method: .post, path: pathPrefix + "/v1/register", headerFields: fields,
+                                body: Array(body.jsonText.utf8))
+    }
+
+    func registration(from response: TransportResponse) throws -> PushCredentials {
+        try Self.check(response.status, body: response.body, operation: "register")
+        guard let object = try? JSON.parse(Data(response.body)),
+              let secret = object["secret"]?.stringValue, !secret.isEmpty,
+              let token = object["token"]?.stringValue, !token.isEmpty
+        else {
+            throw PushClientError(code: .invalidResponse,
+                                  message: "register: the answer has no token and secret", status: response.status)
+        }
+        let senderID = object["sender_id"].flatMap { $0.stringValue ?? $0.intValue.map(String.init) }
+        return PushCredentials(token: token, secret: secret, senderID: senderID)
+    }
+
+    func unregisterRequest(secret: String) -> TransportRequest {
+        TransportRequest(method: .delete, path: pathPrefix + "/v1/register", headerFields: Self.bearer(secret),
+                         body: nil)
+    }
+
+    func acknowledgeRequest(ids: [String], secret: String) -> TransportRequest {
+        var fields = Self.bearer(secret)
+        fields[.contentType] = "application/json"
+        let body: JSON = ["ids": .array(ids.map(JSON.string))]
+        return TransportRequest(method: .post, path: pathPrefix + "/v1/ack", headerFields: fields,
+                                body: Array(body.jsonText.utf8))
+    }
+
+    func streamRequest(secret: String, lastEventID: String?) -> TransportRequest {
+        var fields = Self.bearer(secret)
+        fields[.accept] = "text/event-stream"
+        fields[.cacheControl] = "no-cache"
+        if let lastEventID {
+            fields[HTTPField.Name("Last-Event-ID")!] = lastEventID
+        }
+        return TransportRequest(method: .get, path: pathPrefix + "/v1/stream", headerFields: fields, body: nil)
+    }
+
+    /// Throws the client error for a status that is not 2xx. `operation` names the call in the message.
+    static func check(_ status: Int, body: [UInt8], operation: String) throws {
+        guard !(200..<300).contains(status) else { return }
+        let detail = Self.errorDetail(body)
+        switch status {
+        case 401, 403:
+            throw PushClientError(code: .unauthorized, message: "\(operation): refused (\(status))\(detail)",
+                                  status: status)
+        case 404, 410:
+            throw PushClientError(code: .notRegistered, message: "\(operation): not registered (\(status))\(detail)",
+                                  status: status)
+        default:
+            throw PushClientError(code: .httpStatus, message: "\(operation): status \(status)\(detail)",
+                                  status: status)
+        }
+    }
+
+    /// `: <error>` from a JSON error body (`{"error": "..."}`), else empty. Bounded, one line.
+    private static func errorDetail(_ body: [UInt8]) -> String {
+        guard let object = try? JSON.parse(Data(body.prefix(4096))), let error = object["error"] else { return "" }
+        let text = error.displayText.prefix(200).replacingOccurrences(of: "\n", with: " ")
+        return ": \(text)"
+    }
+
+    private static func bearer(_ secret: String) -> HTTPFields {
+        var fields = HTTPFields()
+        fields[.authorization] = "Bearer " + secret
+        return fields
+    }
+}

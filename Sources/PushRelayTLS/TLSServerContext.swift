@@ -1,0 +1,89 @@
+public import Logging
+public import NIOCore
+import NIOConcurrencyHelpers
+
+/// The TLS side of a listener: holds the current certificate and makes one handler per accepted connection.
+///
+/// The current `SSL_CTX` is swapped atomically by `reload()`: handshakes that start afterwards use the new
+/// certificate; connections already open keep the one they were made with (each holds its own reference).
+/// Share one context between all event loops of a listener.
+public final class TLSServerContext: Sendable {
+    private let configuration: TLSServerConfiguration
+    private let logger: Logger
+    private let current: NIOLockedValueBox<SSLContextHandle>
+
+    /// Loads the certificate chain and key named in `configuration`.
+    ///
+    /// Throws a `TLSError` when a file cannot be read, the key does not match the certificate, or an ALPN name
+    /// is invalid. An expired (or not yet valid) certificate is accepted at start with a warning, so that a lapsed
+    /// renewal does not keep the daemon down; `reload()` refuses one.
+    public init(configuration: TLSServerConfiguration, logger: Logger) throws(TLSError) {
+        self.configuration = configuration
+        self.logger = logger
+        let (handle, invalidNow) = try SSLContextHandle.server(
+            certificateChainFile: configuration.certificateChainFile,
+            privateKeyFile: configuration.privateKeyFile,
+            applicationProtocols: configuration.applicationProtocols,
+            rejectingExpired: false
+        )
+        self.current = NIOLockedValueBox(handle)
+        let info = handle.certificate.map { "\($0)" } ?? "?"
+        if invalidNow {
+            logger.warning("TLS certificate is expired or not yet valid", metadata: ["tls.certificate": "\(info)"])
+        } else {
+            logger.info("TLS certificate loaded", metadata: ["tls.certificate": "\(info)"])
+        }
+    }
+
+    /// The certificate new handshakes are served.
+    public var certificate: TLSCertificateInfo {
+        current.withLockedValue { $0.certificate! }
+    }
+
+    /// Reads the certificate and key files again and, if they are good, serves them to every new handshake.
+    ///
+    /// Open connections are not touched. On failure (unreadable file, key not matching, certificate expired or
+    /// not yet valid) the error is logged and thrown, and the certificate in use stays. Safe from any thread;
+    /// the daemon calls it on SIGHUP.
+    @discardableResult
+    public func reload() throws(TLSError) -> TLSCertificateInfo {
+        let handle: SSLContextHandle
+        do {
+            handle = try SSLContextHandle.server(
+                certificateChainFile: configuration.certificateChainFile,
+                privateKeyFile: configuration.privateKeyFile,
+                applicationProtocols: configuration.applicationProtocols,
+                rejectingExpired: true
+            ).handle
+        } catch {
+            logger.error(
+                "TLS certificate reload refused; still serving the previous certificate",
+                metadata: ["tls.error.code": "\(error.code)", "tls.error": "\(error.message)"]
+            )
+            throw error
+        }
+        current.withLockedValue { $0 = handle }
+        let info = handle.certificate!
+        logger.info("TLS certificate reloaded", metadata: ["tls.certificate": "\(info)"])
+        return info
+    }
+
+    /// A new TLS handler for one accepted connection, to be placed first in its pipeline.
+    ///
+    /// Call it on the connection's event loop (in the child channel initializer). If OpenSSL cannot even
+    /// allocate the connection the handler closes the channel at once and logs why.
+    public func makeHandler() -> any ChannelHandler {
+        let handle = current.withLockedValue { $0 }
+        do {
+            let connection = try SSLConnection(server: handle)
+            return TLSHandler(
+                connection: connection,
+                role: .server,
+                handshakeTimeout: configuration.handshakeTimeout,
+                logger: logger
+            )
+        } catch {
+            return FailedTLSHandler(error: error, logger: logger)
+        }
+    }
+}

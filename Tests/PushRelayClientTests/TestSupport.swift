@@ -1,0 +1,92 @@
+import Foundation
+
+enum JSONEncoderHelper {
+    static func encode(_ value: some Encodable) throws -> Data {
+        try JSONEncoder().encode(value)
+    }
+}
+
+/// A random source that returns the same value every time: `fraction` of the range.
+struct FixedRandomNumberGenerator: RandomNumberGenerator {
+    var value: UInt64
+
+    /// `0` gives the bottom of every range, `UInt64.max` the top.
+    init(_ value: UInt64) { self.value = value }
+
+    mutating func next() -> UInt64 { value }
+}
+
+/// A small deterministic generator (SplitMix64) for tests that need varied but reproducible draws.
+struct SeededRandomNumberGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A temporary directory removed at the end of the test.
+struct TemporaryDirectory: ~Copyable {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("pushrelay-client-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+struct TestTimeout: Error, CustomStringConvertible {
+    var what: String
+    var description: String { "timed out waiting for \(what)" }
+}
+
+/// Runs `body`, failing with ``TestTimeout`` after `seconds` (a bound, so that a broken client cannot hang the
+/// suite; no test asserts on timing).
+func withTimeout<T: Sendable>(
+    _ seconds: Double = 20, _ what: String, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let result = try await group.next(), let value = result else { throw TestTimeout(what: what) }
+        return value
+    }
+}
+
+extension AsyncStream where Element: Sendable {
+    /// The first `count` elements (bounded by ``withTimeout(_:_:_:)``).
+    func first(_ count: Int, _ what: String = "stream elements") async throws -> [Element] {
+        let stream = self
+        return try await withTimeout(20, what) {
+            var elements: [Element] = []
+            for await element in stream {
+                elements.append(element)
+                if elements.count == count { break }
+            }
+            return elements
+        }
+    }
+
+    /// Elements up to and including the first that satisfies `predicate`.
+    func until(_ what: String, _ predicate: @escaping @Sendable (Element) -> Bool) async throws -> [Element] {
+        let stream = self
+        return try await withTimeout(20, what) {
+            var elements: [Element] = []
+            for await element in stream {
+                elements.append(element)
+                if predicate(element) { return elements }
+            }
+            throw TestTimeout(what: "\(what) (stream ended)")
+        }
+    }
+}
