@@ -60,6 +60,13 @@ struct SendRoute: Sendable {
                 let response = try await sendToTopic(send, target: .topic(topic.name), project: project, senderID: senderID)
                 return Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
             case .condition(let condition):
+                // The fan-out looks only at the subscribers of the topics a condition names; a condition that a
+                // device without any of them satisfies (`!('a' in topics)`) would silently miss devices: refuse it.
+                guard !condition.matchesUnsubscribed else {
+                    let error = FCMError.invalidParameters("the condition must require at least one topic")
+                    metrics.sendRejected(error.code)
+                    return Self.answer(FCMHTTPAnswer(error: error, encoding: send.encoding))
+                }
                 let response = try await sendToTopic(
                     send, target: .condition(condition.text), project: project, senderID: senderID)
                 return Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
