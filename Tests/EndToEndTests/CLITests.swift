@@ -4,12 +4,13 @@ import Testing
 /// `pushrelay register` and `pushrelay send` against the real daemon, with a curl stream as the device.
 @Suite(.serialized) struct CLITests {
     /// The scenario's `orderInfo`, as `--order-info` takes it.
-    static let orderInfo = """
-        {"infoReason":"Status de pedido","orderID":3,"userEmail":"matilde@siecola.com.br","newOrderStatus":"Novo pedido"}
-        """
+    static let orderInfo = #"{"infoReason":"Status de pedido","orderID":3,"#
+        + #""userEmail":"matilde@siecola.com.br","newOrderStatus":"Novo pedido"}"#
 
     /// Registers with the CLI and returns the device's token and secret.
-    static func register(_ daemon: Daemon, _ keys: ProjectKeys) throws -> (token: String, secret: String, senderID: String) {
+    static func register(_ daemon: Daemon, _ keys: ProjectKeys) throws
+        -> (token: String, secret: String, senderID: String)
+    {
         let result = try Daemon.cli([
             "register", "--server", daemon.baseURL, "--project", keys.project, "--client-key", keys.clientKey,
             "--app", "br.com.siecola.shop", "--platform", "ios", "--json",

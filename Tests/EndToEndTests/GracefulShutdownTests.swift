@@ -124,7 +124,9 @@ import Testing
         let keys = try daemon.createProject()
         let device = try daemon.registerDevice(keys)
         let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
-        let ids = try (0..<3).map { _ in try messageID(ofSendResponse: daemon.send(body, serverKey: keys.serverKey).body) }
+        let ids = try (0..<3).map { _ in
+            try messageID(ofSendResponse: daemon.send(body, serverKey: keys.serverKey).body)
+        }
 
         #expect(try await daemon.terminate() == 0)
         try await daemon.start()
