@@ -68,7 +68,8 @@ public final class RelayApplication: Sendable {
         let router = HTTPRouter()
         let send = SendRoute(
             store: store, hub: hub, metrics: metrics, logger: logger,
-            maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds)
+            maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds,
+            readiness: readiness)
         router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .async(send.handle))
         router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .async(send.handle))
 

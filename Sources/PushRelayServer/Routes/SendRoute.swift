@@ -18,9 +18,19 @@ struct SendRoute: Sendable {
     let logger: Logger
     let maxBodyBytes: Int
     let retryAfterSeconds: Int
+    /// While the node drains (graceful shutdown), new sends get `Unavailable` with `Retry-After`; sends already
+    /// past this check finish their commit and get their ids.
+    var readiness: Readiness? = nil
 
     func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
         let encoding = Self.encoding(of: request.head)
+        if readiness?.current == .draining {
+            metrics.sendRejected(FCMError.Code.unavailable)
+            return Self.answer(
+                FCMHTTPAnswer(
+                    error: FCMError(code: .unavailable), encoding: encoding, retryAfterSeconds: retryAfterSeconds)
+            )
+        }
         guard let header = request.head.headerFields[.authorization],
             let key = AuthorizationHeader.serverKey(header)
         else {

@@ -9,6 +9,7 @@ final class Daemon: @unchecked Sendable {
     private(set) var process: Process?
     private(set) var port: Int = 0
     private let extraArguments: [String]
+    private let environment: [String: String]
     private let output = OutputCollector()
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -21,7 +22,8 @@ final class Daemon: @unchecked Sendable {
     }
 
     /// Makes a fresh data directory; `start()` launches the daemon on it.
-    init(dataDir: URL? = nil, arguments: [String] = []) throws {
+    /// `environment` is added to the test's own for the daemon (e.g. `NOTIFY_SOCKET`).
+    init(dataDir: URL? = nil, arguments: [String] = [], environment: [String: String] = [:]) throws {
         if let dataDir {
             self.dataDir = dataDir
         } else {
@@ -30,6 +32,7 @@ final class Daemon: @unchecked Sendable {
             self.dataDir = dir
         }
         self.extraArguments = arguments
+        self.environment = environment
     }
 
     deinit {
@@ -41,6 +44,9 @@ final class Daemon: @unchecked Sendable {
         let process = Process()
         let listen = "127.0.0.1:\(port)"
         configure(process, Self.binary, ["serve", "--listen", listen, "--data-dir", dataDir.path] + extraArguments)
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -81,6 +87,32 @@ final class Daemon: @unchecked Sendable {
         process.waitUntilExit()
         output.reset()
         return process.terminationStatus
+    }
+
+    /// Sends SIGTERM without waiting (the daemon drains meanwhile); `waitForExit()` reaps it.
+    func sendTerminate() {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+    }
+
+    /// Waits for the daemon to exit, at most `timeout`, and returns its status and its output; `nil` if it is
+    /// still running (it is then killed).
+    func waitForExit(timeout: Duration = .seconds(30)) async throws -> (status: Int32, log: String)? {
+        guard let process else { return nil }
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while process.isRunning && clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        process.waitUntilExit()
+        let log = output.text
+        output.reset()
+        return (process.terminationStatus, log)
     }
 
     var log: String { output.text }
