@@ -83,7 +83,8 @@ let package = Package(
         .executableTarget(
             name: "pushrelay",
             dependencies: [
-                "PushRelayServer", "PushRelayClient", "PushRelayCore", "PushRelayStore", "PushRelayHTTP",
+                "PushRelayServer", "PushRelayClient", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
+                httpTypes,
                 argumentParser, logging, lifecycle, nio, nioPosix,
             ],
             swiftSettings: swiftSettings
