@@ -84,7 +84,7 @@ let package = Package(
             name: "pushrelay",
             dependencies: [
                 "PushRelayServer", "PushRelayClient", "PushRelayCore", "PushRelayStore", "PushRelayHTTP",
-                argumentParser, logging, lifecycle, nio, nioPosix,
+                "PushRelayTLS", argumentParser, logging, lifecycle, nio, nioPosix,
             ],
             swiftSettings: swiftSettings
         ),
