@@ -84,8 +84,7 @@ let package = Package(
             name: "pushrelay",
             dependencies: [
                 "PushRelayServer", "PushRelayClient", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
-                httpTypes,
-                argumentParser, logging, lifecycle, nio, nioPosix,
+                httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
             ],
             swiftSettings: swiftSettings
         ),

@@ -28,7 +28,8 @@ public final class RelayApplication: Sendable {
     let hub = DeliveryHub()
     let options: Options
     let logger: Logger
-    let metrics: RelayMetrics
+    /// The relay's metrics; the daemon records TLS handshakes through it.
+    public let metrics: RelayMetrics
     let readiness: Readiness
 
     /// The routes: FCM send, device, Instance ID and operations.

@@ -8,6 +8,8 @@ final class Daemon: @unchecked Sendable {
     let dataDir: URL
     private(set) var process: Process?
     private(set) var port: Int = 0
+    /// The port of the first `--listen-tls` listener, when the arguments name one.
+    private(set) var tlsPort: Int = 0
     private let extraArguments: [String]
     private let environment: [String: String]
     private let output = OutputCollector()
@@ -57,8 +59,12 @@ final class Daemon: @unchecked Sendable {
         let deadline = clock.now + timeout
         while clock.now < deadline {
             if let found = output.listeningPort() {
-                port = found
-                return
+                let tls = extraArguments.contains("--listen-tls") ? output.listeningPort(scheme: "https") : 0
+                if let tls {
+                    port = found
+                    tlsPort = tls
+                    return
+                }
             }
             if !process.isRunning { break }
             try await Task.sleep(for: .milliseconds(20))
@@ -179,9 +185,9 @@ final class OutputCollector: @unchecked Sendable {
 
     func reset() { lock.withLock { buffer = "" } }
 
-    func listeningPort() -> Int? {
+    func listeningPort(scheme: String = "http") -> Int? {
         let text = self.text
-        guard let range = text.range(of: "listening on http://127.0.0.1:") else { return nil }
+        guard let range = text.range(of: "listening on \(scheme)://127.0.0.1:") else { return nil }
         let digits = text[range.upperBound...].prefix { $0.isNumber }
         return Int(digits)
     }
