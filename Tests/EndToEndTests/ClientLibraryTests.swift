@@ -115,6 +115,40 @@ struct ClientLibraryTests {
         try await daemon.terminate()
     }
 
+    @Test("over HTTP/2, a stream silent for the heartbeat timeout is replaced; messages still arrive once")
+    func heartbeatTimeoutOverHTTP2() async throws {
+        let daemon = try Daemon()  // Heartbeats every 25 s: far beyond the client's 400 ms.
+        try await daemon.start()
+        let keys = try daemon.createProject()
+        var configuration = PushClientConfiguration(
+            serverURL: URL(string: daemon.baseURL)!,
+            registration: .init(project: keys.project, app: "br.com.siecola.shop", clientKey: keys.clientKey))
+        configuration.backoff = BackoffPolicy(base: .milliseconds(50), maximum: .milliseconds(200),
+                                              stableAfter: .seconds(30))
+        configuration.heartbeatTimeout = .milliseconds(400)
+        let client = try PushClient(configuration: configuration)
+        let token = try #require(try await client.register().token)
+        let states = client.states()
+        let handled = Handled()
+        var id = ""
+        try await withRunningClient(client, handled: handled) {
+            let transport = try #require(client.transport as? HTTP2Transport)
+            try await waitUntil("a second connection, connected") {
+                await transport.connectionsOpened >= 2 && client.state.isConnected
+            }
+            id = try Self.sendScenario(daemon, keys, to: token)
+            try await waitUntil("the message after the reconnection") { await handled.ids == [id] }
+        }
+        #expect(await handled.ids == [id])
+        var sawReconnect = false
+        for await state in states {  // Buffered; run() ended with .idle.
+            if case .reconnecting = state { sawReconnect = true }
+            if state == .idle && sawReconnect { break }
+        }
+        #expect(sawReconnect)
+        try await daemon.terminate()
+    }
+
     @Test("many listeners in one process (PUSHRELAY_E2E_LISTENERS, default 1000) each receive their own message only")
     func manyListeners() async throws {
         let count = ProcessInfo.processInfo.environment["PUSHRELAY_E2E_LISTENERS"].flatMap { Int($0) } ?? 1000
