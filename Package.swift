@@ -113,13 +113,14 @@ let package = Package(
         .testTarget(
             name: "PushRelayClientTests",
             dependencies: [
-                "PushRelayClient", "PushRelayCore", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging,
+                "PushRelayClient", "PushRelayCore", nio, nioPosix, nioEmbedded, nioHTTP1, nioConcurrency, httpTypes,
+                logging,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["PushRelayClient", nio, nioPosix],
+            dependencies: ["PushRelayClient", nio, nioPosix, logging],
             swiftSettings: swiftSettings
         ),
     ]
