@@ -195,6 +195,9 @@ final class SQLiteStatement {
     /// Runs a statement that returns no rows.
     func run() throws(StoreError) {
         while try self.step() {}
+        // A statement stepped to SQLITE_DONE must be reset before it is bound again (else SQLITE_MISUSE): loops
+        // that bind and run one cached statement per id (acknowledge(device:ids:), the queue policy's removals).
+        sqlite3_reset(self.pointer)
     }
 
     /// Column `index` (0-based) of the current row as an integer (0 for NULL).

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The relay benchmark in one command (issue 4's "Benchmark", issue 6's fan-out when the daemon has topics):
+#   Benchmarks/run-relay.sh [run.py options]        e.g. --perf, --duration 10, --only nchan mosquitto
+# Installs what is missing (Debian: nginx-light, libnginx-mod-nchan, mosquitto, nghttp2-client/-server; PyPI:
+# uvloop), builds the daemon in release mode, starts every server on loopback (nghttpd, pushrelay, nginx + nchan,
+# mosquitto), runs (a)-(d), prints the table with ratios against the peers measured in the same run, and stops
+# everything it started. PUSHRELAY_SKIP_BUILD=1 uses the existing release binary; PUSHRELAY_BIN=path another one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+
+apt_packages=(nginx-light libnginx-mod-nchan mosquitto nghttp2-client nghttp2-server)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "run-relay: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The packaged services must not hold ports or CPU while we measure; the benchmark starts its own.
+  for svc in nginx mosquitto; do
+    $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
+    $SUDO service "$svc" stop >/dev/null 2>&1 || true
+  done
+fi
+# Benchmark-only Python requirement: uvloop (the generator falls back to asyncio's loop without it).
+python3 -c 'import uvloop' 2>/dev/null || python3 -m pip install -q --disable-pip-version-check uvloop || true
+
+bin_args=()
+if [ -n "${PUSHRELAY_BIN:-}" ]; then
+  bin_args=(--pushrelay-bin "$PUSHRELAY_BIN")
+elif [ -d Sources/pushrelay ]; then
+  if [ "${PUSHRELAY_SKIP_BUILD:-0}" != 1 ]; then
+    echo "run-relay: swift build -c release --product pushrelay" >&2
+    swift build -c release --product pushrelay >&2
+  fi
+  bin_args=(--pushrelay-bin "$(swift build -c release --show-bin-path)/pushrelay")
+fi
+
+pids=()
+cleanup() {
+  # run.py stops the servers it started; this catches anything left if run.py itself was killed.
+  for p in "${pids[@]}"; do
+    kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT INT TERM
+
+mkdir -p .build
+out="${RELAY_BENCH_OUT:-.build/relay-bench-$(date -u +%Y%m%dT%H%M%SZ).json}"
+echo "run-relay: load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores" >&2
+# Own process group, so that the trap can end run.py and every server and generator process under it.
+setsid python3 Benchmarks/relay/run.py "${bin_args[@]}" --out "$out" "$@" &
+pids+=($!)
+status=0
+wait "${pids[0]}" || status=$?
+pids=()
+exit "$status"
