@@ -120,7 +120,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["PushRelayClient", nio, nioPosix, logging],
+            dependencies: ["PushRelayTLS", "PushRelayClient", nio, nioPosix, logging],
             swiftSettings: swiftSettings
         ),
     ]
