@@ -83,8 +83,8 @@ let package = Package(
         .executableTarget(
             name: "pushrelay",
             dependencies: [
-                "PushRelayServer", "PushRelayClient", "PushRelayCore", "PushRelayStore", "PushRelayHTTP",
-                argumentParser, logging, lifecycle, nio, nioPosix,
+                "PushRelayServer", "PushRelayClient", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
+                httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
             ],
             swiftSettings: swiftSettings
         ),
@@ -113,13 +113,14 @@ let package = Package(
         .testTarget(
             name: "PushRelayClientTests",
             dependencies: [
-                "PushRelayClient", "PushRelayCore", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging,
+                "PushRelayClient", "PushRelayCore", nio, nioPosix, nioEmbedded, nioHTTP1, nioConcurrency, httpTypes,
+                logging,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["PushRelayClient", nio, nioPosix],
+            dependencies: ["PushRelayTLS", "PushRelayClient", nio, nioPosix, logging],
             swiftSettings: swiftSettings
         ),
     ]

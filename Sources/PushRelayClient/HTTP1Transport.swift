@@ -6,8 +6,9 @@ import NIOPosix
 
 /// The HTTP/1.1 transport on SwiftNIO: one TCP connection (TLS when the URL is `https`) per request.
 ///
-/// This file and ``IdleReadTimeoutHandler`` are the library's only NIO code; an Apple-platform build would replace
-/// them with another ``PushTransport``.
+/// The fallback of ``HTTP2Transport`` when the server offers no HTTP/2. This file, ``HTTP2Transport`` and
+/// ``IdleReadTimeoutHandler`` are the library's only NIO code; an Apple-platform build would replace them with
+/// another ``PushTransport``.
 struct HTTP1Transport: PushTransport {
     /// A complete response larger than this is refused (the relay's answers are small).
     static let maximumResponseSize = 1 << 20
@@ -45,7 +46,7 @@ struct HTTP1Transport: PushTransport {
     }
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
-        let channel = try await connect(readTimeout: requestTimeout)
+        let channel = try await connect(idleTimeout: requestTimeout)
         return try await channel.executeThenClose { inbound, outbound in
             try await write(request, keepAlive: false, to: outbound)
             var status: Int?
@@ -75,7 +76,7 @@ struct HTTP1Transport: PushTransport {
         idleTimeout: Duration,
         _ body: (_ status: Int, _ reader: TransportBodyReader) async throws -> Void
     ) async throws {
-        let channel = try await connect(readTimeout: idleTimeout)
+        let channel = try await connect(idleTimeout: idleTimeout)
         try await channel.executeThenClose { inbound, outbound in
             try await write(request, keepAlive: true, to: outbound)
             var iterator = inbound.makeAsyncIterator()
@@ -108,10 +109,11 @@ struct HTTP1Transport: PushTransport {
 
     private typealias Connection = NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
 
-    private func connect(readTimeout: Duration) async throws -> Connection {
+    private func connect(idleTimeout: Duration) async throws -> Connection {
         let host = self.host
         let tlsHandlerFactory = self.tlsHandlerFactory
-        let readTimeout = TimeAmount.nanoseconds(Self.nanoseconds(readTimeout))
+        let headTimeout = TimeAmount.nanoseconds(Self.nanoseconds(requestTimeout))
+        let idleTimeout = TimeAmount.nanoseconds(Self.nanoseconds(idleTimeout))
         return try await ClientBootstrap(group: group)
             .connectTimeout(.nanoseconds(Self.nanoseconds(connectTimeout)))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -122,8 +124,7 @@ struct HTTP1Transport: PushTransport {
                         try pipeline.addHandler(tlsHandlerFactory(host))
                     }
                     try pipeline.addHTTPClientHandlers()
-                    try pipeline.addHandler(IdleStateHandler(readTimeout: readTimeout))
-                    try pipeline.addHandler(IdleReadTimeoutHandler())
+                    try pipeline.addHandler(IdleReadTimeoutHandler(headTimeout: headTimeout, idleTimeout: idleTimeout))
                     return try Connection(wrappingChannelSynchronously: channel)
                 }
             }

@@ -24,7 +24,8 @@ import NIOConcurrencyHelpers
 /// A lost, refused or silent stream (nothing for ``PushClientConfiguration/heartbeatTimeout``) is replaced after a
 /// backoff delay (``BackoffPolicy``), resuming with `Last-Event-ID`. Refused credentials (401/403) and an unknown
 /// device (404) stop the client with ``PushClientState/failed(message:)``. A `retry:` field on the stream is
-/// ignored: the backoff policy decides. On the HTTP/1.1 transport each acknowledgement is its own connection.
+/// ignored: the backoff policy decides. Over HTTP/2 (the default) the acknowledgements are further streams of the
+/// stream's connection; on the HTTP/1.1 fallback each acknowledgement is its own connection.
 ///
 /// ## Observers
 /// ``SalesMessageViewModel`` (and its delegate), ``states()`` and ``salesNotifications()`` are fed from one source
@@ -52,7 +53,8 @@ public final class PushClient: Sendable {
         var stopSignal: AsyncStream<Void>.Continuation?
     }
 
-    /// Creates a client on the HTTP/1.1 transport (SwiftNIO).
+    /// Creates a client on the HTTP/2 transport: one connection (h2c for `http://`, TLS with ALPN `h2` for
+    /// `https://`) carries the stream and the acknowledgements; HTTP/1.1 when the server offers no HTTP/2.
     ///
     /// Reads ``PushClientConfiguration/credentialsFile`` and ``PushClientConfiguration/deduplicationFile`` when they
     /// exist. Opens no connection.
@@ -61,7 +63,7 @@ public final class PushClient: Sendable {
     public convenience init(configuration: PushClientConfiguration, logger: Logger = Logger(label: "pushrelay.client"))
         throws
     {
-        try self.init(configuration: configuration, transport: HTTP1Transport(configuration: configuration),
+        try self.init(configuration: configuration, transport: HTTP2Transport(configuration: configuration),
                       logger: logger)
     }
 

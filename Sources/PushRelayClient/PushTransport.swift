@@ -36,10 +36,9 @@ struct TransportBodyReader {
 
 /// How the client talks HTTP to the relay. The only platform-specific part of the library.
 ///
-/// ``HTTP1Transport`` (SwiftNIO, HTTP/1.1, one connection per request) is the Linux implementation. An HTTP/2
-/// transport (one connection, the stream and the acknowledgements as streams on it, falling back to HTTP/1.1 when
-/// ALPN offers no `h2`) or an Apple-platform transport (URLSession) is one more conforming type; nothing above
-/// this protocol changes.
+/// ``HTTP2Transport`` (one connection, the stream and the acknowledgements as streams on it, falling back to
+/// ``HTTP1Transport`` when the server offers no `h2`) is the Linux implementation. An Apple-platform transport
+/// (URLSession) is one more conforming type; nothing above this protocol changes.
 protocol PushTransport: Sendable {
     /// Sends a request and returns the whole response.
     func send(_ request: TransportRequest) async throws -> TransportResponse

@@ -28,7 +28,8 @@ public final class RelayApplication: Sendable {
     let hub = DeliveryHub()
     let options: Options
     let logger: Logger
-    let metrics: RelayMetrics
+    /// The relay's metrics; the daemon records TLS handshakes through it.
+    public let metrics: RelayMetrics
     let readiness: Readiness
 
     /// The routes: FCM send, device, Instance ID and operations.
@@ -68,7 +69,8 @@ public final class RelayApplication: Sendable {
         let router = HTTPRouter()
         let send = SendRoute(
             store: store, hub: hub, metrics: metrics, logger: logger,
-            maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds)
+            maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds,
+            readiness: readiness)
         router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .async(send.handle))
         router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .async(send.handle))
 

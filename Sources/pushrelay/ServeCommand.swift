@@ -7,6 +7,7 @@ import PushRelayCore
 import PushRelayHTTP
 import PushRelayServer
 import PushRelayStore
+import PushRelayTLS
 import ServiceLifecycle
 import UnixSignals
 
@@ -76,14 +77,30 @@ struct ServeCommand: AsyncParsableCommand {
             })
         }
 
+        let tlsContext: TLSServerContext?
+        do {
+            tlsContext = try Self.makeTLSContext(configuration)
+        } catch {
+            FileHandle.standardError.write(Data("pushrelay: cannot set up TLS: \(error.message) (\(error.code))\n".utf8))
+            throw ExitCode(78)
+        }
+
         var serverConfiguration = HTTPServer.Configuration()
         serverConfiguration.idleTimeout = .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000)
         serverConfiguration.drainTimeout = .seconds(configuration.shutdownDrainTimeout.components.seconds)
-        let listeners = configuration.listen.map { HTTPServer.Listener(host: $0.host, port: $0.port) }
+        var listeners = configuration.listen.map { HTTPServer.Listener(host: $0.host, port: $0.port) }
+        if let tlsContext {
+            let factory = TLSMetricsHandler.factory(context: tlsContext, metrics: relay.metrics)
+            listeners += configuration.listenTLS.map {
+                HTTPServer.Listener(host: $0.host, port: $0.port, tlsHandlerFactory: factory)
+            }
+        }
         let server = HTTPServer(configuration: serverConfiguration, listeners: listeners, responder: router, logger: logger)
         let addresses = try await server.start()
-        for address in addresses {
-            print("pushrelay listening on http://\(Self.format(address))")
+        // start() returns the bound addresses in the order of `listeners`: cleartext first, then TLS.
+        for (index, address) in addresses.enumerated() {
+            let scheme = index < configuration.listen.count ? "http" : "https"
+            print("pushrelay listening on \(scheme)://\(Self.format(address))")
         }
         fflush(nil)  // tests and scripts read the line through a pipe
         relay.markReady()
@@ -93,7 +110,13 @@ struct ServeCommand: AsyncParsableCommand {
         let reload = ReloadSignalService(notifier: notifier, logger: logger) {
             let reloaded = try ConfigurationLoader.load(arguments: arguments.filter { $0 != Self.benchRoutesFlag }, environment: environment)
             levelControl.level = reloaded.configuration.logLevel.loggerLevel
-            return "reloaded: log level \(reloaded.configuration.logLevel.rawValue)"
+            var status = "reloaded: log level \(reloaded.configuration.logLevel.rawValue)"
+            if let tlsContext {
+                // Refused (logged by the context, old certificate kept) unless both files are good.
+                let certificate = try tlsContext.reload()
+                status += ", TLS certificate serial \(certificate.serialNumber)"
+            }
+            return status
         }
         let group = ServiceGroup(
             services: [daemon, SystemdWatchdogService(notifier: notifier, logger: logger), reload],
@@ -102,6 +125,18 @@ struct ServeCommand: AsyncParsableCommand {
         )
         try await group.run()
         logger.info("stopped")
+    }
+
+    /// The TLS context for the `listen_tls` listeners, or `nil` when there are none.
+    static func makeTLSContext(_ configuration: PushRelayConfiguration) throws(TLSError) -> TLSServerContext? {
+        guard !configuration.listenTLS.isEmpty,
+            let certificate = configuration.tlsCertificatePath,
+            let key = configuration.tlsKeyPath
+        else { return nil }
+        return try TLSServerContext(
+            configuration: TLSServerConfiguration(certificateChainFile: certificate, privateKeyFile: key),
+            logger: Logger(label: "pushrelay.tls")
+        )
     }
 
     static func format(_ address: SocketAddress) -> String {

@@ -40,7 +40,9 @@ struct PushClientNetworkTests {
     static func makeClient(_ configuration: PushClientConfiguration) throws -> PushClient {
         var logger = Logger(label: "test.client")
         logger.logLevel = .critical
-        return try PushClient(configuration: configuration, logger: logger)
+        // The fake speaks HTTP/1.1 only: these tests are about the client's logic, on the fallback transport.
+        return try PushClient(configuration: configuration, transport: HTTP1Transport(configuration: configuration),
+                              logger: logger)
     }
 
     /// Runs `client` while `body` runs, then stops it and waits for `run` to return.
@@ -157,6 +159,9 @@ struct PushClientNetworkTests {
         try await relay.shutdown()
     }
 
+    /// Deterministic since the heartbeat timer starts at the response head (``IdleReadTimeoutHandler``): a slow
+    /// connect or head on a loaded machine no longer counts as silence, so `connected` always precedes the
+    /// reconnection, and the fake sends nothing after the head, so the timeout always fires.
     @Test("a silent stream is declared dead after the heartbeat timeout and replaced")
     func heartbeatTimeout() async throws {
         let relay = try await FakeRelayServer.start()
@@ -172,6 +177,25 @@ struct PushClientNetworkTests {
             _ = try await states.until("connected again") { if case .connected = $0 { true } else { false } }
         }
         #expect(relay.recorded.lastEventIDs.count >= 2)
+        try await relay.shutdown()
+    }
+
+    @Test("a relay without HTTP/2 (the HTTP/1.1 fake): the default transport falls back to HTTP/1.1 for good")
+    func fallbackToHTTP1() async throws {
+        let relay = try await FakeRelayServer.start()
+        var configuration = Self.configuration(for: relay)
+        configuration.connectTimeout = .seconds(1)  // How long a new h2c connection has to answer.
+        let client = try PushClient(configuration: configuration)
+        let transport = try #require(client.transport as? HTTP2Transport)
+        #expect(await transport.negotiatedProtocol == nil)
+        try await client.register()
+        #expect(await transport.negotiatedProtocol == "http/1.1")
+        // One h2c attempt (two when the first one's connect already failed on a loaded machine); none after it.
+        let opened = await transport.connectionsOpened
+        #expect((1...2).contains(opened))
+        try await client.register()
+        #expect(await transport.connectionsOpened == opened)
+        #expect(relay.recorded.registrations.count == 2)
         try await relay.shutdown()
     }
 

@@ -86,6 +86,25 @@ struct ConfigurationLoaderTests {
         #expect(error?.problems.allSatisfy { $0.code == .missingValue } == true)
     }
 
+    @Test("--tls-cert is accepted for --tls-certificate")
+    func tlsCertAlias() throws {
+        let certificate = fixtures.path("cert-a.pem")
+        let key = fixtures.path("key-a.pem")
+        let loaded = try ConfigurationLoader.load(
+            arguments: ["--listen-tls", "127.0.0.1:0", "--tls-cert", certificate, "--tls-key", key],
+            environment: [:]
+        )
+        #expect(loaded.configuration.tlsCertificatePath == certificate)
+        #expect(loaded.configuration.tlsKeyPath == key)
+        let equals = try ConfigurationLoader.load(
+            arguments: ["--listen-tls", "127.0.0.1:0", "--tls-cert=\(certificate)", "--tls-key", key],
+            environment: [:]
+        )
+        #expect(equals.configuration.tlsCertificatePath == certificate)
+        #expect(ConfigurationField(flag: "--tls-cert") == .tlsCertificate)
+        #expect(ConfigurationField(flag: "--tls-crt") == nil)
+    }
+
     @Test("no listener at all, and the same address twice, are errors")
     func listenerChecks() {
         let none = #expect(throws: ConfigurationError.self) {

@@ -95,8 +95,15 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         self.init(rawValue: key)
     }
 
-    /// The field for a command-line flag (`--heartbeat-interval`), if there is one.
+    /// Other flags accepted for a field: `--tls-cert` for `--tls-certificate` (the shorter name in docs/tls.md).
+    public static let flagAliases: [String: ConfigurationField] = ["--tls-cert": .tlsCertificate]
+
+    /// The field for a command-line flag (`--heartbeat-interval`, or an alias such as `--tls-cert`), if there is one.
     public init?(flag: String) {
+        if let field = Self.flagAliases[flag] {
+            self = field
+            return
+        }
         guard flag.hasPrefix("--"), !flag.contains("_") else { return nil }
         self.init(rawValue: String(flag.dropFirst(2)).replacingHyphens())
     }

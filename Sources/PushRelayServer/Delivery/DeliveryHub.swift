@@ -73,8 +73,9 @@ final class DeliveryHub: Sendable {
     var connectedDevices: Int { state.withLockedValue { $0.subscriptions.count } }
 
     /// Attaches a stream for `device`, replacing (and ending) any earlier stream of the same device. The new
-    /// subscription starts with `readStore` set, so the stream reads the backlog first.
-    func attach(device: DeviceID) -> Subscription {
+    /// subscription starts with `readStore` set, so the stream reads the backlog first. `newDevice` is `true` when
+    /// the device had no live stream here (it counts as newly connected).
+    func attach(device: DeviceID) -> (subscription: Subscription, newDevice: Bool) {
         let (subscription, previous, draining) = state.withLockedValue { state in
             let subscription = Subscription(device: device, attachment: state.nextAttachment)
             state.nextAttachment += 1
@@ -87,17 +88,21 @@ final class DeliveryHub: Sendable {
         } else {
             subscription.post { $0.readStore = true }
         }
-        return subscription
+        return (subscription, !draining && previous == nil)
     }
 
     /// Detaches a stream and ends its signals; the registry entry is removed only if no newer stream replaced it.
-    func detach(_ subscription: Subscription) {
-        state.withLockedValue { state in
-            if state.subscriptions[subscription.device] === subscription {
-                state.subscriptions.removeValue(forKey: subscription.device)
-            }
+    /// Returns `true` when this removed the device's entry (the device is no longer connected here); a second
+    /// call for the same subscription returns `false`.
+    @discardableResult
+    func detach(_ subscription: Subscription) -> Bool {
+        let removed = state.withLockedValue { state in
+            guard state.subscriptions[subscription.device] === subscription else { return false }
+            state.subscriptions.removeValue(forKey: subscription.device)
+            return true
         }
         subscription.continuation.finish()
+        return removed
     }
 
     /// Tells the devices' live streams (if any are on this node) to read the store.
@@ -125,11 +130,10 @@ final class DeliveryHub: Sendable {
     }
 
     /// Ends every live stream and refuses new ones (they end at once): the graceful shutdown's first step, so
-    /// clients reconnect to another node.
+    /// clients reconnect to another node. The ended streams leave the registry as they detach.
     func drain() {
         let subscriptions = state.withLockedValue { state -> [Subscription] in
             state.draining = true
-            defer { state.subscriptions.removeAll() }
             return Array(state.subscriptions.values)
         }
         for subscription in subscriptions { subscription.continuation.finish() }

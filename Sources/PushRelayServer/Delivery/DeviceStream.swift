@@ -22,10 +22,16 @@ struct DeviceStream: Sendable {
     static let readBatch = 256
 
     func run(writer: any HTTPResponseBodyWriter) async throws {
-        let subscription = hub.attach(device: device.id)
+        let (subscription, newDevice) = hub.attach(device: device.id)
         metrics.streamOpened()
+        if newDevice { metrics.deviceConnected() }
+        // Both the watcher below and the end of this handler detach; only the one that removes the registry
+        // entry counts the device as gone (a replacing stream keeps it connected).
+        let disconnect: @Sendable (DeliveryHub.Subscription) -> Void = { [hub, metrics] subscription in
+            if hub.detach(subscription) { metrics.deviceDisconnected() }
+        }
         defer {
-            hub.detach(subscription)
+            disconnect(subscription)
             metrics.streamClosed()
         }
         logger.debug("stream opened")
@@ -35,9 +41,9 @@ struct DeviceStream: Sendable {
 
         // End the stream's signals as soon as the peer goes away, so the loop below returns. Not awaited: the
         // transport reports the close only after this handler has returned when the stream ends from our side.
-        let watcher = Task { [hub] in
+        let watcher = Task {
             await writer.waitUntilClosed()
-            hub.detach(subscription)
+            disconnect(subscription)
         }
         defer { watcher.cancel() }
         do {

@@ -18,9 +18,19 @@ struct SendRoute: Sendable {
     let logger: Logger
     let maxBodyBytes: Int
     let retryAfterSeconds: Int
+    /// While the node drains (graceful shutdown), new sends get `Unavailable` with `Retry-After`; sends already
+    /// past this check finish their commit and get their ids.
+    var readiness: Readiness? = nil
 
     func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
         let encoding = Self.encoding(of: request.head)
+        if readiness?.current == .draining {
+            metrics.sendRejected(FCMError.Code.unavailable)
+            return Self.answer(
+                FCMHTTPAnswer(
+                    error: FCMError(code: .unavailable), encoding: encoding, retryAfterSeconds: retryAfterSeconds)
+            )
+        }
         guard let header = request.head.headerFields[.authorization],
             let key = AuthorizationHeader.serverKey(header)
         else {
@@ -60,6 +70,13 @@ struct SendRoute: Sendable {
                 let response = try await sendToTopic(send, target: .topic(topic.name), project: project, senderID: senderID)
                 return Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
             case .condition(let condition):
+                // The fan-out looks only at the subscribers of the topics a condition names; a condition that a
+                // device without any of them satisfies (`!('a' in topics)`) would silently miss devices: refuse it.
+                guard !condition.matchesUnsubscribed else {
+                    let error = FCMError.invalidParameters("the condition must require at least one topic")
+                    metrics.sendRejected(error.code)
+                    return Self.answer(FCMHTTPAnswer(error: error, encoding: send.encoding))
+                }
                 let response = try await sendToTopic(
                     send, target: .condition(condition.text), project: project, senderID: senderID)
                 return Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))

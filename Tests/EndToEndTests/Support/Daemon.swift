@@ -8,7 +8,10 @@ final class Daemon: @unchecked Sendable {
     let dataDir: URL
     private(set) var process: Process?
     private(set) var port: Int = 0
+    /// The port of the first `--listen-tls` listener, when the arguments name one.
+    private(set) var tlsPort: Int = 0
     private let extraArguments: [String]
+    private let environment: [String: String]
     private let output = OutputCollector()
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -21,7 +24,8 @@ final class Daemon: @unchecked Sendable {
     }
 
     /// Makes a fresh data directory; `start()` launches the daemon on it.
-    init(dataDir: URL? = nil, arguments: [String] = []) throws {
+    /// `environment` is added to the test's own for the daemon (e.g. `NOTIFY_SOCKET`).
+    init(dataDir: URL? = nil, arguments: [String] = [], environment: [String: String] = [:]) throws {
         if let dataDir {
             self.dataDir = dataDir
         } else {
@@ -30,6 +34,7 @@ final class Daemon: @unchecked Sendable {
             self.dataDir = dir
         }
         self.extraArguments = arguments
+        self.environment = environment
     }
 
     deinit {
@@ -41,6 +46,9 @@ final class Daemon: @unchecked Sendable {
         let process = Process()
         let listen = "127.0.0.1:\(port)"
         configure(process, Self.binary, ["serve", "--listen", listen, "--data-dir", dataDir.path] + extraArguments)
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -51,8 +59,12 @@ final class Daemon: @unchecked Sendable {
         let deadline = clock.now + timeout
         while clock.now < deadline {
             if let found = output.listeningPort() {
-                port = found
-                return
+                let tls = extraArguments.contains("--listen-tls") ? output.listeningPort(scheme: "https") : 0
+                if let tls {
+                    port = found
+                    tlsPort = tls
+                    return
+                }
             }
             if !process.isRunning { break }
             try await Task.sleep(for: .milliseconds(20))
@@ -81,6 +93,32 @@ final class Daemon: @unchecked Sendable {
         process.waitUntilExit()
         output.reset()
         return process.terminationStatus
+    }
+
+    /// Sends SIGTERM without waiting (the daemon drains meanwhile); `waitForExit()` reaps it.
+    func sendTerminate() {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+    }
+
+    /// Waits for the daemon to exit, at most `timeout`, and returns its status and its output; `nil` if it is
+    /// still running (it is then killed).
+    func waitForExit(timeout: Duration = .seconds(30)) async throws -> (status: Int32, log: String)? {
+        guard let process else { return nil }
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while process.isRunning && clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        process.waitUntilExit()
+        let log = output.text
+        output.reset()
+        return (process.terminationStatus, log)
     }
 
     var log: String { output.text }
@@ -147,9 +185,9 @@ final class OutputCollector: @unchecked Sendable {
 
     func reset() { lock.withLock { buffer = "" } }
 
-    func listeningPort() -> Int? {
+    func listeningPort(scheme: String = "http") -> Int? {
         let text = self.text
-        guard let range = text.range(of: "listening on http://127.0.0.1:") else { return nil }
+        guard let range = text.range(of: "listening on \(scheme)://127.0.0.1:") else { return nil }
         let digits = text[range.upperBound...].prefix { $0.isNumber }
         return Int(digits)
     }

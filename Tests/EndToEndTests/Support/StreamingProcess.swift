@@ -42,6 +42,18 @@ final class StreamingProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// Waits at most `timeout` for the process to exit and returns its status; `nil` if it still runs.
+    func waitForExit(timeout: Duration) async throws -> Int32? {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while process.isRunning && clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        if process.isRunning { return nil }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
     /// Ends the process (SIGTERM) and reaps it.
     func stop() {
         guard process.isRunning else { return }

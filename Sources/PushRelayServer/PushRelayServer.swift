@@ -1,1 +1,0 @@
-// PushRelayServer: see docs/architecture.md

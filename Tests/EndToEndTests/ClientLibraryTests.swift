@@ -1,0 +1,303 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import PushRelayClient
+
+/// The client library (``PushClient`` over HTTP/2) against the real daemon, with curl as the back end.
+@Suite("Client library against the real daemon", .serialized)
+struct ClientLibraryTests {
+    static func client(_ daemon: Daemon, _ keys: ProjectKeys, backoff: BackoffPolicy? = nil) throws -> PushClient {
+        var configuration = PushClientConfiguration(
+            serverURL: URL(string: daemon.baseURL)!,
+            registration: .init(project: keys.project, app: "br.com.siecola.shop", clientKey: keys.clientKey))
+        configuration.backoff = backoff ?? BackoffPolicy(base: .milliseconds(50), maximum: .milliseconds(500),
+                                                         stableAfter: .seconds(30))
+        var logger = Logger(label: "e2e.client")
+        logger.logLevel = .critical
+        return try PushClient(configuration: configuration, logger: logger)
+    }
+
+    static func sendScenario(_ daemon: Daemon, _ keys: ProjectKeys, to token: String, orderID: Int = 3) throws
+        -> String
+    {
+        let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: token)
+            .replacingOccurrences(of: "\"orderID\": 3", with: "\"orderID\": \(orderID)")
+        let answer = try daemon.send(body, serverKey: keys.serverKey)
+        guard answer.status == 200 else { throw DaemonError(message: "send: \(answer.status) \(answer.body)") }
+        return try messageID(ofSendResponse: answer.body)
+    }
+
+    @Test("the scenario sent with curl arrives over HTTP/2; the view model holds the five values")
+    @MainActor
+    func scenario() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try daemon.createProject()
+        let client = try Self.client(daemon, keys)
+        let viewModel = SalesMessageViewModel(client: client)
+        let credentials = try await client.register()
+        let token = try #require(credentials.token)
+        #expect(token.contains(":APA91b"))
+        let handled = Handled()
+        var id = ""
+        try await withRunningClient(client, handled: handled) {
+            try await waitUntil("connected") { client.state.isConnected }
+            id = try Self.sendScenario(daemon, keys, to: token)
+            try await waitUntil("the view model shows the message") { viewModel.messageId == id }
+            let transport = try #require(client.transport as? HTTP2Transport)
+            #expect(await transport.negotiatedProtocol == "h2")
+            // Registration, stream and acknowledgement on one connection.
+            try await waitUntil("acknowledged") { await handled.ids == [id] }
+            #expect(await transport.connectionsOpened == 1)
+        }
+        #expect(viewModel.messageId == id)
+        #expect(viewModel.infoReason == "Status de pedido")
+        #expect(viewModel.orderID == 3)
+        #expect(viewModel.newOrderStatus == "Novo pedido")
+        #expect(viewModel.userEmail == "matilde@siecola.com.br")
+        #expect(viewModel.screen?.lines == [
+            "Message Id: \(id)", "Reason: Status de pedido", "Order Id: 3", "Status: Novo pedido",
+            "Email: matilde@siecola.com.br",
+        ])
+        try await daemon.terminate()
+    }
+
+    @Test("the daemon is killed (-9) and restarted mid-stream: the client reconnects, each message reaches the app once")
+    func daemonRestart() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try daemon.createProject()
+        // A slow first retry, so that messages are sent while the client is still away.
+        let client = try Self.client(daemon, keys, backoff: BackoffPolicy(base: .milliseconds(800),
+                                                                          maximum: .seconds(2),
+                                                                          stableAfter: .seconds(30)))
+        let token = try #require(try await client.register().token)
+        let handled = Handled()
+        var ids: [String] = []
+        try await withRunningClient(client, handled: handled) {
+            try await waitUntil("connected") { client.state.isConnected }
+            ids.append(try Self.sendScenario(daemon, keys, to: token, orderID: 1))
+            try await waitUntil("the first message") { await handled.ids.count == 1 }
+            ids.append(try Self.sendScenario(daemon, keys, to: token, orderID: 2))
+            try await daemon.kill9()
+            try await daemon.start()
+            ids.append(try Self.sendScenario(daemon, keys, to: token, orderID: 3))
+            ids.append(try Self.sendScenario(daemon, keys, to: token, orderID: 4))
+            try await waitUntil("every message", timeout: .seconds(60)) { await handled.ids.count >= 4 }
+            // Give a duplicate the chance to show up before stopping.
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(await handled.ids == ids)
+        try await daemon.terminate()
+    }
+
+    @Test("a handler that throws: the message is not acknowledged and arrives again on the next stream")
+    func handlerThrows() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try daemon.createProject()
+        let client = try Self.client(daemon, keys)
+        let token = try #require(try await client.register().token)
+        let handled = Handled(failFirst: true)
+        var id = ""
+        try await withRunningClient(client, handled: handled) {
+            try await waitUntil("connected") { client.state.isConnected }
+            id = try Self.sendScenario(daemon, keys, to: token)
+            try await waitUntil("the failure") { await handled.failures == [id] }
+        }
+        #expect(await handled.ids.isEmpty)
+        // A new stream (same client, same dedup window): the relay delivers the message again.
+        try await withRunningClient(client, handled: handled) {
+            try await waitUntil("the redelivery") { await handled.ids == [id] }
+        }
+        #expect(await handled.failures == [id])
+        try await daemon.terminate()
+    }
+
+    @Test("over HTTP/2, a stream silent for the heartbeat timeout is replaced; messages still arrive once")
+    func heartbeatTimeoutOverHTTP2() async throws {
+        let daemon = try Daemon()  // Heartbeats every 25 s: far beyond the client's 400 ms.
+        try await daemon.start()
+        let keys = try daemon.createProject()
+        var configuration = PushClientConfiguration(
+            serverURL: URL(string: daemon.baseURL)!,
+            registration: .init(project: keys.project, app: "br.com.siecola.shop", clientKey: keys.clientKey))
+        configuration.backoff = BackoffPolicy(base: .milliseconds(50), maximum: .milliseconds(200),
+                                              stableAfter: .seconds(30))
+        configuration.heartbeatTimeout = .milliseconds(400)
+        let client = try PushClient(configuration: configuration)
+        let token = try #require(try await client.register().token)
+        let states = client.states()
+        let handled = Handled()
+        var id = ""
+        try await withRunningClient(client, handled: handled) {
+            let transport = try #require(client.transport as? HTTP2Transport)
+            try await waitUntil("a second connection, connected") {
+                await transport.connectionsOpened >= 2 && client.state.isConnected
+            }
+            id = try Self.sendScenario(daemon, keys, to: token)
+            try await waitUntil("the message after the reconnection") { await handled.ids == [id] }
+        }
+        #expect(await handled.ids == [id])
+        var sawReconnect = false
+        for await state in states {  // Buffered; run() ended with .idle.
+            if case .reconnecting = state { sawReconnect = true }
+            if state == .idle && sawReconnect { break }
+        }
+        #expect(sawReconnect)
+        try await daemon.terminate()
+    }
+
+    @Test("many listeners in one process (PUSHRELAY_E2E_LISTENERS, default 1000) each receive their own message only")
+    func manyListeners() async throws {
+        let count = ProcessInfo.processInfo.environment["PUSHRELAY_E2E_LISTENERS"].flatMap { Int($0) } ?? 1000
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try daemon.createProject()
+        let started = ContinuousClock.now
+        var clients: [PushClient] = []
+        for _ in 0..<count { clients.append(try Self.client(daemon, keys)) }
+        // Register in batches of 50.
+        var tokens: [String] = Array(repeating: "", count: count)
+        for batch in stride(from: 0, to: count, by: 50) {
+            try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                for index in batch..<min(batch + 50, count) {
+                    let client = clients[index]
+                    group.addTask { (index, try await client.register().token ?? "") }
+                }
+                for try await (index, token) in group { tokens[index] = token }
+            }
+        }
+        #expect(Set(tokens).count == count)
+        let registered = ContinuousClock.now
+        let received = (0..<count).map { _ in Handled() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<count {
+                let client = clients[index]
+                let handled = received[index]
+                group.addTask { try await client.run { try await handled.handle($0) } }
+            }
+            defer {
+                for client in clients { client.stop() }
+            }
+            try await waitUntil("every listener connected", timeout: .seconds(300)) {
+                clients.allSatisfy { $0.state.isConnected }
+            }
+            let connected = ContinuousClock.now
+            try daemon.sendMany(keys, orders: tokens.enumerated().map { (token: $0.element, orderID: $0.offset) })
+            try await waitUntil("every message", timeout: .seconds(300)) {
+                var total = 0
+                for handled in received { total += await handled.orderIDs.count }
+                return total >= count
+            }
+            try await Task.sleep(for: .milliseconds(500))  // Room for a stray extra message to show up.
+            for (index, handled) in received.enumerated() {
+                let orders = await handled.orderIDs
+                #expect(orders == [index], "listener \(index) got \(orders)")
+            }
+            print("""
+                manyListeners: \(count) listeners; registration \(registered - started), \
+                connect \(connected - registered), delivery \(ContinuousClock.now - connected)
+                """)
+            for client in clients { client.stop() }
+            try await group.waitForAll()
+        }
+        try await daemon.terminate()
+    }
+}
+
+/// What one app's handler saw.
+actor Handled {
+    private(set) var ids: [String] = []
+    private(set) var orderIDs: [Int] = []
+    private(set) var failures: [String] = []
+    private var failFirst: Bool
+
+    init(failFirst: Bool = false) {
+        self.failFirst = failFirst
+    }
+
+    func handle(_ message: PushMessage) throws {
+        if failFirst {
+            failFirst = false
+            failures.append(message.id)
+            throw HandlerFailure()
+        }
+        ids.append(message.id)
+        if let order = try? message.salesNotification() { orderIDs.append(order.orderID) }
+    }
+
+    struct HandlerFailure: Error {}
+}
+
+extension PushClientState {
+    var isConnected: Bool {
+        if case .connected = self { true } else { false }
+    }
+}
+
+/// Runs `client` while `body` runs, then stops it and waits for `run` to return.
+func withRunningClient(
+    isolation: isolated (any Actor)? = #isolation,
+    _ client: PushClient,
+    handled: Handled,
+    _ body: () async throws -> Void
+) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await client.run { try await handled.handle($0) } }
+        do {
+            try await body()
+        } catch {
+            client.stop()
+            group.cancelAll()
+            throw error
+        }
+        client.stop()
+        try await group.waitForAll()
+    }
+}
+
+/// Polls `condition` every 20 ms; throws after `timeout`.
+func waitUntil(
+    isolation: isolated (any Actor)? = #isolation,
+    _ what: String,
+    timeout: Duration = .seconds(20),
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    throw DaemonError(message: "timed out waiting for \(what)")
+}
+
+extension Daemon {
+    /// Sends one scenario message per (token, order id), over one keep-alive HTTP/1.1 connection (python3).
+    func sendMany(_ keys: ProjectKeys, orders: [(token: String, orderID: Int)]) throws {
+        let script = """
+            import http.client, json, sys
+            port, key = int(sys.argv[1]), sys.argv[2]
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            for line in sys.stdin:
+                conn.request("POST", "/fcm/send", body=line.strip().encode(),
+                             headers={"Authorization": "key=" + key, "Content-Type": "application/json"})
+                response = conn.getresponse()
+                response.read()
+                print(response.status)
+            """
+        let bodies = orders.map { order in
+            scenarioBody.replacingOccurrences(of: "TOKEN", with: order.token)
+                .replacingOccurrences(of: "\"orderID\": 3", with: "\"orderID\": \(order.orderID)")
+                .replacingOccurrences(of: "\n", with: " ")
+        }
+        let result = try run("/usr/bin/python3", ["-c", script, String(port), keys.serverKey],
+                             stdin: bodies.joined(separator: "\n") + "\n")
+        let codes = result.stdout.split(separator: "\n")
+        guard result.status == 0, codes.count == orders.count, codes.allSatisfy({ $0 == "200" }) else {
+            throw DaemonError(message: "sendMany: \(result.status) \(codes.filter { $0 != "200" }.prefix(5)) "
+                + result.stderr)
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// `pushrelay listen` (the binary) against the real daemon, with curl as the back end.
+@Suite("pushrelay listen against the real daemon", .serialized)
+struct ListenCommandTests {
+    /// The five lines, then the blank line that separates messages.
+    static func screen(_ id: String) -> String {
+        [
+            "Message Id: \(id)", "Reason: Status de pedido", "Order Id: 3", "Status: Novo pedido",
+            "Email: matilde@siecola.com.br",
+        ].joined(separator: "\n") + "\n\n"
+    }
+
+    @Test("listen --count 1 prints exactly the course's screen for the scenario sent with curl")
+    func screen() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try daemon.createProject()
+        let device = try daemon.registerDevice(keys)
+        let listener = try StreamingProcess(Daemon.binary, [
+            "listen", "--server", daemon.baseURL, "--secret", device.secret, "--count", "1", "--timeout", "60",
+        ])
+        defer { listener.stop() }
+        try await Task.sleep(for: .milliseconds(300))  // Connected or not, the relay queues the message.
+        let id = try ClientLibraryTests.sendScenario(daemon, keys, to: device.token)
+        #expect(listener.waitForExit() == 0)
+        #expect(listener.text == Self.screen(id))
+        try await daemon.terminate()
+    }
+
+    @Test("listen --json prints one JSON object with the message id, the envelope and the decoded notification")
+    func json() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try daemon.createProject()
+        let device = try daemon.registerDevice(keys)
+        let id = try ClientLibraryTests.sendScenario(daemon, keys, to: device.token)
+        let result = try run(Daemon.binary, [
+            "listen", "--server", daemon.baseURL, "--secret", device.secret, "--count", "1", "--timeout", "60",
+            "--json",
+        ])
+        #expect(result.status == 0)
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 1)
+        let object = try jsonObject(String(lines.first ?? ""))
+        #expect(object["message_id"] as? String == id)
+        let envelope = try #require(object["envelope"] as? [String: Any])
+        #expect(envelope["gcm.message_id"] as? String == id)
+        #expect("\(object)".contains("matilde@siecola.com.br"))
+        try await daemon.terminate()
+    }
+
+    @Test("listen --timeout exits non-zero when the messages do not arrive")
+    func timeout() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try daemon.createProject()
+        let device = try daemon.registerDevice(keys)
+        let result = try run(Daemon.binary, [
+            "listen", "--server", daemon.baseURL, "--secret", device.secret, "--count", "1", "--timeout", "1",
+        ])
+        #expect(result.status != 0)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.contains("timeout: 0 of 1"))
+        try await daemon.terminate()
+    }
+
+    @Test("listen --project --client-key registers, prints the token and saves the credentials for the next run")
+    func registration() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try daemon.createProject()
+        let file = daemon.dataDir.appendingPathComponent("device.json")
+        let first = try run(Daemon.binary, [
+            "listen", "--server", daemon.baseURL, "--project", keys.project, "--client-key", keys.clientKey,
+            "--save", file.path, "--count", "1", "--timeout", "1",
+        ])
+        #expect(first.status != 0)  // Nothing was sent: the timeout.
+        let tokenLine = try #require(first.stdout.split(separator: "\n").first { $0.hasPrefix("Token: ") })
+        let token = String(tokenLine.dropFirst("Token: ".count))
+        #expect(token.contains(":APA91b"))
+        #expect(FileManager.default.fileExists(atPath: file.path))
+
+        // The back end sends to the printed token; the next run starts from the saved credentials.
+        let id = try ClientLibraryTests.sendScenario(daemon, keys, to: token)
+        let second = try run(Daemon.binary, [
+            "listen", "--server", daemon.baseURL, "--credentials", file.path, "--count", "1", "--timeout", "60",
+        ])
+        #expect(second.status == 0)
+        #expect(second.stdout == "Token: \(token)\n" + Self.screen(id))
+        try await daemon.terminate()
+    }
+}

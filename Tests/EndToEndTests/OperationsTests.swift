@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+
+/// `/healthz`, `/readyz`, `/metrics` on the real daemon, and docs/openapi.yaml against the routes it registers.
+@Suite(.serialized) struct OperationsTests {
+    static var repository: URL {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url
+    }
+
+    /// GET with curl; returns the status and the body.
+    static func get(_ url: String) throws -> (status: Int, body: String) {
+        let result = try run("curl", ["-sS", url, "-w", "\n%{http_code}"])
+        var lines = result.stdout.components(separatedBy: "\n")
+        let status = Int(lines.removeLast()) ?? 0
+        return (status, lines.joined(separator: "\n"))
+    }
+
+    /// The value of an unlabelled sample `name` in Prometheus text, if present.
+    static func sample(_ name: String, in text: String) -> Double? {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces))
+        }
+        return nil
+    }
+
+    @Test func healthReadinessAndMetrics() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let health = try Self.get("\(daemon.baseURL)/healthz")
+        #expect(health.status == 200)
+        let ready = try Self.get("\(daemon.baseURL)/readyz")
+        #expect(ready.status == 200)
+        #expect(ready.body.contains("ready"))
+
+        let keys = try daemon.createProject()
+        let device = try daemon.registerDevice(keys)
+        let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
+        _ = try messageID(ofSendResponse: daemon.send(body, serverKey: keys.serverKey).body)
+        #expect(try daemon.send(body, serverKey: "wrong").status == 401)
+
+        let before = try Self.get("\(daemon.baseURL)/metrics")
+        #expect(before.status == 200)
+        #expect((Self.sample("pushrelay_sends_accepted_total", in: before.body) ?? 0) >= 1, "\(before.body)")
+        #expect(before.body.contains("pushrelay_sends_rejected_total{"))
+        #expect(before.body.contains("pushrelay_store_commit_duration_seconds_bucket"))
+        #expect((Self.sample("pushrelay_queue_depth", in: before.body) ?? 0) >= 1)
+        #expect(Self.sample("pushrelay_connected_devices", in: before.body) ?? 0 == 0)
+
+        // A connected device moves the gauges, and they come back when it goes.
+        let stream = try daemon.openStream(secret: device.secret)
+        try await stream.waitFor("the message") { !parseEvents($0).isEmpty }
+        let connected = try Self.get("\(daemon.baseURL)/metrics").body
+        #expect(Self.sample("pushrelay_connected_devices", in: connected) == 1, "\(connected)")
+        #expect(Self.sample("pushrelay_open_streams", in: connected) == 1)
+        #expect((Self.sample("pushrelay_messages_delivered_total", in: connected) ?? 0) >= 1)
+        stream.stop()
+
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        var after = ""
+        while clock.now < deadline {
+            after = try Self.get("\(daemon.baseURL)/metrics").body
+            if Self.sample("pushrelay_connected_devices", in: after) == 0 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(Self.sample("pushrelay_connected_devices", in: after) == 0, "\(after)")
+        #expect(Self.sample("pushrelay_open_streams", in: after) == 0)
+    }
+
+    /// The routes `RelayApplication` registers (`router.add(.method, "path"`), as (METHOD, path) pairs.
+    static func registeredRoutes() throws -> [(method: String, path: String)] {
+        let source = try String(
+            contentsOf: repository.appendingPathComponent("Sources/PushRelayServer/RelayApplication.swift"),
+            encoding: .utf8)
+        let pattern = try NSRegularExpression(pattern: #"router\.add\(\.(\w+),\s*"([^"]+)""#)
+        let range = NSRange(source.startIndex..., in: source)
+        return pattern.matches(in: source, range: range).map { match in
+            let method = String(source[Range(match.range(at: 1), in: source)!]).uppercased()
+            let path = String(source[Range(match.range(at: 2), in: source)!])
+            return (method, path)
+        }
+    }
+
+    @Test func openAPISpecIsValidAndCoversEveryRoute() throws {
+        let spec = Self.repository.appendingPathComponent("docs/openapi.yaml").path
+        let script = """
+            import json, sys, yaml
+            from openapi_spec_validator import validate
+            spec = yaml.safe_load(open(sys.argv[1]))
+            validate(spec)
+            methods = {"get", "put", "post", "delete", "patch", "head", "options"}
+            print(json.dumps({p: sorted(m.upper() for m in ops if m in methods) for p, ops in spec["paths"].items()}))
+            """
+        let result = try run("python3", ["-c", script, spec])
+        #expect(result.status == 0, "openapi-spec-validator: \(result.stderr)")
+        let paths = try jsonObject(result.stdout)
+
+        let routes = try Self.registeredRoutes()
+        #expect(routes.count >= 15, "routes read from RelayApplication.swift: \(routes)")
+        for route in routes {
+            let methods = paths[route.path] as? [String] ?? []
+            #expect(methods.contains(route.method), "\(route.method) \(route.path) is missing from docs/openapi.yaml")
+        }
+    }
+}

@@ -1,0 +1,55 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A stand-in for systemd's notification socket: a bound Unix datagram socket that the test reads from.
+final class FakeNotifySocket: @unchecked Sendable {
+    /// What to put in `NOTIFY_SOCKET`: a path, or `@name` for the abstract namespace.
+    let address: String
+    private let fd: Int32
+
+    /// Binds a socket at a fresh path under /tmp, or with `abstract`, a fresh abstract name.
+    init(abstract: Bool = false) {
+        let name = "pushrelay-notify-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        address = abstract ? "@" + name : "/tmp/" + name + ".sock"
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        precondition(fd >= 0, "socket failed")
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        var bytes = Array(address.utf8)
+        if abstract { bytes[0] = 0 }
+        withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: bytes) }
+        let length = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path)! + bytes.count + (abstract ? 0 : 1)
+        let result = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(length)) }
+        }
+        precondition(result == 0, "bind \(address) failed: errno \(errno)")
+    }
+
+    /// The next datagram's text, or `nil` after `timeoutMilliseconds` (default 10 s) without one.
+    func receive(timeoutMilliseconds: Int32 = 10_000) -> String? {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, timeoutMilliseconds) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count], as: UTF8.self)
+    }
+
+    /// The next datagram's text, or `nil` after `timeoutMilliseconds`, without blocking a thread of the
+    /// cooperative pool (the service under test needs one to run).
+    func next(timeoutMilliseconds: Int = 10_000) async -> String? {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .milliseconds(timeoutMilliseconds))
+        while clock.now < deadline {
+            if let message = receive(timeoutMilliseconds: 0) { return message }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return nil
+    }
+
+    deinit {
+        close(fd)
+        if !address.hasPrefix("@") { unlink(address) }
+    }
+}
