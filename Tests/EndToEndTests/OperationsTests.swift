@@ -45,6 +45,8 @@ import Testing
         #expect((Self.sample("pushrelay_sends_accepted_total", in: before.body) ?? 0) >= 1, "\(before.body)")
         #expect(before.body.contains("pushrelay_sends_rejected_total{"))
         #expect(before.body.contains("pushrelay_store_commit_duration_seconds_bucket"))
+        // The histograms are recorded, not just declared: each commit and each delivery counts.
+        #expect((Self.sample("pushrelay_store_commit_duration_seconds_count", in: before.body) ?? 0) >= 1)
         #expect((Self.sample("pushrelay_queue_depth", in: before.body) ?? 0) >= 1)
         #expect(Self.sample("pushrelay_connected_devices", in: before.body) ?? 0 == 0)
 
@@ -55,6 +57,7 @@ import Testing
         #expect(Self.sample("pushrelay_connected_devices", in: connected) == 1, "\(connected)")
         #expect(Self.sample("pushrelay_open_streams", in: connected) == 1)
         #expect((Self.sample("pushrelay_messages_delivered_total", in: connected) ?? 0) >= 1)
+        #expect((Self.sample("pushrelay_send_to_deliver_duration_seconds_count", in: connected) ?? 0) >= 1, "\(connected)")
         stream.stop()
 
         let clock = ContinuousClock()

@@ -81,6 +81,7 @@ struct DeviceStream: Sendable {
                         }
                         Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
                         cursor = message.id
+                        recordSendToDeliver(message.id)
                     }
                     if !pending.isEmpty { metrics.messagesDelivered(count: pending.count) }
                     if pending.count < Self.readBatch { break }
@@ -95,6 +96,14 @@ struct DeviceStream: Sendable {
                 try await writer.write(buffer)
             }
         }
+    }
+
+    /// Message ids are the accept time in microseconds (bumped to stay increasing), so the id tells how long a
+    /// message waited between its acceptance and its delivery.
+    private func recordSendToDeliver(_ id: MessageID) {
+        let now = WallClock.microsecondsSinceEpoch()
+        guard now >= id.rawValue else { return }
+        metrics.recordSendToDeliver(duration: .microseconds(Int64(now - id.rawValue)))
     }
 
     /// `id: <id>\ndata: <envelope>\n\n`. The envelope is one line of JSON, so one `data:` line carries it.

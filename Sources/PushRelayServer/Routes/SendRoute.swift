@@ -132,7 +132,9 @@ struct SendRoute: Sendable {
             let messages = targets.map {
                 NewMessage(device: $0.device.id, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl)
             }
+            let started = ContinuousClock.now
             let outcomes = try await store.enqueue(messages)
+            metrics.recordCommit(duration: ContinuousClock.now - started)
             for (target, outcome) in zip(targets, outcomes) {
                 switch outcome {
                 case .stored(let id):
