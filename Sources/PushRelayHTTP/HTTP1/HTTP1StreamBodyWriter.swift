@@ -15,7 +15,7 @@ final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     private var ended = false
     private var draining = false
     private var writeWaiter: CheckedContinuation<Void, any Error>?
-    private var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    private var closeWaiters = StreamCloseWaiters()
 
     init(connection: HTTP1ServerConnectionHandler, eventLoop: any EventLoop, allocator: ByteBufferAllocator) {
         self.connection = NIOLoopBound(connection, eventLoop: eventLoop)
@@ -44,11 +44,7 @@ final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     func waitUntilClosed() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             eventLoop.execute {
-                if self.closed || self.draining {
-                    continuation.resume()
-                } else {
-                    self.closeWaiters.append(continuation)
-                }
+                self.closeWaiters.wait(continuation, alreadyClosed: self.closed || self.draining)
             }
         }
     }
@@ -84,7 +80,7 @@ final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     /// The server is draining.
     func drain() {
         draining = true
-        resumeCloseWaiters()
+        closeWaiters.resumeAll()
     }
 
     /// The connection closed.
@@ -95,12 +91,6 @@ final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
             writeWaiter = nil
             waiter.resume(throwing: HTTPTransportError.streamClosed())
         }
-        resumeCloseWaiters()
-    }
-
-    private func resumeCloseWaiters() {
-        let waiters = closeWaiters
-        closeWaiters = []
-        for waiter in waiters { waiter.resume() }
+        closeWaiters.resumeAll()
     }
 }

@@ -18,7 +18,7 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     private var closed = false
     private var draining = false
     private var writeWaiter: CheckedContinuation<Void, any Error>?
-    private var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    private var closeWaiters = StreamCloseWaiters()
 
     init(
         streamID: Int32,
@@ -50,11 +50,7 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     func waitUntilClosed() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             eventLoop.execute {
-                if self.closed || self.draining {
-                    continuation.resume()
-                } else {
-                    self.closeWaiters.append(continuation)
-                }
+                self.closeWaiters.wait(continuation, alreadyClosed: self.closed || self.draining)
             }
         }
     }
@@ -115,7 +111,7 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     /// The server is draining: idle handlers waiting in `waitUntilClosed` should end their streams.
     func drain() {
         draining = true
-        resumeCloseWaiters()
+        closeWaiters.resumeAll()
     }
 
     /// The stream is gone (reset, finished, or connection closed).
@@ -127,12 +123,6 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
             writeWaiter = nil
             waiter.resume(throwing: HTTPTransportError.streamClosed())
         }
-        resumeCloseWaiters()
-    }
-
-    private func resumeCloseWaiters() {
-        let waiters = closeWaiters
-        closeWaiters = []
-        for waiter in waiters { waiter.resume() }
+        closeWaiters.resumeAll()
     }
 }
