@@ -89,25 +89,31 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // What the test targets share: children run without blocking the cooperative pool, a fake NOTIFY_SOCKET.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "PushRelayHTTPTests",
-            dependencies: ["PushRelayHTTP", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging],
+            dependencies: ["PushRelayHTTP", "TestSupport", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushRelayTLSTests",
-            dependencies: ["PushRelayTLS", "PushRelayHTTP", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging],
+            dependencies: [
+                "PushRelayTLS", "PushRelayHTTP", "TestSupport", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "PushRelayCoreTests", dependencies: ["PushRelayCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PushRelayStoreTests",
-            dependencies: ["PushRelayStore", "PushRelayCore"],
+            dependencies: ["PushRelayStore", "PushRelayCore", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushRelayServerTests",
-            dependencies: ["PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", nio, httpTypes],
+            dependencies: [
+                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "TestSupport", nio, httpTypes,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -120,7 +126,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["PushRelayTLS", "PushRelayClient", nio, nioPosix, logging],
+            dependencies: ["PushRelayTLS", "PushRelayClient", "TestSupport", nio, nioPosix, logging],
             swiftSettings: swiftSettings
         ),
     ]

@@ -49,6 +49,11 @@ enum Base64URL {
         return bytes
     }
 
+    /// A random character of `[A-Za-z0-9]`, the alphabet without `-` and `_` (log2 62 ≈ 5.95 random bits).
+    static func randomAlphanumeric(using generator: inout some RandomNumberGenerator) -> UInt8 {
+        alphabet[Int(generator.next(upperBound: UInt64(62)))]
+    }
+
     /// A random base64url string of `count` characters (6 random bits each).
     static func randomString(length: Int, using generator: inout some RandomNumberGenerator) -> String {
         String(decoding: randomBytes(length, using: &generator).map { alphabet[Int($0 & 63)] }, as: UTF8.self)

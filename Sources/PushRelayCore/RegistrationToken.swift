@@ -2,8 +2,9 @@
 /// `<instance id>:APA91b<random>`, e.g.
 /// `eeDh2Sd5HknG1zdC1w1UBD:APA91bFKGr99Cpj7q1Es0oexCeoXf9qinT6GuI-pvCouR8AKueLR1zNc_QZVv_…`.
 ///
-/// Generated tokens have a 22-character instance id (132 random bits) and 110 base64url characters after
-/// `APA91b` (660 random bits), 139 characters in all like the seed scenario's token.
+/// Generated tokens have a 22-character instance id (≈132 random bits; the first character is alphanumeric so a
+/// token never looks like a command-line option) and 110 base64url characters after `APA91b` (660 random bits),
+/// 139 characters in all like the seed scenario's token.
 public struct RegistrationToken: Sendable, Hashable, CustomStringConvertible {
     /// The token text.
     public let rawValue: String
@@ -42,7 +43,10 @@ public struct RegistrationToken: Sendable, Hashable, CustomStringConvertible {
 
     /// A new token from `generator` (tests pass a seeded one).
     public static func generate(using generator: inout some RandomNumberGenerator) -> RegistrationToken {
-        let instance = Base64URL.randomString(length: instanceIDLength, using: &generator)
+        // The first character is a letter or a digit, never `-`: tokens are passed as command-line arguments
+        // (`pushrelay send --to TOKEN`, `curl … -d`), where a leading dash reads as an option.
+        let lead = String(decoding: [Base64URL.randomAlphanumeric(using: &generator)], as: UTF8.self)
+        let instance = lead + Base64URL.randomString(length: instanceIDLength - 1, using: &generator)
         let random = Base64URL.randomString(length: randomLength, using: &generator)
         return RegistrationToken(unchecked: instance + ":" + marker + random)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `pushrelay register` and `pushrelay send` against the real daemon, with a curl stream as the device.
@@ -8,10 +9,10 @@ import Testing
         + #""userEmail":"matilde@siecola.com.br","newOrderStatus":"Novo pedido"}"#
 
     /// Registers with the CLI and returns the device's token and secret.
-    static func register(_ daemon: Daemon, _ keys: ProjectKeys) throws
+    static func register(_ daemon: Daemon, _ keys: ProjectKeys) async throws
         -> (token: String, secret: String, senderID: String)
     {
-        let result = try Daemon.cli([
+        let result = try await Daemon.cli([
             "register", "--server", daemon.baseURL, "--project", keys.project, "--client-key", keys.clientKey,
             "--app", "br.com.siecola.shop", "--platform", "ios", "--json",
         ])
@@ -23,8 +24,8 @@ import Testing
     @Test func registerAndSendTheScenarioWithOrderInfo() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
-        let device = try Self.register(daemon, keys)
+        let keys = try await daemon.createProject()
+        let device = try await Self.register(daemon, keys)
         #expect(device.token.contains(":APA91b"))
         #expect(device.senderID == keys.senderID)
 
@@ -32,7 +33,7 @@ import Testing
         defer { stream.stop() }
         try await stream.waitFor("the stream to open") { $0.contains(": connected") }
 
-        let result = try Daemon.cli([
+        let result = try await Daemon.cli([
             "send", "--server", daemon.baseURL, "--server-key", keys.serverKey, "--to", device.token,
             "--title", "Provedor de Mensagens", "--body", "Status do pedido", "--order-info", Self.orderInfo,
             "--priority", "high", "--content-available",
@@ -48,13 +49,13 @@ import Testing
     @Test func sendRawJSONFromStandardInput() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
-        let device = try Self.register(daemon, keys)
+        let keys = try await daemon.createProject()
+        let device = try await Self.register(daemon, keys)
         let stream = try daemon.openStream(secret: device.secret)
         defer { stream.stop() }
 
         let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
-        let result = try Daemon.cli(
+        let result = try await Daemon.cli(
             ["send", "--server", daemon.baseURL, "--server-key", keys.serverKey, "--json", "-"], stdin: body)
         #expect(result.status == 0, "send: \(result.stdout) \(result.stderr)")
         let id = try messageID(ofSendResponse: result.stdout)
@@ -66,9 +67,9 @@ import Testing
     @Test func sendDataCollapseKeyAndTTLReachTheEnvelope() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
-        let device = try Self.register(daemon, keys)
-        let result = try Daemon.cli([
+        let keys = try await daemon.createProject()
+        let device = try await Self.register(daemon, keys)
+        let result = try await Daemon.cli([
             "send", "--server", daemon.baseURL, "--server-key", keys.serverKey, "--to", device.token,
             "--title", "t", "--data", "order=42", "--data", "kind=a=b", "--collapse-key", "orders", "--ttl", "600",
         ])
@@ -86,11 +87,11 @@ import Testing
     @Test func sendExitsNonZeroOnFailuresAndHTTPErrors() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
-        let device = try Self.register(daemon, keys)
+        let keys = try await daemon.createProject()
+        let device = try await Self.register(daemon, keys)
 
         // HTTP 200 with failure 1 (an unknown token): the answer is printed, the exit status is 1.
-        let unknown = try Daemon.cli([
+        let unknown = try await Daemon.cli([
             "send", "--server", daemon.baseURL, "--server-key", keys.serverKey, "--to", device.token + "x",
             "--title", "t",
         ])
@@ -98,20 +99,20 @@ import Testing
         #expect(unknown.stdout.contains("\"failure\":1"))
 
         // 401: a wrong server key.
-        let unauthorized = try Daemon.cli([
+        let unauthorized = try await Daemon.cli([
             "send", "--server", daemon.baseURL, "--server-key", "wrong", "--to", device.token, "--title", "t",
         ])
         #expect(unauthorized.status == 1)
         #expect(unauthorized.stderr.contains("HTTP 401"))
 
         // 400: a body that is not JSON, posted raw.
-        let malformed = try Daemon.cli(
+        let malformed = try await Daemon.cli(
             ["send", "--server", daemon.baseURL, "--server-key", keys.serverKey, "--json", "-"], stdin: "{nope")
         #expect(malformed.status == 1)
         #expect(malformed.stderr.contains("HTTP 400"))
 
         // A registration with a wrong client key fails.
-        let register = try Daemon.cli([
+        let register = try await Daemon.cli([
             "register", "--server", daemon.baseURL, "--project", keys.project, "--client-key", "wrong",
         ])
         #expect(register.status == 1)

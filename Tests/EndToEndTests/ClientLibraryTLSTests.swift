@@ -26,7 +26,7 @@ struct ClientLibraryTLSTests {
     @MainActor
     func scenarioOverTLS() async throws {
         let (daemon, pki) = try await TLSEndToEndTests.startTLSDaemon()
-        let keys = try daemon.createProject()
+        let keys = try await daemon.createProject()
         let client = try Self.client(daemon, keys, trusting: pki.caFile)
         let viewModel = SalesMessageViewModel(client: client)
         let token = try #require(try await client.register().token)
@@ -34,7 +34,7 @@ struct ClientLibraryTLSTests {
         var id = ""
         try await withRunningClient(client, handled: handled) {
             try await waitUntil("connected") { client.state.isConnected }
-            id = try ClientLibraryTests.sendScenario(daemon, keys, to: token)
+            id = try await ClientLibraryTests.sendScenario(daemon, keys, to: token)
             try await waitUntil("the view model shows the message") { viewModel.messageId == id }
             let transport = try #require(client.transport as? HTTP2Transport)
             #expect(await transport.negotiatedProtocol == "h2")
@@ -48,8 +48,8 @@ struct ClientLibraryTLSTests {
     @Test("a server whose certificate the client does not trust is refused: no registration happens")
     func untrustedServerIsRefused() async throws {
         let (daemon, _) = try await TLSEndToEndTests.startTLSDaemon()
-        let keys = try daemon.createProject()
-        let stranger = try TestPKI()  // another CA: the daemon's certificate does not chain to it
+        let keys = try await daemon.createProject()
+        let stranger = try await TestPKI()  // another CA: the daemon's certificate does not chain to it
         let client = try Self.client(daemon, keys, trusting: stranger.caFile)
         await #expect(throws: (any Error).self) { try await client.register() }
         try await daemon.terminate()

@@ -3,6 +3,7 @@ import Logging
 import Testing
 
 @testable import PushRelayClient
+import TestSupport
 
 /// The client library (``PushClient`` over HTTP/2) against the real daemon, with curl as the back end.
 @Suite("Client library against the real daemon", .serialized)
@@ -18,12 +19,12 @@ struct ClientLibraryTests {
         return try PushClient(configuration: configuration, logger: logger)
     }
 
-    static func sendScenario(_ daemon: Daemon, _ keys: ProjectKeys, to token: String, orderID: Int = 3) throws
+    static func sendScenario(_ daemon: Daemon, _ keys: ProjectKeys, to token: String, orderID: Int = 3) async throws
         -> String
     {
         let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: token)
             .replacingOccurrences(of: "\"orderID\": 3", with: "\"orderID\": \(orderID)")
-        let answer = try daemon.send(body, serverKey: keys.serverKey)
+        let answer = try await daemon.send(body, serverKey: keys.serverKey)
         guard answer.status == 200 else { throw DaemonError(message: "send: \(answer.status) \(answer.body)") }
         return try messageID(ofSendResponse: answer.body)
     }
@@ -33,7 +34,7 @@ struct ClientLibraryTests {
     func scenario() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
+        let keys = try await daemon.createProject()
         let client = try Self.client(daemon, keys)
         let viewModel = SalesMessageViewModel(client: client)
         let credentials = try await client.register()
@@ -43,7 +44,7 @@ struct ClientLibraryTests {
         var id = ""
         try await withRunningClient(client, handled: handled) {
             try await waitUntil("connected") { client.state.isConnected }
-            id = try Self.sendScenario(daemon, keys, to: token)
+            id = try await Self.sendScenario(daemon, keys, to: token)
             try await waitUntil("the view model shows the message") { viewModel.messageId == id }
             let transport = try #require(client.transport as? HTTP2Transport)
             #expect(await transport.negotiatedProtocol == "h2")
@@ -67,7 +68,7 @@ struct ClientLibraryTests {
     func daemonRestart() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
+        let keys = try await daemon.createProject()
         // A slow first retry, so that messages are sent while the client is still away.
         let client = try Self.client(daemon, keys, backoff: BackoffPolicy(base: .milliseconds(800),
                                                                           maximum: .seconds(2),
@@ -77,13 +78,13 @@ struct ClientLibraryTests {
         var ids: [String] = []
         try await withRunningClient(client, handled: handled) {
             try await waitUntil("connected") { client.state.isConnected }
-            ids.append(try Self.sendScenario(daemon, keys, to: token, orderID: 1))
+            ids.append(try await Self.sendScenario(daemon, keys, to: token, orderID: 1))
             try await waitUntil("the first message") { await handled.ids.count == 1 }
-            ids.append(try Self.sendScenario(daemon, keys, to: token, orderID: 2))
+            ids.append(try await Self.sendScenario(daemon, keys, to: token, orderID: 2))
             try await daemon.kill9()
             try await daemon.start()
-            ids.append(try Self.sendScenario(daemon, keys, to: token, orderID: 3))
-            ids.append(try Self.sendScenario(daemon, keys, to: token, orderID: 4))
+            ids.append(try await Self.sendScenario(daemon, keys, to: token, orderID: 3))
+            ids.append(try await Self.sendScenario(daemon, keys, to: token, orderID: 4))
             try await waitUntil("every message", timeout: .seconds(60)) { await handled.ids.count >= 4 }
             // Give a duplicate the chance to show up before stopping.
             try await Task.sleep(for: .milliseconds(300))
@@ -96,14 +97,14 @@ struct ClientLibraryTests {
     func handlerThrows() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
+        let keys = try await daemon.createProject()
         let client = try Self.client(daemon, keys)
         let token = try #require(try await client.register().token)
         let handled = Handled(failFirst: true)
         var id = ""
         try await withRunningClient(client, handled: handled) {
             try await waitUntil("connected") { client.state.isConnected }
-            id = try Self.sendScenario(daemon, keys, to: token)
+            id = try await Self.sendScenario(daemon, keys, to: token)
             try await waitUntil("the failure") { await handled.failures == [id] }
         }
         #expect(await handled.ids.isEmpty)
@@ -119,7 +120,7 @@ struct ClientLibraryTests {
     func heartbeatTimeoutOverHTTP2() async throws {
         let daemon = try Daemon()  // Heartbeats every 25 s: far beyond the client's 400 ms.
         try await daemon.start()
-        let keys = try daemon.createProject()
+        let keys = try await daemon.createProject()
         var configuration = PushClientConfiguration(
             serverURL: URL(string: daemon.baseURL)!,
             registration: .init(project: keys.project, app: "br.com.siecola.shop", clientKey: keys.clientKey))
@@ -136,7 +137,7 @@ struct ClientLibraryTests {
             try await waitUntil("a second connection, connected") {
                 await transport.connectionsOpened >= 2 && client.state.isConnected
             }
-            id = try Self.sendScenario(daemon, keys, to: token)
+            id = try await Self.sendScenario(daemon, keys, to: token)
             try await waitUntil("the message after the reconnection") { await handled.ids == [id] }
         }
         #expect(await handled.ids == [id])
@@ -154,7 +155,7 @@ struct ClientLibraryTests {
         let count = ProcessInfo.processInfo.environment["PUSHRELAY_E2E_LISTENERS"].flatMap { Int($0) } ?? 1000
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
+        let keys = try await daemon.createProject()
         let started = ContinuousClock.now
         var clients: [PushClient] = []
         for _ in 0..<count { clients.append(try Self.client(daemon, keys)) }
@@ -185,7 +186,7 @@ struct ClientLibraryTests {
                 clients.allSatisfy { $0.state.isConnected }
             }
             let connected = ContinuousClock.now
-            try daemon.sendMany(keys, orders: tokens.enumerated().map { (token: $0.element, orderID: $0.offset) })
+            try await daemon.sendMany(keys, orders: tokens.enumerated().map { (token: $0.element, orderID: $0.offset) })
             try await waitUntil("every message", timeout: .seconds(300)) {
                 var total = 0
                 for handled in received { total += await handled.orderIDs.count }
@@ -275,7 +276,7 @@ func waitUntil(
 
 extension Daemon {
     /// Sends one scenario message per (token, order id), over one keep-alive HTTP/1.1 connection (python3).
-    func sendMany(_ keys: ProjectKeys, orders: [(token: String, orderID: Int)]) throws {
+    func sendMany(_ keys: ProjectKeys, orders: [(token: String, orderID: Int)]) async throws {
         let script = """
             import http.client, json, sys
             port, key = int(sys.argv[1]), sys.argv[2]
@@ -292,7 +293,7 @@ extension Daemon {
                 .replacingOccurrences(of: "\"orderID\": 3", with: "\"orderID\": \(order.orderID)")
                 .replacingOccurrences(of: "\n", with: " ")
         }
-        let result = try run("/usr/bin/python3", ["-c", script, String(port), keys.serverKey],
+        let result = try await run("/usr/bin/python3", ["-c", script, String(port), keys.serverKey],
                              stdin: bodies.joined(separator: "\n") + "\n")
         let codes = result.stdout.split(separator: "\n")
         guard result.status == 0, codes.count == orders.count, codes.allSatisfy({ $0 == "200" }) else {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// FCM legacy semantics end to end: errors, limits and queue policy as a sender and a device see them.
@@ -12,16 +13,16 @@ import Testing
         init() async throws {
             daemon = try Daemon()
             try await daemon.start()
-            keys = try daemon.createProject()
-            device = try daemon.registerDevice(keys)
+            keys = try await daemon.createProject()
+            device = try await daemon.registerDevice(keys)
         }
 
-        func send(_ json: String) throws -> (status: Int, body: String) {
-            try daemon.send(json, serverKey: keys.serverKey)
+        func send(_ json: String) async throws -> (status: Int, body: String) {
+            try await daemon.send(json, serverKey: keys.serverKey)
         }
 
-        func results(_ json: String) throws -> [[String: Any]] {
-            let answer = try send(json)
+        func results(_ json: String) async throws -> [[String: Any]] {
+            let answer = try await send(json)
             #expect(answer.status == 200, "\(answer.body)")
             return try jsonObject(answer.body)["results"] as? [[String: Any]] ?? []
         }
@@ -39,7 +40,7 @@ import Testing
 
     @Test func perTargetErrorsInRequestOrder() async throws {
         let f = try await Fixture()
-        let results = try f.results("""
+        let results = try await f.results("""
             {"registration_ids": ["\(f.device.token)", "", "not-a-token", "\(Self.otherWellFormedToken)"],
              "data": {"k": "v"}}
             """)
@@ -48,7 +49,7 @@ import Testing
         #expect(results[1]["error"] as? String == "MissingRegistration")
         #expect(results[2]["error"] as? String == "InvalidRegistration")
         #expect(results[3]["error"] as? String == "NotRegistered")
-        let answer = try jsonObject(try f.send(#"{"registration_ids": ["\#(f.device.token)", ""]}"#).body)
+        let answer = try await jsonObject(try f.send(#"{"registration_ids": ["\#(f.device.token)", ""]}"#).body)
         #expect(answer["success"] as? Int == 1)
         #expect(answer["failure"] as? Int == 1)
         #expect(answer["multicast_id"] is Int)
@@ -57,20 +58,20 @@ import Testing
     @Test func messageWideErrors() async throws {
         let f = try await Fixture()
         let to = f.device.token
-        #expect(try f.results(#"{"to": "\#(to)", "data": {"gcm.x": "1"}}"#).first?["error"] as? String == "InvalidDataKey")
-        #expect(try f.results(#"{"to": "\#(to)", "data": {"from": "1"}}"#).first?["error"] as? String == "InvalidDataKey")
-        #expect(try f.results(#"{"to": "\#(to)", "time_to_live": 2419201}"#).first?["error"] as? String == "InvalidTtl")
-        #expect(try f.results(#"{"to": "\#(to)", "time_to_live": -1}"#).first?["error"] as? String == "InvalidTtl")
-        #expect(try f.results(#"{"data": {"k": "v"}}"#).first?["error"] as? String == "MissingRegistration")
+        #expect(try await f.results(#"{"to": "\#(to)", "data": {"gcm.x": "1"}}"#).first?["error"] as? String == "InvalidDataKey")
+        #expect(try await f.results(#"{"to": "\#(to)", "data": {"from": "1"}}"#).first?["error"] as? String == "InvalidDataKey")
+        #expect(try await f.results(#"{"to": "\#(to)", "time_to_live": 2419201}"#).first?["error"] as? String == "InvalidTtl")
+        #expect(try await f.results(#"{"to": "\#(to)", "time_to_live": -1}"#).first?["error"] as? String == "InvalidTtl")
+        #expect(try await f.results(#"{"data": {"k": "v"}}"#).first?["error"] as? String == "MissingRegistration")
     }
 
     @Test func payloadOf4096BytesIsAcceptedAnd4097Refused() async throws {
         let f = try await Fixture()
         // The payload counts keys and values of data and notification: "k" + 4095 bytes = 4096.
         let fits = String(repeating: "v", count: 4095)
-        #expect(try f.results(#"{"to": "\#(f.device.token)", "data": {"k": "\#(fits)"}}"#).first?["message_id"] is String)
+        #expect(try await f.results(#"{"to": "\#(f.device.token)", "data": {"k": "\#(fits)"}}"#).first?["message_id"] is String)
         let tooBig = fits + "v"
-        #expect(try f.results(#"{"to": "\#(f.device.token)", "data": {"k": "\#(tooBig)"}}"#).first?["error"] as? String == "MessageTooBig")
+        #expect(try await f.results(#"{"to": "\#(f.device.token)", "data": {"k": "\#(tooBig)"}}"#).first?["error"] as? String == "MessageTooBig")
         // Refused means not stored: only the first arrives.
         let events = try await f.receive { $0.count >= 1 }
         try await Task.sleep(for: .milliseconds(300))
@@ -81,7 +82,7 @@ import Testing
         let f = try await Fixture()
         let others = (0..<999).map { i in "\"\(String(format: "%022d", i)):APA91b\(String(repeating: "y", count: 140))\"" }
         let thousand = #"{"registration_ids": ["\#(f.device.token)", \#(others.joined(separator: ","))], "data": {"k": "v"}}"#
-        let answer = try f.send(thousand)
+        let answer = try await f.send(thousand)
         #expect(answer.status == 200)
         let json = try jsonObject(answer.body)
         #expect(json["success"] as? Int == 1)
@@ -90,27 +91,27 @@ import Testing
 
         let extra = "\"\(String(format: "%022d", 1000)):APA91b\(String(repeating: "y", count: 140))\""
         let tooMany = #"{"registration_ids": ["\#(f.device.token)", \#(others.joined(separator: ",")), \#(extra)]}"#
-        let refused = try f.send(tooMany)
+        let refused = try await f.send(tooMany)
         #expect(refused.status == 400)
         #expect(refused.body.contains("exceeds maximum allowed (1000)"))
     }
 
     @Test func malformedRequestsGetFCMPlainTextAnswers() async throws {
         let f = try await Fixture()
-        let bad = try f.send("x")
+        let bad = try await f.send("x")
         #expect(bad.status == 400)
         #expect(bad.body.contains("JSON_PARSING_ERROR"))
-        let wrongType = try f.send(#"{"to": 5}"#)
+        let wrongType = try await f.send(#"{"to": 5}"#)
         #expect(wrongType.status == 400)
         #expect(wrongType.body.contains("\"to\""))
-        let empty = try f.send(#"{"registration_ids": []}"#)
+        let empty = try await f.send(#"{"registration_ids": []}"#)
         #expect(empty.status == 400)
         #expect(empty.body.contains("cannot be empty"))
     }
 
     @Test func formEncodedPlainTextVariant() async throws {
         let f = try await Fixture()
-        let result = try run("curl", [
+        let result = try await run("curl", [
             "-sS", "-X", "POST", "\(f.daemon.baseURL)/fcm/send", "-H", "Authorization: key=\(f.keys.serverKey)",
             "-H", "Content-Type: application/x-www-form-urlencoded;charset=UTF-8",
             "--data-urlencode", "registration_id=\(f.device.token)", "--data-urlencode", "data.orderID=3",
@@ -124,30 +125,30 @@ import Testing
 
     @Test func unregisteredTokenAnswersNotRegistered() async throws {
         let f = try await Fixture()
-        let delete = try run("curl", [
+        let delete = try await run("curl", [
             "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE", "\(f.daemon.baseURL)/v1/register",
             "-H", "Authorization: Bearer \(f.device.secret)",
         ])
         #expect(delete.stdout == "200")
-        #expect(try f.results(#"{"to": "\#(f.device.token)"}"#).first?["error"] as? String == "NotRegistered")
+        #expect(try await f.results(#"{"to": "\#(f.device.token)"}"#).first?["error"] as? String == "NotRegistered")
         // The secret no longer opens a stream.
-        let stream = try run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(f.daemon.baseURL)/v1/stream",
+        let stream = try await run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(f.daemon.baseURL)/v1/stream",
                                       "-H", "Authorization: Bearer \(f.device.secret)"])
         #expect(stream.stdout == "401")
     }
 
     @Test func anotherProjectsTokenAnswersMismatchSenderId() async throws {
         let f = try await Fixture()
-        let other = try f.daemon.createProject("other")
-        let answer = try f.daemon.send(#"{"to": "\#(f.device.token)"}"#, serverKey: other.serverKey)
+        let other = try await f.daemon.createProject("other")
+        let answer = try await f.daemon.send(#"{"to": "\#(f.device.token)"}"#, serverKey: other.serverKey)
         let results = try jsonObject(answer.body)["results"] as? [[String: Any]]
         #expect(results?.first?["error"] as? String == "MismatchSenderId")
     }
 
     @Test func collapseKeyReplacesThePendingMessage() async throws {
         let f = try await Fixture()
-        _ = try f.results(#"{"to": "\#(f.device.token)", "collapse_key": "score", "data": {"n": "1"}}"#)
-        let second = try f.results(#"{"to": "\#(f.device.token)", "collapse_key": "score", "data": {"n": "2"}}"#)
+        _ = try await f.results(#"{"to": "\#(f.device.token)", "collapse_key": "score", "data": {"n": "1"}}"#)
+        let second = try await f.results(#"{"to": "\#(f.device.token)", "collapse_key": "score", "data": {"n": "2"}}"#)
         let id = try #require(second.first?["message_id"] as? String)
         let events = try await f.receive { $0.contains { $0.id == id } }
         try await Task.sleep(for: .milliseconds(300))
@@ -159,22 +160,22 @@ import Testing
     @Test func timeToLiveZeroIsNowOrNever() async throws {
         let f = try await Fixture()
         // Offline: dropped, never stored.
-        _ = try f.results(#"{"to": "\#(f.device.token)", "time_to_live": 0, "data": {"n": "offline"}}"#)
-        let marker = try #require(try f.results(#"{"to": "\#(f.device.token)", "data": {"n": "marker"}}"#).first?["message_id"] as? String)
+        _ = try await f.results(#"{"to": "\#(f.device.token)", "time_to_live": 0, "data": {"n": "offline"}}"#)
+        let marker = try await #require(try f.results(#"{"to": "\#(f.device.token)", "data": {"n": "marker"}}"#).first?["message_id"] as? String)
         let stream = try f.daemon.openStream(secret: f.device.secret)
         defer { stream.stop() }
         let text = try await stream.waitFor("marker") { parseEvents($0).contains { $0.id == marker } }
         #expect(!text.contains("offline"))
         // Online: delivered at once.
-        let live = try #require(try f.results(#"{"to": "\#(f.device.token)", "time_to_live": 0, "data": {"n": "live"}}"#).first?["message_id"] as? String)
+        let live = try await #require(try f.results(#"{"to": "\#(f.device.token)", "time_to_live": 0, "data": {"n": "live"}}"#).first?["message_id"] as? String)
         try await stream.waitFor("live ttl 0") { parseEvents($0).contains { $0.id == live } }
     }
 
     @Test func expiredMessagesAreNotDelivered() async throws {
         let f = try await Fixture()
-        _ = try f.results(#"{"to": "\#(f.device.token)", "time_to_live": 1, "data": {"n": "short"}}"#)
+        _ = try await f.results(#"{"to": "\#(f.device.token)", "time_to_live": 1, "data": {"n": "short"}}"#)
         try await Task.sleep(for: .milliseconds(2200))
-        let marker = try #require(try f.results(#"{"to": "\#(f.device.token)", "data": {"n": "marker"}}"#).first?["message_id"] as? String)
+        let marker = try await #require(try f.results(#"{"to": "\#(f.device.token)", "data": {"n": "marker"}}"#).first?["message_id"] as? String)
         let events = try await f.receive { $0.contains { $0.id == marker } }
         #expect(!events.contains { $0.data.contains("short") })
     }
@@ -183,7 +184,7 @@ import Testing
         let f = try await Fixture()
         var last = ""
         for n in 1...101 {
-            last = try #require(try f.results(#"{"to": "\#(f.device.token)", "data": {"n": "\#(n)"}}"#).first?["message_id"] as? String)
+            last = try await #require(try f.results(#"{"to": "\#(f.device.token)", "data": {"n": "\#(n)"}}"#).first?["message_id"] as? String)
         }
         let events = try await f.receive { $0.contains { $0.id == last } }
         try await Task.sleep(for: .milliseconds(300))
@@ -194,9 +195,9 @@ import Testing
 
     @Test func dryRunValidatesWithoutDelivering() async throws {
         let f = try await Fixture()
-        let results = try f.results(#"{"to": "\#(f.device.token)", "dry_run": true, "data": {"n": "dry"}}"#)
+        let results = try await f.results(#"{"to": "\#(f.device.token)", "dry_run": true, "data": {"n": "dry"}}"#)
         #expect(results.first?["message_id"] as? String == "fake_message_id")
-        let marker = try #require(try f.results(#"{"to": "\#(f.device.token)", "data": {"n": "real"}}"#).first?["message_id"] as? String)
+        let marker = try await #require(try f.results(#"{"to": "\#(f.device.token)", "data": {"n": "real"}}"#).first?["message_id"] as? String)
         let events = try await f.receive { $0.contains { $0.id == marker } }
         #expect(!events.contains { $0.data.contains("dry") })
     }
@@ -216,7 +217,7 @@ import Testing
                 content_available=True)
             print(json.dumps(result))
             """
-        let sent = try run("python3", ["-c", script, f.daemon.baseURL, f.keys.serverKey, f.device.token])
+        let sent = try await run("python3", ["-c", script, f.daemon.baseURL, f.keys.serverKey, f.device.token])
         #expect(sent.status == 0, "\(sent.stderr)")
         let answer = try jsonObject(sent.stdout)
         #expect(answer["success"] as? Int == 1)
@@ -225,8 +226,8 @@ import Testing
         try expectScenarioEnvelope(try #require(events.first { $0.id == id }).data, messageID: id, senderID: f.keys.senderID)
 
         // Removed from PushRelay: the library sees NotRegistered.
-        _ = try run("curl", ["-s", "-X", "DELETE", "\(f.daemon.baseURL)/v1/register", "-H", "Authorization: Bearer \(f.device.secret)"])
-        let again = try run("python3", ["-c", script, f.daemon.baseURL, f.keys.serverKey, f.device.token])
+        _ = try await run("curl", ["-s", "-X", "DELETE", "\(f.daemon.baseURL)/v1/register", "-H", "Authorization: Bearer \(f.device.secret)"])
+        let again = try await run("python3", ["-c", script, f.daemon.baseURL, f.keys.serverKey, f.device.token])
         let failed = try jsonObject(again.stdout)
         #expect(failed["failure"] as? Int == 1)
         #expect((failed["results"] as? [[String: Any]])?.first?["error"] as? String == "NotRegistered")

@@ -67,10 +67,10 @@ import Testing
     @Test func sigtermDrainsWithStreamsConnectedAndSendsInFlight() async throws {
         let daemon = try Daemon(arguments: ["--shutdown-drain-timeout", "10s"])
         try await daemon.start()
-        let keys = try daemon.createProject()
+        let keys = try await daemon.createProject()
         // Forty devices, so that no device's queue nears the 100-message limit during the burst (past it FCM's
         // semantics drop the backlog for a deleted_messages event, which is not what this test is about).
-        let devices = try (0..<40).map { _ in try daemon.registerDevice(keys) }
+        let devices = try await daemon.registerDevices(keys, count: 40)
 
         // Two devices online: one stream over HTTP/1.1, one over HTTP/2.
         let http1Stream = try daemon.openStream(secret: devices[0].secret, curlFlags: ["--http1.1"])
@@ -123,11 +123,12 @@ import Testing
     @Test func plainRestartDeliversQueuedMessages() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
-        let device = try daemon.registerDevice(keys)
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
         let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
-        let ids = try (0..<3).map { _ in
-            try messageID(ofSendResponse: daemon.send(body, serverKey: keys.serverKey).body)
+        var ids: [String] = []
+        for _ in 0..<3 {
+            ids.append(try messageID(ofSendResponse: try await daemon.send(body, serverKey: keys.serverKey).body))
         }
 
         #expect(try await daemon.terminate() == 0)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `pushrelay listen` (the binary) against the real daemon, with curl as the back end.
@@ -16,15 +17,15 @@ struct ListenCommandTests {
     func screen() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
-        let device = try daemon.registerDevice(keys)
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
         let listener = try StreamingProcess(Daemon.binary, [
             "listen", "--server", daemon.baseURL, "--secret", device.secret, "--count", "1", "--timeout", "60",
         ])
         defer { listener.stop() }
         try await Task.sleep(for: .milliseconds(300))  // Connected or not, the relay queues the message.
-        let id = try ClientLibraryTests.sendScenario(daemon, keys, to: device.token)
-        #expect(listener.waitForExit() == 0)
+        let id = try await ClientLibraryTests.sendScenario(daemon, keys, to: device.token)
+        #expect(await listener.waitForExit() == 0)
         #expect(listener.text == Self.screen(id))
         try await daemon.terminate()
     }
@@ -33,10 +34,10 @@ struct ListenCommandTests {
     func json() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
-        let device = try daemon.registerDevice(keys)
-        let id = try ClientLibraryTests.sendScenario(daemon, keys, to: device.token)
-        let result = try run(Daemon.binary, [
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let id = try await ClientLibraryTests.sendScenario(daemon, keys, to: device.token)
+        let result = try await run(Daemon.binary, [
             "listen", "--server", daemon.baseURL, "--secret", device.secret, "--count", "1", "--timeout", "60",
             "--json",
         ])
@@ -55,9 +56,9 @@ struct ListenCommandTests {
     func timeout() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
-        let device = try daemon.registerDevice(keys)
-        let result = try run(Daemon.binary, [
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let result = try await run(Daemon.binary, [
             "listen", "--server", daemon.baseURL, "--secret", device.secret, "--count", "1", "--timeout", "1",
         ])
         #expect(result.status != 0)
@@ -70,9 +71,9 @@ struct ListenCommandTests {
     func registration() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let keys = try daemon.createProject()
+        let keys = try await daemon.createProject()
         let file = daemon.dataDir.appendingPathComponent("device.json")
-        let first = try run(Daemon.binary, [
+        let first = try await run(Daemon.binary, [
             "listen", "--server", daemon.baseURL, "--project", keys.project, "--client-key", keys.clientKey,
             "--save", file.path, "--count", "1", "--timeout", "1",
         ])
@@ -83,8 +84,8 @@ struct ListenCommandTests {
         #expect(FileManager.default.fileExists(atPath: file.path))
 
         // The back end sends to the printed token; the next run starts from the saved credentials.
-        let id = try ClientLibraryTests.sendScenario(daemon, keys, to: token)
-        let second = try run(Daemon.binary, [
+        let id = try await ClientLibraryTests.sendScenario(daemon, keys, to: token)
+        let second = try await run(Daemon.binary, [
             "listen", "--server", daemon.baseURL, "--credentials", file.path, "--count", "1", "--timeout", "60",
         ])
         #expect(second.status == 0)

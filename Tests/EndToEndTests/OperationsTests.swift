@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `/healthz`, `/readyz`, `/metrics` on the real daemon, and docs/openapi.yaml against the routes it registers.
@@ -10,8 +11,8 @@ import Testing
     }
 
     /// GET with curl; returns the status and the body.
-    static func get(_ url: String) throws -> (status: Int, body: String) {
-        let result = try run("curl", ["-sS", url, "-w", "\n%{http_code}"])
+    static func get(_ url: String) async throws -> (status: Int, body: String) {
+        let result = try await run("curl", ["-sS", url, "-w", "\n%{http_code}"])
         var lines = result.stdout.components(separatedBy: "\n")
         let status = Int(lines.removeLast()) ?? 0
         return (status, lines.joined(separator: "\n"))
@@ -28,19 +29,19 @@ import Testing
     @Test func healthReadinessAndMetrics() async throws {
         let daemon = try Daemon()
         try await daemon.start()
-        let health = try Self.get("\(daemon.baseURL)/healthz")
+        let health = try await Self.get("\(daemon.baseURL)/healthz")
         #expect(health.status == 200)
-        let ready = try Self.get("\(daemon.baseURL)/readyz")
+        let ready = try await Self.get("\(daemon.baseURL)/readyz")
         #expect(ready.status == 200)
         #expect(ready.body.contains("ready"))
 
-        let keys = try daemon.createProject()
-        let device = try daemon.registerDevice(keys)
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
         let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
-        _ = try messageID(ofSendResponse: daemon.send(body, serverKey: keys.serverKey).body)
-        #expect(try daemon.send(body, serverKey: "wrong").status == 401)
+        _ = try await messageID(ofSendResponse: daemon.send(body, serverKey: keys.serverKey).body)
+        #expect(try await daemon.send(body, serverKey: "wrong").status == 401)
 
-        let before = try Self.get("\(daemon.baseURL)/metrics")
+        let before = try await Self.get("\(daemon.baseURL)/metrics")
         #expect(before.status == 200)
         #expect((Self.sample("pushrelay_sends_accepted_total", in: before.body) ?? 0) >= 1, "\(before.body)")
         #expect(before.body.contains("pushrelay_sends_rejected_total{"))
@@ -53,7 +54,7 @@ import Testing
         // A connected device moves the gauges, and they come back when it goes.
         let stream = try daemon.openStream(secret: device.secret)
         try await stream.waitFor("the message") { !parseEvents($0).isEmpty }
-        let connected = try Self.get("\(daemon.baseURL)/metrics").body
+        let connected = try await Self.get("\(daemon.baseURL)/metrics").body
         #expect(Self.sample("pushrelay_connected_devices", in: connected) == 1, "\(connected)")
         #expect(Self.sample("pushrelay_open_streams", in: connected) == 1)
         #expect((Self.sample("pushrelay_messages_delivered_total", in: connected) ?? 0) >= 1)
@@ -64,7 +65,7 @@ import Testing
         let deadline = clock.now + .seconds(10)
         var after = ""
         while clock.now < deadline {
-            after = try Self.get("\(daemon.baseURL)/metrics").body
+            after = try await Self.get("\(daemon.baseURL)/metrics").body
             if Self.sample("pushrelay_connected_devices", in: after) == 0 { break }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -86,7 +87,7 @@ import Testing
         }
     }
 
-    @Test func openAPISpecIsValidAndCoversEveryRoute() throws {
+    @Test func openAPISpecIsValidAndCoversEveryRoute() async throws {
         let spec = Self.repository.appendingPathComponent("docs/openapi.yaml").path
         let script = """
             import json, sys, yaml
@@ -96,7 +97,7 @@ import Testing
             methods = {"get", "put", "post", "delete", "patch", "head", "options"}
             print(json.dumps({p: sorted(m.upper() for m in ops if m in methods) for p, ops in spec["paths"].items()}))
             """
-        let result = try run("python3", ["-c", script, spec])
+        let result = try await run("python3", ["-c", script, spec])
         #expect(result.status == 0, "openapi-spec-validator: \(result.stderr)")
         let paths = try jsonObject(result.stdout)
 

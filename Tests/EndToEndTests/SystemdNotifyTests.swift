@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The real daemon under a fake `$NOTIFY_SOCKET`: READY=1 once it listens, STOPPING=1 on SIGTERM, in that order.
@@ -17,7 +18,7 @@ import Testing
         #expect(ready.split(separator: "\n").contains("READY=1"))
         #expect(!messages.contains { $0.contains("STOPPING=1") })
         // The daemon answers once it said READY.
-        let readyz = try run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(daemon.baseURL)/readyz"])
+        let readyz = try await run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(daemon.baseURL)/readyz"])
         #expect(readyz.stdout == "200")
 
         daemon.sendTerminate()

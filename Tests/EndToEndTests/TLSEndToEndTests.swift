@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The daemon's TLS listener (`--listen-tls`, `--tls-cert`, `--tls-key`) against independent peers over loopback:
@@ -9,32 +10,32 @@ import Testing
 
     @Test func curlOverHTTP2AndHTTP1WithCleartextListenerAlongside() async throws {
         let (daemon, pki) = try await Self.startTLSDaemon()
-        let h2 = try pki.curl(["-o", "/dev/null", "-w", "%{http_version} %{http_code}", "--http2",
+        let h2 = try await pki.curl(["-o", "/dev/null", "-w", "%{http_version} %{http_code}", "--http2",
                                "\(daemon.tlsURL)/healthz"])
         #expect(h2.status == 0, "\(h2.stderr)")
         #expect(h2.stdout == "2 200")
-        let h1 = try pki.curl(["-o", "/dev/null", "-w", "%{http_version} %{http_code}", "--http1.1",
+        let h1 = try await pki.curl(["-o", "/dev/null", "-w", "%{http_version} %{http_code}", "--http1.1",
                                "\(daemon.tlsURL)/healthz"])
         #expect(h1.status == 0, "\(h1.stderr)")
         #expect(h1.stdout == "1.1 200")
         // The cleartext listener serves next to the TLS one.
-        let clear = try run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(daemon.baseURL)/healthz"])
+        let clear = try await run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(daemon.baseURL)/healthz"])
         #expect(clear.stdout == "200")
         // Without our CA curl refuses the certificate: verification is really on.
-        let untrusted = try run("curl", ["-sS", "-o", "/dev/null", "\(daemon.tlsURL)/healthz"])
+        let untrusted = try await run("curl", ["-sS", "-o", "/dev/null", "\(daemon.tlsURL)/healthz"])
         #expect(untrusted.status == 60, "\(untrusted.stderr)")
         #expect(daemon.log.contains("pushrelay listening on https://127.0.0.1:\(daemon.tlsPort)"))
     }
 
     @Test func opensslClientGetsALPNh2() async throws {
         let (daemon, pki) = try await Self.startTLSDaemon()
-        let result = try run("openssl", [
+        let result = try await run("openssl", [
             "s_client", "-connect", "127.0.0.1:\(daemon.tlsPort)", "-servername", "localhost", "-alpn", "h2",
             "-CAfile", pki.caFile, "-verify_return_error",
         ], stdin: "")
         #expect(result.stdout.contains("ALPN protocol: h2"), "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("Verify return code: 0 (ok)"))
-        let h1 = try run("openssl", [
+        let h1 = try await run("openssl", [
             "s_client", "-connect", "127.0.0.1:\(daemon.tlsPort)", "-servername", "localhost", "-alpn", "http/1.1",
             "-CAfile", pki.caFile,
         ], stdin: "")
@@ -43,7 +44,7 @@ import Testing
 
     @Test func nghttpOverTLS() async throws {
         let (daemon, _) = try await Self.startTLSDaemon()
-        let result = try run("timeout", ["30", "nghttp", "-v", "\(daemon.tlsURL)/healthz"])
+        let result = try await run("timeout", ["30", "nghttp", "-v", "\(daemon.tlsURL)/healthz"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("The negotiated protocol: h2"), "\(result.stdout)")
         #expect(result.stdout.contains(":status: 200"))
@@ -51,7 +52,7 @@ import Testing
 
     @Test func h2loadOverTLS() async throws {
         let (daemon, _) = try await Self.startTLSDaemon()
-        let result = try run("timeout", ["120", "h2load", "-n", "2000", "-c", "4", "-m", "8", "\(daemon.tlsURL)/healthz"])
+        let result = try await run("timeout", ["120", "h2load", "-n", "2000", "-c", "4", "-m", "8", "\(daemon.tlsURL)/healthz"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("2000 succeeded, 0 failed"), "\(result.stdout)")
         #expect(result.stdout.contains("Application protocol: h2"))
@@ -72,7 +73,7 @@ import Testing
             except httpx.ConnectError as error:
                 print("untrusted refused", "CERTIFICATE_VERIFY_FAILED" in str(error))
             """
-        let result = try run("python3", ["-c", script, daemon.tlsURL, pki.caFile])
+        let result = try await run("python3", ["-c", script, daemon.tlsURL, pki.caFile])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout == "HTTP/2 200\nuntrusted refused True\n")
     }
@@ -81,15 +82,15 @@ import Testing
 
     @Test func seedScenarioOverHTTPS() async throws {
         let (daemon, pki) = try await Self.startTLSDaemon()
-        let keys = try daemon.createProject()
-        let device = try pki.registerDevice(daemon, keys)
+        let keys = try await daemon.createProject()
+        let device = try await pki.registerDevice(daemon, keys)
         #expect(device.token.contains(":APA91b"))
         let stream = try pki.openStream(daemon, secret: device.secret)
         defer { stream.stop() }
         try await stream.waitFor("the stream's first bytes") { !$0.isEmpty }
 
         let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
-        let answer = try pki.send(daemon, body, serverKey: keys.serverKey)
+        let answer = try await pki.send(daemon, body, serverKey: keys.serverKey)
         #expect(answer.status == 200)
         let id = try messageID(ofSendResponse: answer.body)
         let text = try await stream.waitFor("the event over https") { parseEvents($0).contains { $0.id == id } }
@@ -99,7 +100,7 @@ import Testing
 
     @Test func plaintextOnTheTLSPortFailsCleanlyAndTheListenerServesOn() async throws {
         let (daemon, pki) = try await Self.startTLSDaemon()
-        let plain = try run("curl", ["-sS", "-m", "15", "-o", "/dev/null", "http://127.0.0.1:\(daemon.tlsPort)/healthz"])
+        let plain = try await run("curl", ["-sS", "-m", "15", "-o", "/dev/null", "http://127.0.0.1:\(daemon.tlsPort)/healthz"])
         #expect(plain.status != 0)
         #expect(plain.status != 28, "the TLS port must answer a plaintext request, not stall: \(plain.stderr)")
         // Garbage and a truncated handshake (a ClientHello header, then close) do not harm the listener either.
@@ -117,9 +118,9 @@ import Testing
                 s.close()
             print("done")
             """
-        let sent = try run("python3", ["-c", garbage, "\(daemon.tlsPort)"])
+        let sent = try await run("python3", ["-c", garbage, "\(daemon.tlsPort)"])
         #expect(sent.stdout == "done\n", "\(sent.stderr)")
-        let after = try pki.curl(["-o", "/dev/null", "-w", "%{http_code}", "\(daemon.tlsURL)/healthz"])
+        let after = try await pki.curl(["-o", "/dev/null", "-w", "%{http_code}", "\(daemon.tlsURL)/healthz"])
         #expect(after.stdout == "200", "\(after.stderr)")
         #expect(daemon.process?.isRunning == true)
         #expect(daemon.log.contains("TLS handshake failed"))
@@ -127,21 +128,21 @@ import Testing
 
     @Test func sighupReloadsTheCertificateAndKeepsOpenStreams() async throws {
         let (daemon, pki) = try await Self.startTLSDaemon()
-        #expect(try pki.servedSerial(port: daemon.tlsPort) == "1001")
-        let keys = try daemon.createProject()
-        let device = try pki.registerDevice(daemon, keys)
+        #expect(try await pki.servedSerial(port: daemon.tlsPort) == "1001")
+        let keys = try await daemon.createProject()
+        let device = try await pki.registerDevice(daemon, keys)
         let stream = try pki.openStream(daemon, secret: device.secret)
         defer { stream.stop() }
         try await stream.waitFor("the stream's first bytes") { !$0.isEmpty }
 
-        try pki.issueServerCertificate(serial: "1002")
+        try await pki.issueServerCertificate(serial: "1002")
         try daemon.hangUp()
         try await daemon.waitForLog("TLS certificate reloaded")
-        #expect(try pki.servedSerial(port: daemon.tlsPort) == "1002")
+        #expect(try await pki.servedSerial(port: daemon.tlsPort) == "1002")
 
         // The stream opened under the old certificate still delivers.
         let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
-        let id = try messageID(ofSendResponse: pki.send(daemon, body, serverKey: keys.serverKey).body)
+        let id = try await messageID(ofSendResponse: pki.send(daemon, body, serverKey: keys.serverKey).body)
         let text = try await stream.waitFor("the event on the old connection") { parseEvents($0).contains { $0.id == id } }
         try expectScenarioEnvelope(try #require(parseEvents(text).first { $0.id == id }).data,
                                    messageID: id, senderID: keys.senderID)
@@ -151,17 +152,17 @@ import Testing
         try Data("not a certificate\n".utf8).write(to: URL(fileURLWithPath: pki.certificateFile))
         try daemon.hangUp()
         try await daemon.waitForLog("TLS certificate reload refused")
-        #expect(try pki.servedSerial(port: daemon.tlsPort) == "1002")
+        #expect(try await pki.servedSerial(port: daemon.tlsPort) == "1002")
         #expect(daemon.process?.isRunning == true)
     }
 
     @Test func missingOrBadCertificateExits78() async throws {
-        let pki = try TestPKI()
+        let pki = try await TestPKI()
         let garbage = pki.directory + "/garbage.pem"
         try Data("-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n".utf8)
             .write(to: URL(fileURLWithPath: garbage))
         let otherKey = pki.directory + "/other.key"
-        _ = try pki.openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", otherKey])
+        _ = try await pki.openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", otherKey])
         let dataDir = pki.directory + "/data"
         let cases: [(cert: String, key: String, mentions: String)] = [
             (pki.directory + "/absent.pem", pki.keyFile, "absent.pem"),
@@ -169,7 +170,7 @@ import Testing
             (pki.certificateFile, otherKey, "TLS"),
         ]
         for item in cases {
-            let result = try run("timeout", [
+            let result = try await run("timeout", [
                 "30", Daemon.binary, "serve", "--listen", "127.0.0.1:0", "--listen-tls", "127.0.0.1:0",
                 "--tls-cert", item.cert, "--tls-key", item.key, "--data-dir", dataDir,
             ])
@@ -182,7 +183,7 @@ import Testing
 
     /// A daemon with a cleartext and a TLS listener, serving a fresh certificate (serial 1001) from a fresh CA.
     static func startTLSDaemon() async throws -> (Daemon, TestPKI) {
-        let pki = try TestPKI()
+        let pki = try await TestPKI()
         let daemon = try Daemon(arguments: [
             "--listen-tls", "127.0.0.1:0", "--tls-cert", pki.certificateFile, "--tls-key", pki.keyFile,
         ])
@@ -221,18 +222,18 @@ struct TestPKI {
     var certificateFile: String { directory + "/server.pem" }
     var keyFile: String { directory + "/server.key" }
 
-    init() throws {
+    init() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushrelay-tls-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try openssl([
+        try await openssl([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
             "-keyout", directory + "/ca.key", "-out", caFile, "-days", "2", "-subj", "/CN=PushRelay Test CA",
         ])
-        try issueServerCertificate(serial: "1001")
+        try await issueServerCertificate(serial: "1001")
     }
 
     /// Writes a new key and a certificate with `serial` (hex) over the served files.
-    func issueServerCertificate(serial: String) throws {
+    func issueServerCertificate(serial: String) async throws {
         let extensions = directory + "/server.ext"
         try Data("""
             subjectAltName=DNS:localhost,IP:127.0.0.1
@@ -246,11 +247,11 @@ struct TestPKI {
         let newKey = directory + "/next.key"
         let request = directory + "/server.csr"
         let newCertificate = directory + "/next.pem"
-        try openssl([
+        try await openssl([
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
             "-keyout", newKey, "-out", request, "-subj", "/CN=localhost",
         ])
-        try openssl([
+        try await openssl([
             "x509", "-req", "-in", request, "-CA", caFile, "-CAkey", directory + "/ca.key",
             "-set_serial", "0x" + serial, "-days", "2", "-out", newCertificate, "-extfile", extensions,
         ])
@@ -260,30 +261,30 @@ struct TestPKI {
     }
 
     @discardableResult
-    func openssl(_ arguments: [String]) throws -> String {
-        let result = try run("openssl", arguments)
+    func openssl(_ arguments: [String]) async throws -> String {
+        let result = try await run("openssl", arguments)
         guard result.status == 0 else { throw DaemonError(message: "openssl \(arguments): \(result.stderr)") }
         return result.stdout
     }
 
     /// curl trusting the test CA.
-    func curl(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        try run("curl", ["-sS", "-m", "30", "--cacert", caFile] + arguments)
+    func curl(_ arguments: [String]) async throws -> ChildProcessResult {
+        try await run("curl", ["-sS", "-m", "30", "--cacert", caFile] + arguments)
     }
 
     /// The serial number (hex) of the certificate a new connection to `port` is served.
-    func servedSerial(port: Int) throws -> String {
+    func servedSerial(port: Int) async throws -> String {
         let script = "openssl s_client -connect 127.0.0.1:\(port) -servername localhost </dev/null 2>/dev/null"
             + " | openssl x509 -noout -serial"
-        let result = try run("/bin/sh", ["-c", script])
+        let result = try await run("/bin/sh", ["-c", script])
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             .replacingOccurrences(of: "serial=", with: "")
     }
 
     /// Registers a device over https, as an app would.
-    func registerDevice(_ daemon: Daemon, _ keys: ProjectKeys) throws -> DeviceKeys {
+    func registerDevice(_ daemon: Daemon, _ keys: ProjectKeys) async throws -> DeviceKeys {
         let body = #"{"project":"\#(keys.project)","app":"br.com.siecola.shop","platform":"ios"}"#
-        let result = try curl([
+        let result = try await curl([
             "--fail-with-body", "-X", "POST", "\(daemon.tlsURL)/v1/register",
             "-H", "Authorization: key=\(keys.clientKey)", "-H", "Content-Type: application/json", "--data-binary", body,
         ])
@@ -293,8 +294,8 @@ struct TestPKI {
     }
 
     /// Posts an FCM body over https with HTTP/1.1, like Postman.
-    func send(_ daemon: Daemon, _ body: String, serverKey: String) throws -> (status: Int, body: String) {
-        let result = try run("curl", [
+    func send(_ daemon: Daemon, _ body: String, serverKey: String) async throws -> (status: Int, body: String) {
+        let result = try await run("curl", [
             "-sS", "-m", "30", "--cacert", caFile, "--http1.1", "-X", "POST", "\(daemon.tlsURL)/fcm/send",
             "-H", "Authorization: key=\(serverKey)", "-H", "Content-Type: application/json", "--data-binary", "@-",
             "-w", "\n%{http_code}",

@@ -28,6 +28,14 @@ struct IdentifierTests {
         #expect(seen.count == 200)
     }
 
+    /// A leading `-` made `pushrelay send --to TOKEN` read the token as an option (1 token in 64 before).
+    @Test func generatedTokensNeverStartWithADash() {
+        for _ in 0..<5_000 {
+            let first = RegistrationToken.generate().rawValue.utf8.first!
+            #expect(first != UInt8(ascii: "-") && first != UInt8(ascii: "_"))
+        }
+    }
+
     @Test func seededGenerationIsReproducible() {
         var a = FakeRandomNumberGenerator(state: 1)
         var b = FakeRandomNumberGenerator(state: 1)

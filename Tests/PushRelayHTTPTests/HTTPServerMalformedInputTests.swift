@@ -4,6 +4,7 @@ import NIOPosix
 import Testing
 
 @testable import PushRelayHTTP
+import TestSupport
 
 /// Bad input ends with the right status or GOAWAY, and the server keeps serving other connections.
 @Suite(.serialized) struct HTTPServerMalformedInputTests {

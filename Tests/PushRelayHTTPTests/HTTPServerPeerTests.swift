@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import PushRelayHTTP
@@ -155,7 +156,7 @@ enum PythonPeer {
 
         """
 
-    static func run(_ script: String, port: Int) async throws -> ProcessOutput {
+    static func run(_ script: String, port: Int) async throws -> ChildProcessResult {
         try await ExternalPeer.run(["python3", "-c", script, String(port)])
     }
 }

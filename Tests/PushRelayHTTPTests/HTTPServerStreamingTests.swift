@@ -4,6 +4,7 @@ import NIOCore
 import Testing
 
 @testable import PushRelayHTTP
+import TestSupport
 
 /// Long-lived streaming responses: other requests flow beside them, slow readers are held back, shutdown drains.
 @Suite(.serialized) struct HTTPServerStreamingTests {

@@ -1,8 +1,9 @@
 import Logging
 import NIOConcurrencyHelpers
-@testable import PushRelayServer
 import ServiceLifecycle
+import TestSupport
 import Testing
+@testable import PushRelayServer
 
 /// A service that records when it starts and when it has stopped after the graceful shutdown.
 private struct FakeService: Service {

@@ -4,6 +4,7 @@ import ServiceLifecycle
 import Testing
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 @Suite("sd_notify over NOTIFY_SOCKET")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `deploy/pushrelay.service` checked by systemd's own tools, offline (no running systemd needed).
@@ -9,7 +10,7 @@ struct SystemdUnitTests {
     /// A root with the host's system units (for the targets the unit refers to) and stand-ins for the commands the
     /// unit runs, so that `systemd-analyze verify --root` checks the unit as installed.
     private static func makeRoot(unitText: String) throws -> String {
-        #expect(ProcessRunner.exists("systemd-analyze"), "systemd-analyze missing: run scripts/setup.sh --test")
+        #expect(ChildProcess.available("systemd-analyze"), "systemd-analyze missing: run scripts/setup.sh --test")
         let root = try makeTemporaryDirectory("pushrelay-unit-root")
         let manager = FileManager.default
         for directory in ["usr/bin", "bin", "usr/lib/systemd", "etc/systemd/system"] {
@@ -24,21 +25,21 @@ struct SystemdUnitTests {
         return root
     }
 
-    private static func verify(_ unitText: String) throws -> ProcessResult {
+    private static func verify(_ unitText: String) async throws -> ChildProcessResult {
         let root = try makeRoot(unitText: unitText)
         defer { try? FileManager.default.removeItem(atPath: root) }
-        return try ProcessRunner.run("systemd-analyze", ["verify", "--root=\(root)", "pushrelay.service"])
+        return try await ChildProcess.run("systemd-analyze", ["verify", "--root=\(root)", "pushrelay.service"])
     }
 
-    private static func exposure(_ unitText: String) throws -> (Double?, ProcessResult) {
+    private static func exposure(_ unitText: String) async throws -> (Double?, ChildProcessResult) {
         let root = try makeRoot(unitText: unitText)
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let result = try ProcessRunner.run(
+        let result = try await ChildProcess.run(
             "systemd-analyze",
             ["security", "--offline=true", "--threshold=25", "--no-pager", "--root=\(root)", "pushrelay.service"]
         )
         // "→ Overall exposure level for pushrelay.service: 1.2 OK 🙂"
-        let line = (result.standardOutput + result.standardError).split(separator: "\n")
+        let line = (result.stdout + result.stderr).split(separator: "\n")
             .first { $0.contains("Overall exposure level") }
         let value = line?.split(separator: ":").last?.split(separator: " ").first.flatMap { Double($0) }
         return (value, result)
@@ -49,35 +50,35 @@ struct SystemdUnitTests {
     }
 
     @Test("systemd-analyze verify passes without a single warning")
-    func verifyPasses() throws {
-        let result = try Self.verify(try Self.unitText)
-        #expect(result.status == 0, "\(result.standardError)")
-        #expect(result.standardError.isEmpty, "\(result.standardError)")
+    func verifyPasses() async throws {
+        let result = try await Self.verify(try Self.unitText)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.isEmpty, "\(result.stderr)")
     }
 
     @Test("verify catches a misspelt directive (the check can fail)")
-    func verifyCatchesTypos() throws {
+    func verifyCatchesTypos() async throws {
         let broken = try Self.unitText.replacingOccurrences(of: "ProtectHome=yes", with: "ProtectHomes=yes")
-        let result = try Self.verify(broken)
-        #expect(result.standardError.contains("Unknown key"), "\(result.standardError)")
+        let result = try await Self.verify(broken)
+        #expect(result.stderr.contains("Unknown key"), "\(result.stderr)")
     }
 
     @Test("systemd-analyze security --offline=true rates the unit OK or better (exposure <= 2.5)")
-    func securityExposure() throws {
-        let (value, result) = try Self.exposure(try Self.unitText)
-        #expect(result.status == 0, "\(result.standardOutput)\(result.standardError)")
-        let exposure = try #require(value, "no exposure line in: \(result.standardOutput)")
+    func securityExposure() async throws {
+        let (value, result) = try await Self.exposure(try Self.unitText)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let exposure = try #require(value, "no exposure line in: \(result.stdout)")
         #expect(exposure <= 2.5)
-        #expect(result.standardOutput.contains(" OK") || result.standardOutput.contains("SAFE"))
+        #expect(result.stdout.contains(" OK") || result.stdout.contains("SAFE"))
     }
 
     @Test("without the sandboxing lines the exposure is far above 2.5 (the check can fail)")
-    func securityWithoutSandboxing() throws {
+    func securityWithoutSandboxing() async throws {
         let keep = try Self.unitText.split(separator: "\n").filter { line in
             !line.hasPrefix("Protect") && !line.hasPrefix("Private") && !line.hasPrefix("Restrict")
                 && !line.hasPrefix("SystemCall") && !line.hasPrefix("Capability") && !line.hasPrefix("NoNewPrivileges")
         }
-        let (value, result) = try Self.exposure(keep.joined(separator: "\n") + "\n")
+        let (value, result) = try await Self.exposure(keep.joined(separator: "\n") + "\n")
         #expect(result.status != 0)
         #expect((value ?? 0) > 2.5)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A peer server (`openssl s_server`) that runs while a test talks to it; `stop()` ends it (SIGTERM through
 /// `timeout`, which also bounds its life).
@@ -20,7 +21,7 @@ final class BackgroundProcess: Sendable {
         try process.run()
     }
 
-    var output: String { ProcessRunner.readText(outputURL) }
+    var output: String { ChildProcess.readText(outputURL.path) }
 
     /// Waits (bounded) until the output contains `text`.
     func waitForOutput(_ text: String, attempts: Int = 200) async throws {

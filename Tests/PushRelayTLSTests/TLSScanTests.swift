@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import PushRelayTLS
@@ -40,16 +41,16 @@ struct TLSScanTests {
         )
         let server = try await TestTLSServer.start(context)
         let report = certificates.path("sslyze.json")
-        let scan = try await ProcessRunner.run(
+        let scan = try await ChildProcess.run(
             "python3",
             ["-m", "sslyze", "--quiet", "--json_out=\(report)", "--sslv2", "--sslv3", "--tlsv1", "--tlsv1_1",
              "--tlsv1_2", "--tlsv1_3", "--compression", "--reneg", "localhost:\(server.port){127.0.0.1}"],
-            timeoutSeconds: 300
+            timeout: .seconds(300)
         )
         try await server.stop()
         #expect(scan.status == 0, "\(scan.combined)")
-        let summary = try await ProcessRunner.run("python3", ["-c", Self.summarize, report], timeoutSeconds: 60)
-        let lines = summary.standardOutput.split(separator: "\n").map(String.init)
+        let summary = try await ChildProcess.run("python3", ["-c", Self.summarize, report], timeout: .seconds(60))
+        let lines = summary.stdout.split(separator: "\n").map(String.init)
         #expect(!lines.isEmpty && !lines.contains { $0.hasPrefix("scan-failed") || $0.contains("not-completed") },
                 "\(summary.combined)")
         let accepted = lines.filter { $0.contains(" accepted ") }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import TestSupport
 import Testing
 
 @testable import PushRelayTLS
@@ -36,26 +37,26 @@ struct TLSServerPeerTests {
     }
 
     private func sClient(_ port: Int, _ certificates: TestCertificates, _ extra: [String], input: String = "")
-        async throws -> ProcessRunner.Result
+        async throws -> ChildProcessResult
     {
-        try await ProcessRunner.run(
+        try await ChildProcess.run(
             "openssl",
             ["s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost", "-CAfile", certificates.caFile,
              "-verify_hostname", "localhost", "-verify_return_error"] + extra,
             standardInput: input,
-            timeoutSeconds: 30
+            timeout: .seconds(30)
         )
     }
 
     /// curl over HTTP/1.1 with verification against the test CA; the body names the ALPN result.
     private func curl(_ port: Int, _ certificates: TestCertificates, _ extra: [String] = [])
-        async throws -> ProcessRunner.Result
+        async throws -> ChildProcessResult
     {
-        try await ProcessRunner.run(
+        try await ChildProcess.run(
             "curl",
             ["-sS", "--max-time", "20", "--http1.1", "--cacert", certificates.caFile,
              "--resolve", "localhost:\(port):127.0.0.1", "https://localhost:\(port)/"] + extra,
-            timeoutSeconds: 30
+            timeout: .seconds(30)
         )
     }
 
@@ -96,18 +97,18 @@ struct TLSServerPeerTests {
         try await withServer { certificates, server, _ in
             let result = try await curl(server.port, certificates)
             #expect(result.status == 0, "\(result.combined)")
-            #expect(result.standardOutput == "ok alpn=http/1.1\n")
+            #expect(result.stdout == "ok alpn=http/1.1\n")
         }
     }
 
     @Test("curl without the test CA refuses the certificate")
     func curlUntrusted() async throws {
         try await withServer { certificates, server, _ in
-            let result = try await ProcessRunner.run(
+            let result = try await ChildProcess.run(
                 "curl",
                 ["-sS", "--max-time", "20", "--http1.1", "--resolve", "localhost:\(server.port):127.0.0.1",
                  "https://localhost:\(server.port)/"],
-                timeoutSeconds: 30
+                timeout: .seconds(30)
             )
             #expect(result.status == 60, "\(result.combined)")
         }
@@ -153,8 +154,8 @@ struct TLSServerPeerTests {
     @Test("a plaintext HTTP request to the TLS port fails cleanly, is logged once, and the listener serves on")
     func plaintextRequest() async throws {
         try await withServer { certificates, server, logs in
-            let result = try await ProcessRunner.run(
-                "curl", ["-sS", "--max-time", "20", "http://127.0.0.1:\(server.port)/"], timeoutSeconds: 30)
+            let result = try await ChildProcess.run(
+                "curl", ["-sS", "--max-time", "20", "http://127.0.0.1:\(server.port)/"], timeout: .seconds(30))
             #expect(result.status != 0)
             #expect(try await curlPage(server.port, certificates))
             let failures = logs.messages("TLS handshake failed")
@@ -199,8 +200,8 @@ struct TLSServerPeerTests {
                 server.port, certificates, ["-msg", "-ign_eof", "-alpn", "http/1.1"],
                 input: "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             #expect(result.combined.contains("ok alpn=http/1.1"), "\(result.combined)")
-            let received = result.standardOutput.split(separator: "\n").filter { $0.hasPrefix("<<<") }
-            #expect(received.contains { $0.contains("close_notify") }, "\(result.standardOutput)")
+            let received = result.stdout.split(separator: "\n").filter { $0.hasPrefix("<<<") }
+            #expect(received.contains { $0.contains("close_notify") }, "\(result.stdout)")
         }
     }
 
@@ -213,14 +214,14 @@ struct TLSServerPeerTests {
                 response = httpx.get(f"https://localhost:{sys.argv[2]}/", verify=context, timeout=20)
                 print(response.status_code, response.http_version, response.text.strip())
                 """
-            let result = try await ProcessRunner.run(
-                "python3", ["-c", script, certificates.caFile, "\(server.port)"], timeoutSeconds: 60)
-            #expect(result.standardOutput == "200 HTTP/1.1 ok alpn=http/1.1\n", "\(result.combined)")
+            let result = try await ChildProcess.run(
+                "python3", ["-c", script, certificates.caFile, "\(server.port)"], timeout: .seconds(60))
+            #expect(result.stdout == "200 HTTP/1.1 ok alpn=http/1.1\n", "\(result.combined)")
         }
     }
 
     private func curlPage(_ port: Int, _ certificates: TestCertificates) async throws -> Bool {
         let result = try await curl(port, certificates)
-        return result.status == 0 && result.standardOutput.hasPrefix("ok alpn=")
+        return result.status == 0 && result.stdout.hasPrefix("ok alpn=")
     }
 }

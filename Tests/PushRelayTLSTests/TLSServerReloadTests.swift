@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import TestSupport
 import Testing
 
 @testable import PushRelayTLS
@@ -11,15 +12,15 @@ import Testing
 struct TLSServerReloadTests {
     /// The serial number of the certificate the server presents to a new `openssl s_client` handshake.
     private func servedSerial(_ port: Int, _ certificates: TestCertificates) async throws -> String {
-        let handshake = try await ProcessRunner.run(
+        let handshake = try await ChildProcess.run(
             "openssl",
             ["s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost", "-CAfile", certificates.caFile,
              "-verify_return_error"],
-            timeoutSeconds: 30
+            timeout: .seconds(30)
         )
-        let serial = try await ProcessRunner.run(
-            "openssl", ["x509", "-noout", "-serial"], standardInput: handshake.standardOutput, timeoutSeconds: 30)
-        return serial.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+        let serial = try await ChildProcess.run(
+            "openssl", ["x509", "-noout", "-serial"], standardInput: handshake.stdout, timeout: .seconds(30))
+        return serial.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     private func install(_ certificate: String, _ key: String, into live: TestCertificates) throws {
@@ -112,11 +113,11 @@ struct TLSServerReloadTests {
         )
         #expect(context.certificate.issuer == "CN=PushRelay Test Intermediate")
         let server = try await TestTLSServer.start(context)
-        let result = try await ProcessRunner.run(
+        let result = try await ChildProcess.run(
             "openssl",
             ["s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-CAfile",
              certificates.caFile, "-verify_hostname", "localhost", "-verify_return_error"],
-            timeoutSeconds: 30
+            timeout: .seconds(30)
         )
         try await server.stop()
         #expect(result.combined.contains("Verify return code: 0 (ok)"), "\(result.combined)")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A throw-away PKI made with the `openssl` command in a temp directory: a CA, two server certificates for
 /// `localhost`/127.0.0.1 told apart by serial number (A1, B2), a key that matches neither, an expired
@@ -74,9 +75,9 @@ struct TestCertificates: Sendable {
     }
 
     private func run(_ arguments: [String]) async throws {
-        let result = try await ProcessRunner.run("openssl", arguments, workingDirectory: directory.path)
+        let result = try await ChildProcess.run("openssl", arguments, workingDirectory: directory.path)
         guard result.status == 0 else {
-            throw TestFailure("openssl \(arguments.joined(separator: " ")) failed: \(result.standardError)")
+            throw TestFailure("openssl \(arguments.joined(separator: " ")) failed: \(result.stderr)")
         }
     }
 

@@ -116,11 +116,13 @@ public struct SystemdNotifier: Sendable {
         guard fd >= 0 else { throw .socketFailed(errno: errno) }
         defer { close(fd) }
 
+        // MSG_DONTWAIT: a notification never blocks the daemon; a full queue (a manager that stopped reading) is an
+        // error the caller logs, not a stalled thread.
         let bytes = Array(message.utf8)
         let sent = bytes.withUnsafeBytes { payload in
             withUnsafePointer(to: &address) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                    sendto(fd, payload.baseAddress, payload.count, Int32(MSG_NOSIGNAL), socketAddress,
+                    sendto(fd, payload.baseAddress, payload.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), socketAddress,
                            socklen_t(addressLength))
                 }
             }

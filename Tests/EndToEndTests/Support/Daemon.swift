@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The real `pushrelay` binary, started as a child process on loopback for end-to-end tests.
@@ -73,15 +74,15 @@ final class Daemon: @unchecked Sendable {
     }
 
     /// Runs `pushrelay` with arguments (a CLI call against this daemon's data dir or URL) and returns stdout.
-    static func cli(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
-        try run(binary, arguments, stdin: stdin)
+    static func cli(_ arguments: [String], stdin: String? = nil) async throws -> ChildProcessResult {
+        try await run(binary, arguments, stdin: stdin)
     }
 
     /// SIGKILL: no chance to flush or clean up.
     func kill9() async throws {
         guard let process else { return }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        await ChildProcess.waitForExit(process)
         output.reset()
     }
 
@@ -90,7 +91,7 @@ final class Daemon: @unchecked Sendable {
     func terminate() async throws -> Int32 {
         guard let process else { return 0 }
         process.terminate()
-        process.waitUntilExit()
+        await ChildProcess.waitForExit(process)
         output.reset()
         return process.terminationStatus
     }
@@ -105,17 +106,11 @@ final class Daemon: @unchecked Sendable {
     /// still running (it is then killed).
     func waitForExit(timeout: Duration = .seconds(30)) async throws -> (status: Int32, log: String)? {
         guard let process else { return nil }
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while process.isRunning && clock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        if process.isRunning {
+        if await !ChildProcess.waitForExit(process, timeout: timeout) {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            await ChildProcess.waitForExit(process)
             return nil
         }
-        process.waitUntilExit()
         let log = output.text
         output.reset()
         return (process.terminationStatus, log)
@@ -129,40 +124,16 @@ struct DaemonError: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-/// Runs a program to completion and returns its exit status and output.
-func run(_ program: String, _ arguments: [String], stdin: String? = nil, environment: [String: String]? = nil)
-    throws -> (status: Int32, stdout: String, stderr: String)
+/// Runs a program to completion and returns its exit status and output, without blocking a pool thread.
+func run(_ program: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:])
+    async throws -> ChildProcessResult
 {
-    let process = Process()
-    configure(process, program, arguments)
-    if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    let input = Pipe()
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-    try input.fileHandleForWriting.close()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    try await ChildProcess.run(program, arguments, standardInput: stdin, environment: environment)
 }
 
-/// Sets a child up to run `program` with every signal unblocked.
-///
-/// A child inherits the signal mask of the thread that spawns it, and the test runner's pool threads block most
-/// signals: a `curl` spawned from one would ignore SIGTERM, and a daemon would never see it. The child is
-/// therefore started through a tiny exec wrapper that clears the mask first.
+/// Sets a child up to run `program` with every signal unblocked (see ``ChildProcess/configure(_:_:_:)``).
 func configure(_ process: Process, _ program: String, _ arguments: [String]) {
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    process.arguments = [
-        "-c",
-        "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])",
-        program,
-    ] + arguments
+    ChildProcess.configure(process, program, arguments)
 }
 
 /// Collects a child's output on a background reader so the pipe never fills.

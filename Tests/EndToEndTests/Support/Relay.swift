@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The seed scenario's send body, exactly as the back end posts it.
@@ -34,8 +35,8 @@ struct DeviceKeys {
 
 extension Daemon {
     /// `pushrelay project create NAME --data-dir DIR --json`.
-    func createProject(_ name: String = "shop") throws -> ProjectKeys {
-        let result = try Daemon.cli(["project", "create", name, "--data-dir", dataDir.path, "--json"])
+    func createProject(_ name: String = "shop") async throws -> ProjectKeys {
+        let result = try await Daemon.cli(["project", "create", name, "--data-dir", dataDir.path, "--json"])
         guard result.status == 0 else { throw DaemonError(message: "project create failed: \(result.stderr)") }
         let json = try jsonObject(result.stdout)
         return ProjectKeys(
@@ -47,9 +48,16 @@ extension Daemon {
     }
 
     /// Registers a device with curl, as an app would.
-    func registerDevice(_ keys: ProjectKeys, app: String = "br.com.siecola.shop", platform: String = "ios") throws -> DeviceKeys {
+    /// Registers `count` devices one after the other.
+    func registerDevices(_ keys: ProjectKeys, count: Int) async throws -> [DeviceKeys] {
+        var devices: [DeviceKeys] = []
+        for _ in 0..<count { devices.append(try await registerDevice(keys)) }
+        return devices
+    }
+
+    func registerDevice(_ keys: ProjectKeys, app: String = "br.com.siecola.shop", platform: String = "ios") async throws -> DeviceKeys {
         let body = #"{"project":"\#(keys.project)","app":"\#(app)","platform":"\#(platform)"}"#
-        let result = try run("curl", [
+        let result = try await run("curl", [
             "-sS", "--fail-with-body", "-X", "POST", "\(baseURL)/v1/register",
             "-H", "Authorization: key=\(keys.clientKey)", "-H", "Content-Type: application/json", "--data-binary", body,
         ])
@@ -60,9 +68,9 @@ extension Daemon {
 
     /// Posts an FCM body with curl (HTTP/1.1 unless other flags say otherwise); returns status and body.
     func send(_ body: String, serverKey: String, curlFlags: [String] = ["--http1.1"], path: String = "/fcm/send")
-        throws -> (status: Int, body: String)
+        async throws -> (status: Int, body: String)
     {
-        let result = try run("curl", curlFlags + [
+        let result = try await run("curl", curlFlags + [
             "-sS", "-X", "POST", "\(baseURL)\(path)", "-H", "Authorization: key=\(serverKey)",
             "-H", "Content-Type: application/json", "--data-binary", "@-", "-w", "\n%{http_code}",
         ], stdin: body)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// A long-running child (a `curl -N` event-stream reader, a listener) whose output is read while it runs.
 final class StreamingProcess: @unchecked Sendable {
@@ -36,22 +37,9 @@ final class StreamingProcess: @unchecked Sendable {
         throw DaemonError(message: "timed out waiting for \(what); output so far:\n\(output.text)")
     }
 
-    /// Waits for the process to exit and returns its status.
-    func waitForExit() -> Int32 {
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    /// Waits at most `timeout` for the process to exit and returns its status; `nil` if it still runs.
-    func waitForExit(timeout: Duration) async throws -> Int32? {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while process.isRunning && clock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        if process.isRunning { return nil }
-        process.waitUntilExit()
-        return process.terminationStatus
+    /// Waits at most `timeout` (default 60 s) for the process to exit and returns its status; `nil` if it still runs.
+    func waitForExit(timeout: Duration = .seconds(60)) async -> Int32? {
+        await ChildProcess.waitForExit(process, timeout: timeout) ? process.terminationStatus : nil
     }
 
     /// Ends the process (SIGTERM) and reaps it.

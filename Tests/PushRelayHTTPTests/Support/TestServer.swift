@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import Synchronization
+import TestSupport
 
 @testable import PushRelayHTTP
 
@@ -94,77 +95,16 @@ struct TestServer {
     }
 }
 
-/// The result of running an external program.
-struct ProcessOutput {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-}
-
 enum ExternalPeer {
     /// Runs `arguments` (the first is looked up in PATH) and waits without blocking a concurrency thread.
     static func run(_ arguments: [String], stdin: String? = nil, timeout: Duration = .seconds(60)) async throws
-        -> ProcessOutput
+        -> ChildProcessResult
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let outURL = directory.appendingPathComponent("out")
-        let errURL = directory.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let out = try FileHandle(forWritingTo: outURL)
-        let err = try FileHandle(forWritingTo: errURL)
-        process.standardOutput = out
-        process.standardError = err
-        let input = Pipe()
-        process.standardInput = input
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { process in continuation.resume(returning: process.terminationStatus) }
-            do {
-                try process.run()
-                if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-                try? input.fileHandleForWriting.close()
-                let pid = process.processIdentifier
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(timeout.components.seconds * 1000))) {
-                    if process.isRunning, process.processIdentifier == pid { process.terminate() }
-                }
-            } catch {
-                continuation.resume(throwing: error)
-            }
-        }
-        try out.close()
-        try err.close()
-        return ProcessOutput(
-            status: status,
-            stdout: readFile(outURL.path),
-            stderr: readFile(errURL.path))
-    }
-
-    /// Reads a file with plain POSIX calls (Foundation's file reading shows up as a leak under AddressSanitizer).
-    static func readFile(_ path: String) -> String {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { return "" }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        try await ChildProcess.run(arguments[0], Array(arguments.dropFirst()), standardInput: stdin, timeout: timeout)
     }
 
     /// Whether a program is on PATH.
-    static func available(_ name: String) -> Bool {
-        (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").contains {
-            FileManager.default.isExecutableFile(atPath: "\($0)/\(name)")
-        }
-    }
+    static func available(_ name: String) -> Bool { ChildProcess.available(name) }
 
     /// Whether `python3` can import the `h2` package.
     static let pythonH2Available: Bool = {

@@ -1,15 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 
 /// A stand-in for systemd's notification socket: a bound Unix datagram socket that the test reads from.
-final class FakeNotifySocket: @unchecked Sendable {
+public final class FakeNotifySocket: @unchecked Sendable {
     /// What to put in `NOTIFY_SOCKET`: a path, or `@name` for the abstract namespace.
-    let address: String
+    public let address: String
     private let fd: Int32
 
     /// Binds a socket at a fresh path under /tmp, or with `abstract`, a fresh abstract name.
-    init(abstract: Bool = false) {
+    public init(abstract: Bool = false) {
         let name = "pushrelay-notify-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         address = abstract ? "@" + name : "/tmp/" + name + ".sock"
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
@@ -27,7 +25,7 @@ final class FakeNotifySocket: @unchecked Sendable {
     }
 
     /// The next datagram's text, or `nil` after `timeoutMilliseconds` (default 10 s) without one.
-    func receive(timeoutMilliseconds: Int32 = 10_000) -> String? {
+    public func receive(timeoutMilliseconds: Int32 = 10_000) -> String? {
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&descriptor, 1, timeoutMilliseconds) == 1 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -36,16 +34,16 @@ final class FakeNotifySocket: @unchecked Sendable {
         return String(decoding: buffer[..<count], as: UTF8.self)
     }
 
-    /// The next datagram's text, or `nil` after `timeoutMilliseconds`, without blocking a thread of the
-    /// cooperative pool (the service under test needs one to run).
-    func next(timeoutMilliseconds: Int = 10_000) async -> String? {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: .milliseconds(timeoutMilliseconds))
-        while clock.now < deadline {
-            if let message = receive(timeoutMilliseconds: 0) { return message }
-            try? await Task.sleep(for: .milliseconds(2))
+    /// The next datagram's text, or `nil` after `timeoutMilliseconds` (default 60 s) without one.
+    ///
+    /// The blocking wait runs on a Dispatch thread, not on the cooperative pool: the service under test needs a
+    /// pool thread to send what is awaited, and on a two-core machine other tests may hold the rest.
+    public func next(timeoutMilliseconds: Int32 = 60_000) async -> String? {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: self.receive(timeoutMilliseconds: timeoutMilliseconds))
+            }
         }
-        return nil
     }
 
     deinit {
