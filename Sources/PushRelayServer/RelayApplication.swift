@@ -54,7 +54,7 @@ public final class RelayApplication: Sendable {
         self.router = Self.makeRouter(
             store: store, hub: hub, options: options, metrics: metrics, exporter: exporter, readiness: readiness,
             logger: logger)
-        store.setCommitObserver { devices in hub.wake(devices: devices) }
+        store.setCommitObserver { committed in hub.deliver(committed) }
     }
 
     static func makeRouter(

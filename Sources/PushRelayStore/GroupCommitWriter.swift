@@ -4,8 +4,8 @@ import Logging
 import NIOConcurrencyHelpers
 
 /// The single writer of the database: a dedicated thread (never an event loop or the cooperative pool) that takes
-/// every pending write request, runs them in ONE transaction, commits (one fsync), tells the commit observer which
-/// devices got messages, then resumes every caller. Between groups it expands topic messages, one bounded batch per
+/// every pending write request, runs them in ONE transaction, commits (one fsync), hands the commit observer the
+/// rows appended to device queues, then resumes every caller. Between groups it expands topic messages, one bounded batch per
 /// transaction.
 final class GroupCommitWriter: @unchecked Sendable {
     private enum ExitState {
@@ -24,7 +24,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let queueStates = QueueStateCache(maxEntries: 100_000)
 
     private let statistics = NIOLockedValueBox(GroupCommitStatistics())
-    private let observer = NIOLockedValueBox<(@Sendable ([DeviceID]) -> Void)?>(nil)
+    private let observer = NIOLockedValueBox<(@Sendable ([StoredMessage]) -> Void)?>(nil)
     private let exit = NIOLockedValueBox(ExitState.running)
 
     init(connection: SQLiteConnection, context: StoreContext, persistedLastID: Int64, topicMessages: [Int64]) {
@@ -71,7 +71,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     }
 
     /// Sets the commit observer.
-    func setObserver(_ observer: (@Sendable ([DeviceID]) -> Void)?) {
+    func setObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?) {
         self.observer.withLockedValue { $0 = observer }
     }
 
@@ -239,8 +239,8 @@ final class GroupCommitWriter: @unchecked Sendable {
         if !transaction.newTopicMessages.isEmpty {
             self.fanOutBackoffUntil = nil
         }
-        if !transaction.touchedDevices.isEmpty, let observer = self.observer.withLockedValue({ $0 }) {
-            observer(transaction.touchedDevices)
+        if !transaction.appendedMessages.isEmpty, let observer = self.observer.withLockedValue({ $0 }) {
+            observer(transaction.appendedMessages)
         }
     }
 

@@ -108,10 +108,13 @@ public protocol PushStore: Sendable {
 
     // MARK: Notification and lifecycle
 
-    /// Sets the function called after every commit that stored messages, with the devices that got new messages
-    /// (each once). It runs on the store's writer thread: it must return quickly (wake the streams, do not wait).
-    /// Replaces the previous observer; nil removes it.
-    func setCommitObserver(_ observer: (@Sendable ([DeviceID]) -> Void)?)
+    /// Sets the function called after every commit that appended to device queues, with the appended rows
+    /// (messages and `deleted_messages` markers, bodies included) in id order, so that live streams can write
+    /// them without reading the store back. Rows the same commit removed again (a collapse key replaced within one
+    /// group, the queue limit) may be among them: a live stream delivering one of those is harmless, the
+    /// device's next stream reads the store. It runs on the store's writer thread: it must return quickly (hand
+    /// the rows over, do not wait). Replaces the previous observer; nil removes it.
+    func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?)
 
     /// Finishes the writes already submitted, stops the background work and closes the engine. Later calls throw
     /// ``StoreError/closed``.

@@ -46,7 +46,7 @@ extension SQLiteStore {
                         kind: select.int64(1) == 1 ? .deletedMessages : .message,
                         body: select.blob(4),
                         collapseKey: select.text(2),
-                        expiresAt: StoreContext.date(micros: select.int64(3))
+                        expiresAtMicros: select.int64(3)
                     )
                 )
             }

@@ -66,7 +66,7 @@ public final class SQLiteStore: PushStore {
     }
 
     /// See ``PushStore/setCommitObserver(_:)``.
-    public func setCommitObserver(_ observer: (@Sendable ([DeviceID]) -> Void)?) {
+    public func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?) {
         self.writer.setObserver(observer)
     }
 

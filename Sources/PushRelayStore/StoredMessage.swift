@@ -35,4 +35,12 @@ public struct StoredMessage: Hashable, Sendable {
         self.collapseKey = collapseKey
         self.expiresAt = expiresAt
     }
+
+    /// A value with the expiry in microseconds since 1970, as the store keeps it.
+    init(id: MessageID, device: DeviceID, kind: Kind, body: [UInt8], collapseKey: String?, expiresAtMicros: Int64) {
+        self.init(
+            id: id, device: device, kind: kind, body: body, collapseKey: collapseKey,
+            expiresAt: StoreContext.date(micros: expiresAtMicros)
+        )
+    }
 }

@@ -10,9 +10,9 @@ final class WriteTransaction {
 
     /// Queue machines of devices, kept by the writer across transactions (see ``QueueStateCache``).
     private let queues: QueueStateCache
-    /// Devices that got a stored message, in first-touch order.
-    private(set) var touchedDevices: [DeviceID] = []
-    private var touchedSet: Set<DeviceID> = []
+    /// The rows this transaction appended to device queues (messages and `deleted_messages` markers), in id order:
+    /// after the commit, live streams write them without reading the store back.
+    private(set) var appendedMessages: [StoredMessage] = []
     /// Set by writes that can turn an auth-cache hit into a miss; the epoch is bumped before the commit.
     var authChanged = false
     /// The new auth epoch, when bumped.
@@ -96,17 +96,26 @@ final class WriteTransaction {
                 try self.insertMessage(
                     id: id, device: device, kind: 1, collapseKey: nil, expiresAt: self.nowMicros &+ ttl, body: []
                 )
+                self.appendedMessages.append(
+                    StoredMessage(
+                        id: MessageID(rawValue: id), device: device, kind: .deletedMessages, body: [],
+                        collapseKey: nil, expiresAtMicros: self.nowMicros &+ ttl
+                    )
+                )
             case .store(let id):
                 try self.insertMessage(
                     id: id, device: device, kind: 0, collapseKey: collapseKey, expiresAt: expiresAt, body: body
+                )
+                self.appendedMessages.append(
+                    StoredMessage(
+                        id: MessageID(rawValue: id), device: device, kind: .message, body: body,
+                        collapseKey: collapseKey, expiresAtMicros: expiresAt
+                    )
                 )
                 storedID = id
             case .deliverNowOrDrop:
                 return nil
             }
-        }
-        if self.touchedSet.insert(device).inserted {
-            self.touchedDevices.append(device)
         }
         return storedID
     }

@@ -125,8 +125,8 @@ struct StoreBenchCommand: AsyncParsableCommand {
         let counter = Counter()
         let goal = subscribers.count
         let done = AsyncStream<Void>.makeStream()
-        store.setCommitObserver { devices in
-            if counter.add(devices.count) >= goal {
+        store.setCommitObserver { appended in
+            if counter.add(appended.count) >= goal {
                 done.continuation.yield()
             }
         }

@@ -182,22 +182,33 @@ struct QueueStoreTests {
         }
     }
 
-    @Test("the commit observer hears of every device that got a message, once per commit")
+    @Test("the commit observer gets every appended row with its body, in id order, once per commit")
     func commitObserver() async throws {
         try await withTemporaryDirectory { directory in
             try await withStore(in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let other = try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS")
-                let heard = NIOLockedValueBox<[[DeviceID]]>([])
-                store.setCommitObserver { devices in heard.withLockedValue { $0.append(devices) } }
-                _ = try await store.enqueue([
+                let heard = NIOLockedValueBox<[[StoredMessage]]>([])
+                store.setCommitObserver { appended in heard.withLockedValue { $0.append(appended) } }
+                let results = try await store.enqueue([
                     NewMessage(device: fixture.device, body: [1]),
-                    NewMessage(device: other.device.id, body: [2]),
+                    NewMessage(device: other.device.id, body: [2], collapseKey: "k"),
                     NewMessage(device: fixture.device, body: [3]),
                 ])
                 _ = try await store.enqueue([NewMessage(device: other.device.id, body: [4], timeToLive: .zero)])
                 _ = try await store.acknowledge(device: fixture.device, upTo: MessageID(rawValue: Int64.max))
-                #expect(heard.withLockedValue { $0 } == [[fixture.device, other.device.id]])
+                let commits = heard.withLockedValue { $0 }
+                #expect(commits.count == 1)
+                let appended = try #require(commits.first)
+                #expect(appended.map(\.device) == [fixture.device, other.device.id, fixture.device])
+                #expect(appended.map(\.body) == [[1], [2], [3]])
+                #expect(appended.map(\.collapseKey) == [nil, "k", nil])
+                #expect(appended.map(\.kind) == [.message, .message, .message])
+                #expect(appended.map { Optional($0.id) } == results.map(\.messageID))
+                #expect(appended.map(\.id) == appended.map(\.id).sorted())
+                // What a live stream is handed is what a reconnecting one reads.
+                let stored = try await store.pendingMessages(for: other.device.id, after: nil, limit: 10)
+                #expect(stored == [appended[1]])
             }
         }
     }

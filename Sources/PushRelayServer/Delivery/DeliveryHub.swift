@@ -11,18 +11,21 @@ struct TransientMessage: Sendable {
 
 /// The registry of live device streams on this node.
 ///
-/// Streams learn what to do through a ``Subscription``: a wake-up signal plus flags, so that a stream that falls
-/// behind costs a constant amount of memory however many wake-ups it misses. The store's commit observer wakes
-/// the devices that got messages; the stream then reads what is pending after its cursor. One stream per device:
-/// attaching a second one replaces (ends) the first.
+/// Streams learn what to do through a ``Subscription``: a wake-up signal plus the work accumulated since the last
+/// one. The store's commit observer hands each committed row to its device's stream (``deliver(_:)``), which writes
+/// it without reading the store back; a stream that falls behind by more than ``Subscription/committedLimit`` rows
+/// drops them and reads the store from its cursor instead, so a slow stream costs bounded memory however many
+/// wake-ups it misses. One stream per device: attaching a second one replaces (ends) the first.
 final class DeliveryHub: Sendable {
     /// One attached stream. The stream waits on ``signals`` and then calls ``takeWork()``; `signals` ends when the
     /// stream was replaced, detached or drained.
     final class Subscription: Sendable {
         /// What a stream has to do after a signal.
         struct Work: Sendable {
-            /// The store has messages the stream has not read yet.
+            /// The store has messages the stream has not read yet (the backlog, or rows dropped from ``committed``).
             var readStore = false
+            /// Rows committed since the last signal, in id order; the stream writes those past its cursor.
+            var committed: [StoredMessage] = []
             /// Time to write a heartbeat comment.
             var heartbeat = false
             /// Time-to-live-0 messages to write now.
@@ -38,6 +41,9 @@ final class DeliveryHub: Sendable {
         /// At most this many transient messages wait for a slow stream; older ones are dropped (they are
         /// "now or never" by definition).
         static let transientLimit = 64
+        /// At most this many committed rows wait for a slow stream; past it they are dropped and the stream reads
+        /// the store instead (nothing is lost: they are committed).
+        static let committedLimit = 256
 
         fileprivate init(device: DeviceID, attachment: UInt64) {
             self.device = device
@@ -105,10 +111,33 @@ final class DeliveryHub: Sendable {
         return removed
     }
 
+    /// Hands rows just committed to their devices' live streams (those on this node); called by the store's commit
+    /// observer on its writer thread, so it only appends and signals.
+    func deliver(_ committed: [StoredMessage]) {
+        let subscriptions = state.withLockedValue { state in committed.map { state.subscriptions[$0.device] } }
+        for (message, subscription) in zip(committed, subscriptions) {
+            guard let subscription else { continue }
+            subscription.post { work in
+                if work.readStore { return }  // the store read to come covers it
+                if work.committed.count >= Subscription.committedLimit {
+                    work.committed.removeAll()
+                    work.readStore = true
+                } else {
+                    work.committed.append(message)
+                }
+            }
+        }
+    }
+
     /// Tells the devices' live streams (if any are on this node) to read the store.
     func wake(devices: some Sequence<DeviceID>) {
         let subscriptions = state.withLockedValue { state in devices.compactMap { state.subscriptions[$0] } }
-        for subscription in subscriptions { subscription.post { $0.readStore = true } }
+        for subscription in subscriptions {
+            subscription.post { work in
+                work.readStore = true
+                work.committed.removeAll()  // the read finds them
+            }
+        }
     }
 
     /// Hands a time-to-live-0 message to the device's live stream. Returns `false` when the device has no live

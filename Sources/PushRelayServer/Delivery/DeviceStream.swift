@@ -5,8 +5,8 @@ import PushRelayCore
 import PushRelayHTTP
 import PushRelayStore
 
-/// One device's live event stream: writes the backlog, then every message within milliseconds of its commit,
-/// heartbeats in between, until the peer goes away, another stream of the device replaces it, or the node drains.
+/// One device's live event stream: writes the backlog, then every message as its commit returns (handed over by
+/// the commit observer, not read back from the store), heartbeats in between, until the peer goes away, another stream of the device replaces it, or the node drains.
 ///
 /// Messages are written as server-sent events, `id: <message id>` and `data: <envelope>`; the cursor only moves
 /// forward within a stream, and what the device has not acknowledged comes again on its next stream.
@@ -72,13 +72,7 @@ struct DeviceStream: Sendable {
                 while true {
                     let pending = try await store.pendingMessages(for: device.id, after: cursor, limit: Self.readBatch)
                     for message in pending {
-                        bytes.removeAll(keepingCapacity: true)
-                        switch message.kind {
-                        case .message:
-                            Envelope(body: message.body).render(messageID: message.id, into: &bytes)
-                        case .deletedMessages:
-                            Envelope.deletedMessages(senderID: senderID).render(messageID: message.id, into: &bytes)
-                        }
+                        render(message, into: &bytes)
                         Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
                         cursor = message.id
                         recordSendToDeliver(message.id)
@@ -89,12 +83,33 @@ struct DeviceStream: Sendable {
                     buffer.clear()
                 }
             }
+            // Rows handed over by the commit observer; those at or before the cursor came with the store read.
+            var handedOver = 0
+            for message in work.committed where cursor.map({ message.id > $0 }) ?? true {
+                render(message, into: &bytes)
+                Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
+                cursor = message.id
+                recordSendToDeliver(message.id)
+                handedOver += 1
+            }
+            if handedOver > 0 { metrics.messagesDelivered(count: handedOver) }
             if work.heartbeat && buffer.readableBytes == 0 {
                 buffer.writeStaticString(":\n\n")
             }
             if buffer.readableBytes > 0 {
                 try await writer.write(buffer)
             }
+        }
+    }
+
+    /// The envelope of a stored row into `bytes` (replacing what it held).
+    private func render(_ message: StoredMessage, into bytes: inout [UInt8]) {
+        bytes.removeAll(keepingCapacity: true)
+        switch message.kind {
+        case .message:
+            Envelope(body: message.body).render(messageID: message.id, into: &bytes)
+        case .deletedMessages:
+            Envelope.deletedMessages(senderID: senderID).render(messageID: message.id, into: &bytes)
         }
     }
 
