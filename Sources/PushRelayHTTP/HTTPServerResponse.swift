@@ -37,6 +37,11 @@ public protocol HTTPResponseBodyWriter: Sendable {
     /// Returns when the peer has gone away (stream reset, connection closed, server draining).
     /// Lets a handler that is idle (waiting for the next event) notice a disconnect.
     func waitUntilClosed() async
+    /// Calls `callback` once, on the connection's event loop, when the peer has gone away (stream reset,
+    /// connection closed, server draining); at once if it already has. The task-free form of
+    /// ``waitUntilClosed()`` for a handler that must notice a disconnect while it waits on something else: it
+    /// costs a closure, not a second task per stream. `callback` must not block.
+    func onClose(_ callback: @escaping @Sendable () -> Void)
     /// Allocates buffers for `write`.
     var allocator: ByteBufferAllocator { get }
 }

@@ -95,6 +95,57 @@ import TestSupport
         #expect(buffered < 512 * 1024, "server holds \(buffered) bytes for a reader that does not read")
     }
 
+    /// Polls `condition` for up to 10 s.
+    private func eventually(_ condition: () -> Bool) async throws -> Bool {
+        for _ in 0..<500 {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return condition()
+    }
+
+    @Test func onCloseRunsOnceWhenAnHTTP2PeerLeaves() async throws {
+        let server = try await TestServer.start()
+        let client = try await HTTP2Client.connect(host: "127.0.0.1", port: server.port)
+        let response = try await client.execute(
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/hold-callback"))
+        var iterator = response.body.makeAsyncIterator()
+        #expect(try await iterator.next().map { String(buffer: $0) } == "open\n")
+        #expect(server.probe.closeCallbacks == 0)
+        await client.close()
+        #expect(try await eventually { server.probe.streamsClosed == 1 })
+        #expect(server.probe.closeCallbacks == 1)
+        await server.server.shutdown()
+        #expect(server.probe.closeCallbacks == 1)
+    }
+
+    @Test(.enabled(if: ExternalPeer.available("curl")))
+    func onCloseRunsWhenAnHTTP1PeerLeaves() async throws {
+        let server = try await TestServer.start()
+        let result = try await ExternalPeer.run([
+            "curl", "-sS", "--http1.1", "-N", "-m", "1", "http://127.0.0.1:\(server.port)/hold-callback",
+        ])
+        #expect(result.status == 28, "curl stops at its time limit: \(result.stderr)")  // 28: timeout
+        #expect(result.stdout == "open\n")
+        #expect(try await eventually { server.probe.streamsClosed == 1 })
+        #expect(server.probe.closeCallbacks == 1)
+        await server.server.shutdown()
+    }
+
+    @Test func onCloseRunsAtGracefulShutdown() async throws {
+        let server = try await TestServer.start()
+        let client = try await HTTP2Client.connect(host: "127.0.0.1", port: server.port)
+        let response = try await client.execute(
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/hold-callback"))
+        var iterator = response.body.makeAsyncIterator()
+        #expect(try await iterator.next().map { String(buffer: $0) } == "open\n")
+        await server.server.shutdown()
+        #expect(server.probe.closeCallbacks == 1)
+        #expect(server.probe.streamsClosed == 1)
+        #expect(try await iterator.next() == nil)
+        await client.close()
+    }
+
     @Test func gracefulShutdownEndsIdleStreamsAndCompletes() async throws {
         let server = try await TestServer.start()
         let client = try await HTTP2Client.connect(host: "127.0.0.1", port: server.port)

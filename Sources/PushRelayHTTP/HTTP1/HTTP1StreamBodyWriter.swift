@@ -49,6 +49,12 @@ final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         }
     }
 
+    func onClose(_ callback: @escaping @Sendable () -> Void) {
+        eventLoop.execute {
+            self.closeWaiters.onClose(callback, alreadyClosed: self.closed || self.draining)
+        }
+    }
+
     /// Ends the body (terminating chunk); called when the handler's closure returns.
     func finish() {
         eventLoop.execute {

@@ -55,6 +55,12 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         }
     }
 
+    func onClose(_ callback: @escaping @Sendable () -> Void) {
+        eventLoop.execute {
+            self.closeWaiters.onClose(callback, alreadyClosed: self.closed || self.draining)
+        }
+    }
+
     /// Ends the body once everything queued is sent; called when the handler's closure returns.
     func finish() {
         eventLoop.execute {

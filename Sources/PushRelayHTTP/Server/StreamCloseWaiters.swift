@@ -1,23 +1,29 @@
-/// The callers of `waitUntilClosed()` on one response stream, shared by the HTTP/1.1 and HTTP/2 body writers.
+/// Who waits for one response stream to close (``HTTPResponseBodyWriter/waitUntilClosed()`` callers and
+/// ``HTTPResponseBodyWriter/onClose(_:)`` callbacks), shared by the HTTP/1.1 and HTTP/2 body writers.
 ///
 /// Event-loop confined, like the writer that owns it.
 struct StreamCloseWaiters {
-    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var callbacks: [@Sendable () -> Void] = []
 
-    /// Resumes `continuation` at once when the stream is `alreadyClosed` (or draining), else keeps it for
+    /// Calls `callback` at once when the stream is `alreadyClosed` (or draining), else keeps it for
     /// ``resumeAll()``.
-    mutating func wait(_ continuation: CheckedContinuation<Void, Never>, alreadyClosed: Bool) {
+    mutating func onClose(_ callback: @escaping @Sendable () -> Void, alreadyClosed: Bool) {
         if alreadyClosed {
-            continuation.resume()
+            callback()
         } else {
-            waiters.append(continuation)
+            callbacks.append(callback)
         }
     }
 
-    /// Resumes every waiting caller: the stream closed or the server is draining.
+    /// Resumes `continuation` when the stream closes (at once if `alreadyClosed`).
+    mutating func wait(_ continuation: CheckedContinuation<Void, Never>, alreadyClosed: Bool) {
+        onClose({ continuation.resume() }, alreadyClosed: alreadyClosed)
+    }
+
+    /// Calls every waiting callback once: the stream closed or the server is draining.
     mutating func resumeAll() {
-        let waiting = waiters
-        waiters = []
-        for waiter in waiting { waiter.resume() }
+        let waiting = callbacks
+        callbacks = []
+        for callback in waiting { callback() }
     }
 }

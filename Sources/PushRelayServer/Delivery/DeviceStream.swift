@@ -25,8 +25,8 @@ struct DeviceStream: Sendable {
         let (subscription, newDevice) = hub.attach(device: device.id)
         metrics.streamOpened()
         if newDevice { metrics.deviceConnected() }
-        // Both the watcher below and the end of this handler detach; only the one that removes the registry
-        // entry counts the device as gone (a replacing stream keeps it connected).
+        // Both the close callback below and the end of this handler detach; only the one that removes the
+        // registry entry counts the device as gone (a replacing stream keeps it connected).
         let disconnect: @Sendable (DeliveryHub.Subscription) -> Void = { [hub, metrics] subscription in
             if hub.detach(subscription) { metrics.deviceDisconnected() }
         }
@@ -39,13 +39,9 @@ struct DeviceStream: Sendable {
         // A comment first, so that the client sees the response start at once.
         try await writer.write(ByteBuffer(string: ": connected\n\n"))
 
-        // End the stream's signals as soon as the peer goes away, so the loop below returns. Not awaited: the
-        // transport reports the close only after this handler has returned when the stream ends from our side.
-        let watcher = Task {
-            await writer.waitUntilClosed()
-            disconnect(subscription)
-        }
-        defer { watcher.cancel() }
+        // End the stream's signals as soon as the peer goes away, so the loop below returns. A callback, not a
+        // watcher task: one task per idle device is what a connection costs beyond its buffers.
+        writer.onClose { disconnect(subscription) }
         do {
             try await deliver(subscription, writer: writer)
         } catch {

@@ -10,12 +10,15 @@ import TestSupport
 
 /// Counters a test reads while the test routes run.
 final class TestRouteProbe: Sendable {
-    private let state = Mutex<(floodBytesWritten: Int, streamsClosed: Int)>((0, 0))
+    private let state = Mutex<(floodBytesWritten: Int, streamsClosed: Int, closeCallbacks: Int)>((0, 0, 0))
 
     var floodBytesWritten: Int { state.withLock { $0.floodBytesWritten } }
     var streamsClosed: Int { state.withLock { $0.streamsClosed } }
     func addFlood(_ count: Int) { state.withLock { $0.floodBytesWritten += count } }
     func streamClosed() { state.withLock { $0.streamsClosed += 1 } }
+    /// How many `onClose` callbacks have run.
+    var closeCallbacks: Int { state.withLock { $0.closeCallbacks } }
+    func closeCallbackRan() { state.withLock { $0.closeCallbacks += 1 } }
 }
 
 /// An in-process `HTTPServer` on 127.0.0.1:0 with the routes the transport tests use.
@@ -88,6 +91,19 @@ struct TestServer {
             HTTPServerResponse(status: .ok, body: .stream { writer in
                 try await writer.write(ByteBuffer(string: "open\n"))
                 await writer.waitUntilClosed()
+                probe.streamClosed()
+            })
+        })
+        // Like /hold, but learns of the close through `onClose` (no task waits on the close).
+        router.add(.get, "/hold-callback", .immediate { _, _ in
+            HTTPServerResponse(status: .ok, body: .stream { writer in
+                try await writer.write(ByteBuffer(string: "open\n"))
+                let (closed, continuation) = AsyncStream<Void>.makeStream()
+                writer.onClose {
+                    probe.closeCallbackRan()
+                    continuation.finish()
+                }
+                for await _ in closed {}
                 probe.streamClosed()
             })
         })
