@@ -104,7 +104,11 @@ import TestSupport
         return condition()
     }
 
-    @Test func onCloseRunsOnceWhenAnHTTP2PeerLeaves() async throws {
+    /// Who ends an HTTP/2 stream held open by `/hold-callback`.
+    enum StreamEnd: CaseIterable { case peerLeaves, serverDrains }
+
+    @Test(arguments: StreamEnd.allCases)
+    func onCloseRunsOnceOverHTTP2(_ end: StreamEnd) async throws {
         let server = try await TestServer.start()
         let client = try await HTTP2Client.connect(host: "127.0.0.1", port: server.port)
         let response = try await client.execute(
@@ -112,10 +116,17 @@ import TestSupport
         var iterator = response.body.makeAsyncIterator()
         #expect(try await iterator.next().map { String(buffer: $0) } == "open\n")
         #expect(server.probe.closeCallbacks == 0)
-        await client.close()
-        #expect(try await eventually { server.probe.streamsClosed == 1 })
-        #expect(server.probe.closeCallbacks == 1)
-        await server.server.shutdown()
+        switch end {
+        case .peerLeaves:
+            await client.close()
+            #expect(try await eventually { server.probe.streamsClosed == 1 })
+            await server.server.shutdown()
+        case .serverDrains:
+            await server.server.shutdown()
+            #expect(server.probe.streamsClosed == 1)
+            #expect(try await iterator.next() == nil)
+            await client.close()
+        }
         #expect(server.probe.closeCallbacks == 1)
     }
 
@@ -130,20 +141,6 @@ import TestSupport
         #expect(try await eventually { server.probe.streamsClosed == 1 })
         #expect(server.probe.closeCallbacks == 1)
         await server.server.shutdown()
-    }
-
-    @Test func onCloseRunsAtGracefulShutdown() async throws {
-        let server = try await TestServer.start()
-        let client = try await HTTP2Client.connect(host: "127.0.0.1", port: server.port)
-        let response = try await client.execute(
-            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/hold-callback"))
-        var iterator = response.body.makeAsyncIterator()
-        #expect(try await iterator.next().map { String(buffer: $0) } == "open\n")
-        await server.server.shutdown()
-        #expect(server.probe.closeCallbacks == 1)
-        #expect(server.probe.streamsClosed == 1)
-        #expect(try await iterator.next() == nil)
-        await client.close()
     }
 
     @Test func gracefulShutdownEndsIdleStreamsAndCompletes() async throws {

@@ -52,12 +52,13 @@ struct DeviceStream: Sendable {
 
     private func deliver(_ subscription: DeliveryHub.Subscription, writer: any HTTPResponseBodyWriter) async throws {
         var cursor: MessageID? = nil
-        var buffer = writer.allocator.buffer(capacity: 1024)
+        // Both start empty and are dropped after each write: an idle stream holds no buffer (the transport keeps
+        // the written one until it is sent, so reusing it would copy on the next write anyway).
+        var buffer = ByteBuffer()
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(1024)
         for await _ in subscription.signals {
             let work = subscription.takeWork()
-            buffer.clear()
+            buffer = ByteBuffer()
             for message in work.transient {
                 bytes.removeAll(keepingCapacity: true)
                 Envelope(body: message.body).render(messageID: message.id, into: &bytes)
@@ -95,6 +96,7 @@ struct DeviceStream: Sendable {
             if buffer.readableBytes > 0 {
                 try await writer.write(buffer)
             }
+            bytes = []
         }
     }
 
