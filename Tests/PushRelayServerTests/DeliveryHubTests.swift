@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import PushRelayCore
 import PushRelayStore
 import Testing
@@ -6,7 +7,8 @@ import Testing
 @testable import PushRelayServer
 
 /// The hand-over from the store's commit observer to live streams: committed rows reach the device's stream as
-/// they are, a slow stream falls back to reading the store, and nothing reaches a device without a stream.
+/// they are, a slow stream falls back to reading the store, nothing reaches a device without a stream, and a
+/// stream is woken once per idle period (never twice while it runs, never missed).
 @Suite("Delivery hub")
 struct DeliveryHubTests {
     private func row(_ id: Int64, device: DeviceID, body: [UInt8] = [1]) -> StoredMessage {
@@ -16,47 +18,97 @@ struct DeliveryHubTests {
         )
     }
 
+    /// Counts wake-ups.
+    private final class Wakes: Sendable {
+        private let count = NIOLockedValueBox(0)
+        var value: Int { count.withLockedValue { $0 } }
+        func wake() { count.withLockedValue { $0 += 1 } }
+    }
+
+    private func work(_ subscription: DeliveryHub.Subscription) -> DeliveryHub.Subscription.Work? {
+        if case .work(let work) = subscription.next() { return work }
+        return nil
+    }
+
+    private func isIdle(_ subscription: DeliveryHub.Subscription) -> Bool {
+        if case .idle = subscription.next() { return true }
+        return false
+    }
+
+    private func isEnded(_ subscription: DeliveryHub.Subscription) -> Bool {
+        if case .ended = subscription.next() { return true }
+        return false
+    }
+
     @Test("committed rows reach their own device's stream, in order, without a store read")
     func handOver() {
         let hub = DeliveryHub()
         let a = DeviceID(rawValue: 1)
         let b = DeviceID(rawValue: 2)
-        let (streamA, _) = hub.attach(device: a)
-        let (streamB, _) = hub.attach(device: b)
+        let (streamA, _) = hub.attach(device: a) {}
+        let (streamB, _) = hub.attach(device: b) {}
         // The first work of a new stream is the backlog read.
-        #expect(streamA.takeWork().readStore)
-        #expect(streamB.takeWork().readStore)
+        #expect(work(streamA)?.readStore == true)
+        #expect(work(streamB)?.readStore == true)
 
         hub.deliver([row(10, device: a, body: [1]), row(11, device: b, body: [2]), row(12, device: a, body: [3])])
-        let workA = streamA.takeWork()
-        #expect(!workA.readStore)
-        #expect(workA.committed.map(\.id.rawValue) == [10, 12])
-        #expect(workA.committed.map(\.body) == [[1], [3]])
-        #expect(streamB.takeWork().committed.map(\.id.rawValue) == [11])
+        let workA = work(streamA)
+        #expect(workA?.readStore == false)
+        #expect(workA?.committed.map(\.id.rawValue) == [10, 12])
+        #expect(workA?.committed.map(\.body) == [[1], [3]])
+        #expect(work(streamB)?.committed.map(\.id.rawValue) == [11])
         // Taken means cleared.
-        #expect(streamA.takeWork().committed.isEmpty)
+        #expect(isIdle(streamA))
+    }
+
+    @Test("a stream is woken when work arrives while it is idle, and not again while it runs")
+    func wakeUps() {
+        let hub = DeliveryHub()
+        let device = DeviceID(rawValue: 9)
+        let wakes = Wakes()
+        let (stream, _) = hub.attach(device: device) { wakes.wake() }
+        #expect(wakes.value == 1)  // the backlog read
+        hub.deliver([row(1, device: device)])
+        #expect(wakes.value == 1)  // still running: no second wake-up
+        let first = work(stream)
+        #expect(first?.readStore == true)
+        #expect(first?.committed.isEmpty == true)  // the backlog read to come finds row 1
+        #expect(isIdle(stream))
+        hub.deliver([row(2, device: device)])
+        #expect(wakes.value == 2)
+        hub.heartbeat()
+        #expect(wakes.value == 2)
+        let next = work(stream)
+        #expect(next?.committed.count == 1 && next?.heartbeat == true)
+        #expect(isIdle(stream))
+        // Ending wakes an idle stream, which then sees the end.
+        #expect(hub.detach(stream))
+        #expect(wakes.value == 3)
+        #expect(isEnded(stream))
+        hub.deliver([row(3, device: device)])
+        #expect(wakes.value == 3)
     }
 
     @Test("a stream more than committedLimit rows behind reads the store instead; a pending read covers new rows")
     func slowStreamFallsBackToTheStore() {
         let hub = DeliveryHub()
         let device = DeviceID(rawValue: 7)
-        let (stream, _) = hub.attach(device: device)
-        _ = stream.takeWork()
+        let (stream, _) = hub.attach(device: device) {}
+        _ = work(stream)
         let limit = DeliveryHub.Subscription.committedLimit
         hub.deliver((0..<Int64(limit)).map { row(100 + $0, device: device) })
         hub.deliver([row(100 + Int64(limit), device: device)])
-        var work = stream.takeWork()
-        #expect(work.readStore)
-        #expect(work.committed.isEmpty)
+        var next = work(stream)
+        #expect(next?.readStore == true)
+        #expect(next?.committed.isEmpty == true)
 
         // While a read is pending, rows are not kept: the read will find them.
         hub.deliver([row(5_000, device: device)])
         hub.wake(devices: [device])
         hub.deliver([row(5_001, device: device)])
-        work = stream.takeWork()
-        #expect(work.readStore)
-        #expect(work.committed.isEmpty)
+        next = work(stream)
+        #expect(next?.readStore == true)
+        #expect(next?.committed.isEmpty == true)
     }
 
     @Test("rows for devices without a stream here, or whose stream was replaced, go nowhere")
@@ -64,16 +116,27 @@ struct DeliveryHubTests {
         let hub = DeliveryHub()
         let device = DeviceID(rawValue: 3)
         hub.deliver([row(1, device: device)])  // no stream: nothing to do, nothing kept
-        let (old, _) = hub.attach(device: device)
-        let (new, newDevice) = hub.attach(device: device)
+        let (old, _) = hub.attach(device: device) {}
+        let (new, newDevice) = hub.attach(device: device) {}
         #expect(!newDevice)
-        _ = old.takeWork()
-        _ = new.takeWork()
+        #expect(isEnded(old))
+        _ = work(new)
         hub.deliver([row(2, device: device)])
-        #expect(old.takeWork().committed.isEmpty)
-        #expect(new.takeWork().committed.map(\.id.rawValue) == [2])
+        #expect(isEnded(old))
+        #expect(work(new)?.committed.map(\.id.rawValue) == [2])
         #expect(hub.detach(new))
         hub.deliver([row(3, device: device)])
-        #expect(new.takeWork().committed.isEmpty)
+        #expect(isEnded(new))
+    }
+
+    @Test("a draining hub ends every stream and refuses new ones")
+    func drain() {
+        let hub = DeliveryHub()
+        let (stream, _) = hub.attach(device: DeviceID(rawValue: 4)) {}
+        hub.drain()
+        #expect(isEnded(stream))
+        let (late, newDevice) = hub.attach(device: DeviceID(rawValue: 5)) {}
+        #expect(!newDevice)
+        #expect(isEnded(late))
     }
 }

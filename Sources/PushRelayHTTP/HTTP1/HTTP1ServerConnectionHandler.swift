@@ -264,7 +264,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
                 context.write(wrapOutboundOut(.body(.byteBuffer(bytes))), promise: nil)
             }
             endResponse()
-        case .stream(let body):
+        case .stream, .detachedStream:
             if isHead {
                 context.write(wrapOutboundOut(.head(nioHead)), promise: nil)
                 endResponse()
@@ -275,14 +275,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
                 connection: self, eventLoop: context.eventLoop, allocator: context.channel.allocator)
             if draining { writer.drain() }
             self.writer = writer
-            Task {
-                do {
-                    try await body(writer)
-                    writer.finish()
-                } catch {
-                    writer.fail()
-                }
-            }
+            startStreamingBody(response.body, writer: writer)
         }
     }
 
@@ -417,5 +410,25 @@ enum Base64URL {
             }
         }
         return output
+    }
+}
+
+/// Starts the handler side of a streaming body: a task for `.stream`, a plain call for `.detachedStream`.
+/// Shared by the HTTP/1.1 and HTTP/2 connection handlers; `writer` ends when the task's closure returns or throws.
+func startStreamingBody(_ body: HTTPServerResponse.Body, writer: any HTTPResponseBodyWriter) {
+    switch body {
+    case .stream(let write):
+        Task {
+            do {
+                try await write(writer)
+                writer.finish()
+            } catch {
+                writer.fail()
+            }
+        }
+    case .detachedStream(let start):
+        start(writer)
+    case .empty, .bytes:
+        writer.finish()
     }
 }

@@ -7,14 +7,14 @@ import NIOCore
 /// watermark plus one chunk inside the server.
 final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     let allocator: ByteBufferAllocator
-    private let eventLoop: any EventLoop
+    let eventLoop: any EventLoop
     private let connection: NIOLoopBound<HTTP1ServerConnectionHandler>
 
     // Event-loop confined.
     private var closed = false
     private var ended = false
     private var draining = false
-    private var writeWaiter: CheckedContinuation<Void, any Error>?
+    private var writeWaiter: (@Sendable ((any Error)?) -> Void)?
     private var closeWaiters = StreamCloseWaiters()
 
     init(connection: HTTP1ServerConnectionHandler, eventLoop: any EventLoop, allocator: ByteBufferAllocator) {
@@ -23,21 +23,25 @@ final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         self.allocator = allocator
     }
 
-    func write(_ buffer: ByteBuffer) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            eventLoop.execute {
-                guard !self.closed, !self.ended else {
-                    continuation.resume(throwing: HTTPTransportError.streamClosed())
-                    return
-                }
-                if buffer.readableBytes == 0 || self.connection.value.writeStreamChunk(buffer, from: self) {
-                    continuation.resume()
-                } else if self.closed {
-                    continuation.resume(throwing: HTTPTransportError.streamClosed())
-                } else {
-                    self.writeWaiter = continuation
-                }
-            }
+    func write(_ buffer: ByteBuffer, completion: @escaping @Sendable ((any Error)?) -> Void) {
+        if eventLoop.inEventLoop {
+            enqueue(buffer, completion)
+        } else {
+            eventLoop.execute { self.enqueue(buffer, completion) }
+        }
+    }
+
+    private func enqueue(_ buffer: ByteBuffer, _ completion: @escaping @Sendable ((any Error)?) -> Void) {
+        guard !closed, !ended else {
+            completion(HTTPTransportError.streamClosed())
+            return
+        }
+        if buffer.readableBytes == 0 || connection.value.writeStreamChunk(buffer, from: self) {
+            completion(nil)
+        } else if closed {
+            completion(HTTPTransportError.streamClosed())
+        } else {
+            writeWaiter = completion
         }
     }
 
@@ -55,7 +59,7 @@ final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         }
     }
 
-    /// Ends the body (terminating chunk); called when the handler's closure returns.
+    /// Ends the body (terminating chunk) once what was written is out.
     func finish() {
         eventLoop.execute {
             guard !self.closed, !self.ended else { return }
@@ -64,7 +68,7 @@ final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         }
     }
 
-    /// Aborts the response by closing the connection; called when the handler's closure throws.
+    /// Aborts the response by closing the connection.
     func fail() {
         eventLoop.execute {
             guard !self.closed, !self.ended else { return }
@@ -79,7 +83,7 @@ final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     func writable() {
         if let waiter = writeWaiter {
             writeWaiter = nil
-            waiter.resume()
+            waiter(nil)
         }
     }
 
@@ -95,7 +99,7 @@ final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         closed = true
         if let waiter = writeWaiter {
             writeWaiter = nil
-            waiter.resume(throwing: HTTPTransportError.streamClosed())
+            waiter(HTTPTransportError.streamClosed())
         }
         closeWaiters.resumeAll()
     }

@@ -435,7 +435,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             session.submitResponse(
                 streamID: streamID, status: status, headerFields: response.head.headerFields,
                 contentLength: bytes.readableBytes, hasBody: !isHead && bytes.readableBytes > 0)
-        case .stream(let body):
+        case .stream, .detachedStream:
             let writer = HTTP2StreamBodyWriter(
                 streamID: streamID, connection: self, eventLoop: context.eventLoop,
                 allocator: context.channel.allocator, highWatermark: shared.configuration.streamWriteHighWatermark)
@@ -444,13 +444,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             session.submitResponse(
                 streamID: streamID, status: status, headerFields: response.head.headerFields, contentLength: nil,
                 hasBody: !isHead)
-            Task {
-                do {
-                    try await body(writer)
-                    writer.finish()
-                } catch {
-                    writer.fail()
-                }
+            if isHead {
+                writer.finish()
+            } else {
+                startStreamingBody(response.body, writer: writer)
             }
         }
         scheduleFlush()

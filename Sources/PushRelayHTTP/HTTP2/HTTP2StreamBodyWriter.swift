@@ -8,7 +8,7 @@ import NIOCore
 final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     let allocator: ByteBufferAllocator
     let streamID: Int32
-    private let eventLoop: any EventLoop
+    let eventLoop: any EventLoop
     private let connection: NIOLoopBound<HTTP2ServerConnectionHandler>
     private let highWatermark: Int
 
@@ -17,7 +17,7 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     private var ended = false
     private var closed = false
     private var draining = false
-    private var writeWaiter: CheckedContinuation<Void, any Error>?
+    private var writeWaiter: (@Sendable ((any Error)?) -> Void)?
     private var closeWaiters = StreamCloseWaiters()
 
     init(
@@ -37,13 +37,11 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     /// Bytes queued here and not yet taken by nghttp2 (the test hook for bounded buffering).
     var bufferedBytes: Int { pending.readableBytes }
 
-    func write(_ buffer: ByteBuffer) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            if eventLoop.inEventLoop {
-                enqueue(buffer, continuation)
-            } else {
-                eventLoop.execute { self.enqueue(buffer, continuation) }
-            }
+    func write(_ buffer: ByteBuffer, completion: @escaping @Sendable ((any Error)?) -> Void) {
+        if eventLoop.inEventLoop {
+            enqueue(buffer, completion)
+        } else {
+            eventLoop.execute { self.enqueue(buffer, completion) }
         }
     }
 
@@ -61,7 +59,7 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         }
     }
 
-    /// Ends the body once everything queued is sent; called when the handler's closure returns.
+    /// Ends the body once everything queued is sent.
     func finish() {
         eventLoop.execute {
             guard !self.closed, !self.ended else { return }
@@ -70,7 +68,7 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         }
     }
 
-    /// Resets the stream; called when the handler's closure throws.
+    /// Resets the stream.
     func fail() {
         eventLoop.execute {
             guard !self.closed else { return }
@@ -79,22 +77,18 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         }
     }
 
-    private func enqueue(_ buffer: ByteBuffer, _ continuation: CheckedContinuation<Void, any Error>) {
+    private func enqueue(_ buffer: ByteBuffer, _ completion: @escaping @Sendable ((any Error)?) -> Void) {
         guard !closed, !ended else {
-            continuation.resume(throwing: HTTPTransportError.streamClosed())
+            completion(HTTPTransportError.streamClosed())
             return
         }
         var buffer = buffer
         pending.writeBuffer(&buffer)
         connection.value.streamHasOutput(streamID)
         if pending.readableBytes <= highWatermark || closed {
-            if closed {
-                continuation.resume(throwing: HTTPTransportError.streamClosed())
-            } else {
-                continuation.resume()
-            }
+            completion(closed ? HTTPTransportError.streamClosed() : nil)
         } else {
-            writeWaiter = continuation
+            writeWaiter = completion
         }
     }
 
@@ -109,7 +103,7 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         let chunk = pending.readSlice(length: min(maxLength, pending.readableBytes))!
         if pending.readableBytes <= highWatermark / 2, let waiter = writeWaiter {
             writeWaiter = nil
-            waiter.resume()
+            waiter(nil)
         }
         return .bytes(chunk, endStream: ended && pending.readableBytes == 0)
     }
@@ -127,7 +121,7 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         pending = ByteBuffer()
         if let waiter = writeWaiter {
             writeWaiter = nil
-            waiter.resume(throwing: HTTPTransportError.streamClosed())
+            waiter(HTTPTransportError.streamClosed())
         }
         closeWaiters.resumeAll()
     }

@@ -17,26 +17,47 @@ struct TransientMessage: Sendable {
 /// drops them and reads the store from its cursor instead, so a slow stream costs bounded memory however many
 /// wake-ups it misses. One stream per device: attaching a second one replaces (ends) the first.
 final class DeliveryHub: Sendable {
-    /// One attached stream. The stream waits on ``signals`` and then calls ``takeWork()``; `signals` ends when the
-    /// stream was replaced, detached or drained.
+    /// One attached stream, and the work accumulated for it.
+    ///
+    /// Posting work runs the stream's `wake` function unless the stream is already running (then it finds the
+    /// work on its next ``next()``); a stream runs until ``next()`` answers ``Next/idle``, which atomically marks
+    /// it not running, so no wake-up is lost and none is doubled. Ending the subscription (replaced, detached,
+    /// drained) wakes the stream too, and ``next()`` then answers ``Next/ended``.
     final class Subscription: Sendable {
-        /// What a stream has to do after a signal.
+        /// What a stream has to do after a wake-up.
         struct Work: Sendable {
             /// The store has messages the stream has not read yet (the backlog, or rows dropped from ``committed``).
             var readStore = false
-            /// Rows committed since the last signal, in id order; the stream writes those past its cursor.
+            /// Rows committed since the last wake-up, in id order; the stream writes those past its cursor.
             var committed: [StoredMessage] = []
             /// Time to write a heartbeat comment.
             var heartbeat = false
             /// Time-to-live-0 messages to write now.
             var transient: [TransientMessage] = []
+
+            var isEmpty: Bool { !readStore && !heartbeat && committed.isEmpty && transient.isEmpty }
+        }
+
+        /// What ``next()`` hands the stream.
+        enum Next: Sendable {
+            /// Something to do; call ``next()`` again when done.
+            case work(Work)
+            /// Nothing to do: the stream is no longer running; a later post wakes it.
+            case idle
+            /// The subscription ended: end the stream.
+            case ended
+        }
+
+        private struct State {
+            var work = Work()
+            var running = false
+            var ended = false
         }
 
         let device: DeviceID
         let attachment: UInt64
-        let signals: AsyncStream<Void>
-        fileprivate let continuation: AsyncStream<Void>.Continuation
-        private let work = NIOLockedValueBox(Work())
+        private let state = NIOLockedValueBox(State())
+        private let wake: @Sendable () -> Void
 
         /// At most this many transient messages wait for a slow stream; older ones are dropped (they are
         /// "now or never" by definition).
@@ -45,23 +66,55 @@ final class DeliveryHub: Sendable {
         /// the store instead (nothing is lost: they are committed).
         static let committedLimit = 256
 
-        fileprivate init(device: DeviceID, attachment: UInt64) {
+        fileprivate init(device: DeviceID, attachment: UInt64, wake: @escaping @Sendable () -> Void) {
             self.device = device
             self.attachment = attachment
-            (self.signals, self.continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            self.wake = wake
         }
 
-        /// Takes (and clears) what has accumulated since the last call.
-        func takeWork() -> Work {
-            work.withLockedValue { work in
-                defer { work = Work() }
-                return work
+        /// Takes (and clears) what has accumulated, or stops the stream running when there is nothing.
+        func next() -> Next {
+            state.withLockedValue { state in
+                if state.ended {
+                    state.running = false
+                    return .ended
+                }
+                if state.work.isEmpty {
+                    state.running = false
+                    return .idle
+                }
+                defer { state.work = Work() }
+                return .work(state.work)
             }
         }
 
+        /// Whether the subscription has ended.
+        var isEnded: Bool { state.withLockedValue { $0.ended } }
+
         fileprivate func post(_ update: (inout Work) -> Void) {
-            work.withLockedValue(update)
-            continuation.yield()
+            let wakeNow = state.withLockedValue { state -> Bool in
+                guard !state.ended else { return false }
+                update(&state.work)
+                return Self.claim(&state)
+            }
+            if wakeNow { wake() }
+        }
+
+        fileprivate func end() {
+            let wakeNow = state.withLockedValue { state -> Bool in
+                guard !state.ended else { return false }
+                state.ended = true
+                state.work = Work()
+                return Self.claim(&state)
+            }
+            if wakeNow { wake() }
+        }
+
+        /// Marks the stream running; true when it was not (the caller wakes it).
+        private static func claim(_ state: inout State) -> Bool {
+            if state.running { return false }
+            state.running = true
+            return true
         }
     }
 
@@ -78,26 +131,30 @@ final class DeliveryHub: Sendable {
     /// The number of devices with a live stream on this node.
     var connectedDevices: Int { state.withLockedValue { $0.subscriptions.count } }
 
-    /// Attaches a stream for `device`, replacing (and ending) any earlier stream of the same device. The new
-    /// subscription starts with `readStore` set, so the stream reads the backlog first. `newDevice` is `true` when
+    /// Attaches a stream for `device`, replacing (and ending) any earlier stream of the same device; `wake` is how
+    /// the subscription starts the stream when work arrives (see ``Subscription``). The new subscription starts
+    /// with `readStore` set, so the stream is woken at once and reads the backlog first. `newDevice` is `true` when
     /// the device had no live stream here (it counts as newly connected).
-    func attach(device: DeviceID) -> (subscription: Subscription, newDevice: Bool) {
+    func attach(
+        device: DeviceID,
+        wake: @escaping @Sendable () -> Void
+    ) -> (subscription: Subscription, newDevice: Bool) {
         let (subscription, previous, draining) = state.withLockedValue { state in
-            let subscription = Subscription(device: device, attachment: state.nextAttachment)
+            let subscription = Subscription(device: device, attachment: state.nextAttachment, wake: wake)
             state.nextAttachment += 1
             let previous = state.draining ? nil : state.subscriptions.updateValue(subscription, forKey: device)
             return (subscription, previous, state.draining)
         }
-        previous?.continuation.finish()
+        previous?.end()
         if draining {
-            subscription.continuation.finish()
+            subscription.end()
         } else {
             subscription.post { $0.readStore = true }
         }
         return (subscription, !draining && previous == nil)
     }
 
-    /// Detaches a stream and ends its signals; the registry entry is removed only if no newer stream replaced it.
+    /// Detaches a stream and ends its subscription; the registry entry is removed only if no newer stream replaced it.
     /// Returns `true` when this removed the device's entry (the device is no longer connected here); a second
     /// call for the same subscription returns `false`.
     @discardableResult
@@ -107,7 +164,7 @@ final class DeliveryHub: Sendable {
             state.subscriptions.removeValue(forKey: subscription.device)
             return true
         }
-        subscription.continuation.finish()
+        subscription.end()
         return removed
     }
 
@@ -165,6 +222,6 @@ final class DeliveryHub: Sendable {
             state.draining = true
             return Array(state.subscriptions.values)
         }
-        for subscription in subscriptions { subscription.continuation.finish() }
+        for subscription in subscriptions { subscription.end() }
     }
 }

@@ -6,109 +6,193 @@ import PushRelayHTTP
 import PushRelayStore
 
 /// One device's live event stream: writes the backlog, then every message as its commit returns (handed over by
-/// the commit observer, not read back from the store), heartbeats in between, until the peer goes away, another stream of the device replaces it, or the node drains.
+/// the commit observer, not read back from the store), heartbeats in between, until the peer goes away, another
+/// stream of the device replaces it, or the node drains.
 ///
 /// Messages are written as server-sent events, `id: <message id>` and `data: <envelope>`; the cursor only moves
 /// forward within a stream, and what the device has not acknowledged comes again on its next stream.
-struct DeviceStream: Sendable {
+///
+/// No task waits for an idle device: the stream is a state machine on its connection's event loop, woken by its
+/// ``DeliveryHub/Subscription`` (one `execute` per wake-up), writing through the transport's completion-based
+/// `write`. Only a store read (the backlog, or catching up after falling behind) runs in a short-lived task. A
+/// parked task with its stack of async frames cost about 4 kB per connected device.
+final class DeviceStream: @unchecked Sendable {
     let device: Device
     let senderID: SenderID
-    let store: any PushStore
-    let hub: DeliveryHub
-    let metrics: RelayMetrics
-    let logger: Logger
+    private let store: any PushStore
+    private let hub: DeliveryHub
+    private let metrics: RelayMetrics
+    private let logger: Logger
 
     /// How many pending messages one store read fetches.
     static let readBatch = 256
 
-    func run(writer: any HTTPResponseBodyWriter) async throws {
-        let (subscription, newDevice) = hub.attach(device: device.id)
-        metrics.streamOpened()
-        if newDevice { metrics.deviceConnected() }
-        // Both the close callback below and the end of this handler detach; only the one that removes the
-        // registry entry counts the device as gone (a replacing stream keeps it connected).
-        let disconnect: @Sendable (DeliveryHub.Subscription) -> Void = { [hub, metrics] subscription in
-            if hub.detach(subscription) { metrics.deviceDisconnected() }
-        }
-        defer {
-            disconnect(subscription)
-            metrics.streamClosed()
-        }
-        logger.debug("stream opened")
+    // Confined to the writer's event loop once `start(writer:)` ran.
+    private var writer: (any HTTPResponseBodyWriter)?
+    private var subscription: DeliveryHub.Subscription?
+    private var cursor: MessageID?
+    private var ended = false
 
-        // A comment first, so that the client sees the response start at once.
-        try await writer.write(ByteBuffer(string: ": connected\n\n"))
-
-        // End the stream's signals as soon as the peer goes away, so the loop below returns. A callback, not a
-        // watcher task: one task per idle device is what a connection costs beyond its buffers.
-        writer.onClose { disconnect(subscription) }
-        do {
-            try await deliver(subscription, writer: writer)
-        } catch {
-            logger.debug("stream ended", metadata: ["relay.error": "\(error)"])
-        }
-        logger.debug("stream closed")
+    init(
+        device: Device, senderID: SenderID, store: any PushStore, hub: DeliveryHub, metrics: RelayMetrics,
+        logger: Logger
+    ) {
+        self.device = device
+        self.senderID = senderID
+        self.store = store
+        self.hub = hub
+        self.metrics = metrics
+        self.logger = logger
     }
 
-    private func deliver(_ subscription: DeliveryHub.Subscription, writer: any HTTPResponseBodyWriter) async throws {
-        var cursor: MessageID? = nil
-        // Both start empty and are dropped after each write: an idle stream holds no buffer (the transport keeps
-        // the written one until it is sent, so reusing it would copy on the next write anyway).
-        var buffer = ByteBuffer()
-        var bytes: [UInt8] = []
-        for await _ in subscription.signals {
-            let work = subscription.takeWork()
-            buffer = ByteBuffer()
-            for message in work.transient {
-                bytes.removeAll(keepingCapacity: true)
-                Envelope(body: message.body).render(messageID: message.id, into: &bytes)
-                Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
-                metrics.messagesDelivered(count: 1)
+    /// Starts the stream on `writer` (called by the transport on the connection's event loop; returns at once).
+    func start(writer: any HTTPResponseBodyWriter) {
+        let eventLoop = writer.eventLoop
+        self.writer = writer
+        metrics.streamOpened()
+        logger.debug("stream opened")
+        // A comment first, so that the client sees the response start at once.
+        writer.write(ByteBuffer(string: ": connected\n\n")) { _ in }
+        // Attaching posts the backlog read, which wakes the stream: that first pump runs after this returns.
+        let (subscription, newDevice) = hub.attach(device: device.id) { [self] in
+            eventLoop.execute { self.pump() }
+        }
+        self.subscription = subscription
+        if newDevice { metrics.deviceConnected() }
+        writer.onClose { [self] in end() }
+    }
+
+    /// Takes the subscription's work until there is none, writing as it goes. Runs on the event loop while the
+    /// subscription counts the stream as running; returns without clearing that when it waits for the transport
+    /// (back-pressure) or the store, whose completion calls it again.
+    private func pump() {
+        guard let subscription, let writer else { return }
+        while true {
+            guard !ended else { return }
+            switch subscription.next() {
+            case .idle:
+                return
+            case .ended:
+                end()
+                return
+            case .work(let work):
+                if work.readStore {
+                    // Transient messages go out first; the store read then continues the pump.
+                    let transient = render(work.transient, committed: [], heartbeat: false)
+                    if transient.readableBytes > 0 { writer.write(transient) { _ in } }
+                    readStore(then: work.committed, heartbeat: work.heartbeat)
+                    return
+                }
+                let buffer = render(work.transient, committed: work.committed, heartbeat: work.heartbeat)
+                if buffer.readableBytes > 0, !write(buffer) { return }
             }
-            if work.readStore {
-                while true {
-                    let pending = try await store.pendingMessages(for: device.id, after: cursor, limit: Self.readBatch)
-                    for message in pending {
-                        render(message, into: &bytes)
-                        Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
-                        cursor = message.id
-                        recordSendToDeliver(message.id)
+        }
+    }
+
+    /// Writes `buffer`; true when the transport took it at once (carry on), false when the completion will call
+    /// ``pump()`` later or the stream ended.
+    private func write(_ buffer: ByteBuffer) -> Bool {
+        guard let writer else { return false }
+        let outcome = WriteOutcome()
+        writer.write(buffer) { [self] error in
+            // Called inline (the transport could take more at once) or later on the event loop.
+            if let error {
+                logger.debug("stream ended", metadata: ["relay.error": "\(error)"])
+                if outcome.returned { end() } else { outcome.failed = true }
+            } else if outcome.returned {
+                pump()
+            } else {
+                outcome.completedInline = true
+            }
+        }
+        outcome.returned = true
+        if outcome.failed { end() }
+        return outcome.completedInline
+    }
+
+    /// Reads the store after the cursor in batches, writes what it finds, then the rows `committed` past it (they
+    /// may have been committed after the read), then goes on pumping.
+    private func readStore(then committed: [StoredMessage], heartbeat: Bool) {
+        guard let writer else { return }
+        let eventLoop = writer.eventLoop
+        let after = cursor
+        let (store, device) = (self.store, self.device.id)
+        Task {
+            let result: Result<[StoredMessage], any Error>
+            do {
+                result = .success(try await store.pendingMessages(for: device, after: after, limit: Self.readBatch))
+            } catch {
+                result = .failure(error)
+            }
+            eventLoop.execute { [self] in
+                switch result {
+                case .failure(let error):
+                    logger.warning("stream store read failed; ending the stream", metadata: ["relay.error": "\(error)"])
+                    end()
+                case .success(let pending):
+                    guard !ended else { return }
+                    let more = pending.count == Self.readBatch
+                    let buffer = render([], committed: pending, heartbeat: !more && heartbeat)
+                    if more {
+                        // The next batch once the transport has taken this one.
+                        writer.write(buffer) { [self] error in
+                            if error != nil { end() } else { readStore(then: committed, heartbeat: heartbeat) }
+                        }
+                        return
                     }
-                    if !pending.isEmpty { metrics.messagesDelivered(count: pending.count) }
-                    if pending.count < Self.readBatch { break }
-                    try await writer.write(buffer)
-                    buffer.clear()
+                    let rest = render([], committed: committed, heartbeat: false)
+                    var all = buffer
+                    all.writeImmutableBuffer(rest)
+                    if all.readableBytes == 0 || write(all) { pump() }
                 }
             }
-            // Rows handed over by the commit observer; those at or before the cursor came with the store read.
-            var handedOver = 0
-            for message in work.committed where cursor.map({ message.id > $0 }) ?? true {
-                render(message, into: &bytes)
-                Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
-                cursor = message.id
-                recordSendToDeliver(message.id)
-                handedOver += 1
-            }
-            if handedOver > 0 { metrics.messagesDelivered(count: handedOver) }
-            if work.heartbeat && buffer.readableBytes == 0 {
-                buffer.writeStaticString(":\n\n")
-            }
-            if buffer.readableBytes > 0 {
-                try await writer.write(buffer)
-            }
-            bytes = []
         }
     }
 
-    /// The envelope of a stored row into `bytes` (replacing what it held).
-    private func render(_ message: StoredMessage, into bytes: inout [UInt8]) {
-        bytes.removeAll(keepingCapacity: true)
-        switch message.kind {
-        case .message:
+    /// The events for `transient` and `committed` (those past the cursor, which moves), or a heartbeat comment
+    /// when `heartbeat` and there is nothing else.
+    private func render(_ transient: [TransientMessage], committed: [StoredMessage], heartbeat: Bool) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        var bytes: [UInt8] = []
+        for message in transient {
+            bytes.removeAll(keepingCapacity: true)
             Envelope(body: message.body).render(messageID: message.id, into: &bytes)
-        case .deletedMessages:
-            Envelope.deletedMessages(senderID: senderID).render(messageID: message.id, into: &bytes)
+            Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
         }
+        if !transient.isEmpty { metrics.messagesDelivered(count: transient.count) }
+        var delivered = 0
+        for message in committed where cursor.map({ message.id > $0 }) ?? true {
+            bytes.removeAll(keepingCapacity: true)
+            switch message.kind {
+            case .message:
+                Envelope(body: message.body).render(messageID: message.id, into: &bytes)
+            case .deletedMessages:
+                Envelope.deletedMessages(senderID: senderID).render(messageID: message.id, into: &bytes)
+            }
+            Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
+            cursor = message.id
+            recordSendToDeliver(message.id)
+            delivered += 1
+        }
+        if delivered > 0 { metrics.messagesDelivered(count: delivered) }
+        if heartbeat && buffer.readableBytes == 0 {
+            buffer.writeStaticString(":\n\n")
+        }
+        return buffer
+    }
+
+    /// Ends the stream once: the body is finished, the subscription detached (only the detach that removes the
+    /// registry entry counts the device as gone: a replacing stream keeps it connected).
+    private func end() {
+        guard !ended else { return }
+        ended = true
+        writer?.finish()
+        if let subscription, hub.detach(subscription) { metrics.deviceDisconnected() }
+        // The subscription's wake function and the writer's callbacks hold this stream: let both go.
+        subscription = nil
+        writer = nil
+        metrics.streamClosed()
+        logger.debug("stream closed")
     }
 
     /// Message ids are the accept time in microseconds (bumped to stay increasing), so the id tells how long a
@@ -127,4 +211,12 @@ struct DeviceStream: Sendable {
         buffer.writeBytes(envelope)
         buffer.writeStaticString("\n\n")
     }
+}
+
+/// How one write's completion relates to the call that started it (event-loop confined).
+private final class WriteOutcome: @unchecked Sendable {
+    /// `write` has returned: a completion now is a later one, and resumes the pump itself.
+    var returned = false
+    var completedInline = false
+    var failed = false
 }

@@ -80,8 +80,8 @@ struct DeviceRoutes: Sendable {
             metrics: metrics,
             logger: logger.with("relay.device", "\(device.id)")
         )
-        return HTTPServerResponse(status: .ok, headerFields: fields, body: .stream { writer in
-            try await stream.run(writer: writer)
+        return HTTPServerResponse(status: .ok, headerFields: fields, body: .detachedStream { writer in
+            stream.start(writer: writer)
         })
     }
 
