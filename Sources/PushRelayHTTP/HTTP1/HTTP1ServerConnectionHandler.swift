@@ -243,6 +243,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
         state = .responding
         let isHead = head?.method == .head
+        head = nil  // not needed past this point; a long stream should not keep the request's fields
         let status = response.head.status
         var headers = HTTPHeaders()
         headers.reserveCapacity(response.head.headerFields.count + 2)

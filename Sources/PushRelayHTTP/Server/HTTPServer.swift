@@ -187,6 +187,11 @@ public final class HTTPServer: Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
+            // NIO keeps each connection's receive buffer for reuse. Its default first size, 2 KiB, is most of what an
+            // idle device costs; a request head or an HTTP/2 preface fits in 512 bytes, and the allocator grows the
+            // buffer for a connection that sends more (FCM bodies).
+            .childChannelOption(
+                .recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536))
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     guard self.register(channel) else {

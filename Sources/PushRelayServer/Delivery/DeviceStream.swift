@@ -50,7 +50,7 @@ final class DeviceStream: @unchecked Sendable {
         let eventLoop = writer.eventLoop
         self.writer = writer
         metrics.streamOpened()
-        logger.debug("stream opened")
+        logger.debug("stream opened", metadata: logMetadata)
         // A comment first, so that the client sees the response start at once.
         writer.write(ByteBuffer(string: ": connected\n\n")) { _ in }
         // Attaching posts the backlog read, which wakes the stream: that first pump runs after this returns.
@@ -97,7 +97,7 @@ final class DeviceStream: @unchecked Sendable {
         writer.write(buffer) { [self] error in
             // Called inline (the transport could take more at once) or later on the event loop.
             if let error {
-                logger.debug("stream ended", metadata: ["relay.error": "\(error)"])
+                logger.debug("stream ended", metadata: logMetadata(["relay.error": "\(error)"]))
                 if outcome.returned { end() } else { outcome.failed = true }
             } else if outcome.returned {
                 pump()
@@ -127,7 +127,8 @@ final class DeviceStream: @unchecked Sendable {
             eventLoop.execute { [self] in
                 switch result {
                 case .failure(let error):
-                    logger.warning("stream store read failed; ending the stream", metadata: ["relay.error": "\(error)"])
+                    logger.warning(
+                        "stream store read failed; ending the stream", metadata: logMetadata(["relay.error": "\(error)"]))
                     end()
                 case .success(let pending):
                     guard !ended else { return }
@@ -192,7 +193,15 @@ final class DeviceStream: @unchecked Sendable {
         subscription = nil
         writer = nil
         metrics.streamClosed()
-        logger.debug("stream closed")
+        logger.debug("stream closed", metadata: logMetadata)
+    }
+
+    /// The device, for log lines (built per line: a logger with metadata per stream would cost every idle device
+    /// a dictionary).
+    private var logMetadata: Logger.Metadata { ["relay.device": "\(device.id)"] }
+
+    private func logMetadata(_ extra: Logger.Metadata) -> Logger.Metadata {
+        logMetadata.merging(extra) { $1 }
     }
 
     /// Message ids are the accept time in microseconds (bumped to stay increasing), so the id tells how long a

@@ -78,7 +78,7 @@ struct DeviceRoutes: Sendable {
             store: store,
             hub: hub,
             metrics: metrics,
-            logger: logger.with("relay.device", "\(device.id)")
+            logger: logger
         )
         return HTTPServerResponse(status: .ok, headerFields: fields, body: .detachedStream { writer in
             stream.start(writer: writer)
