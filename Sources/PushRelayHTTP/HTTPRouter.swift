@@ -8,6 +8,11 @@ public enum HTTPHandler: Sendable {
     case immediate(@Sendable (HTTPServerRequest, ByteBuffer) -> HTTPServerResponse)
     /// Runs as an async function; reads the body itself and may stream its response for hours.
     case async(@Sendable (HTTPServerRequest) async throws -> HTTPServerResponse)
+    /// Runs as an async function once the whole body (at most `maxBodyBytes`) has arrived, collected on the
+    /// event loop: `request.body` is complete. For API calls whose small body is needed whole (an FCM send, an
+    /// acknowledgement): no body stream, and one task start per request instead of a task that starts at the
+    /// head and is woken again by the body.
+    case collected(@Sendable (HTTPServerRequest) async throws -> HTTPServerResponse)
 }
 
 /// What the transport asks of the application for each request head.

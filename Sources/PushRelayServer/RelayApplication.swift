@@ -71,29 +71,29 @@ public final class RelayApplication: Sendable {
             store: store, hub: hub, metrics: metrics, logger: logger,
             maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds,
             readiness: readiness)
-        router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .async(send.handle))
-        router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .async(send.handle))
+        router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
+        router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
 
         let devices = DeviceRoutes(store: store, hub: hub, metrics: metrics, logger: logger)
-        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .async(devices.register))
-        router.add(.delete, "/v1/register", maxBodyBytes: 0, .async(devices.unregister))
-        router.add(.get, "/v1/stream", maxBodyBytes: 0, .async(devices.stream))
-        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .async(devices.acknowledge))
+        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(devices.register))
+        router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(devices.unregister))
+        router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(devices.stream))
+        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .collected(devices.acknowledge))
 
         let iid = InstanceIDRoutes(store: store, logger: logger)
-        router.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .async { try await iid.relation($0, subscribe: true) })
-        router.add(.delete, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .async { try await iid.relation($0, subscribe: false) })
-        router.add(.post, "/iid/v1:batchAdd", maxBodyBytes: 512 * 1024, .async { try await iid.batch($0, subscribe: true) })
-        router.add(.post, "/iid/v1:batchRemove", maxBodyBytes: 512 * 1024, .async { try await iid.batch($0, subscribe: false) })
-        router.add(.get, "/iid/info/{token}", maxBodyBytes: 0, .async(iid.info))
-        router.add(.post, "/v1/topics/{topic}", maxBodyBytes: 4096, .async { try await iid.deviceRelation($0, subscribe: true) })
-        router.add(.delete, "/v1/topics/{topic}", maxBodyBytes: 4096, .async { try await iid.deviceRelation($0, subscribe: false) })
+        router.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: true) })
+        router.add(.delete, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: false) })
+        router.add(.post, "/iid/v1:batchAdd", maxBodyBytes: 512 * 1024, .collected { try await iid.batch($0, subscribe: true) })
+        router.add(.post, "/iid/v1:batchRemove", maxBodyBytes: 512 * 1024, .collected { try await iid.batch($0, subscribe: false) })
+        router.add(.get, "/iid/info/{token}", maxBodyBytes: 0, .collected(iid.info))
+        router.add(.post, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: true) })
+        router.add(.delete, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: false) })
 
         let operations = OperationsRoutes(
             store: store, hub: hub, metrics: metrics, exporter: exporter, readiness: readiness)
         router.add(.get, "/healthz", maxBodyBytes: 0, .immediate { _, _ in OperationsRoutes.healthy })
-        router.add(.get, "/readyz", maxBodyBytes: 0, .async(operations.ready))
-        router.add(.get, "/metrics", maxBodyBytes: 0, .async(operations.metrics))
+        router.add(.get, "/readyz", maxBodyBytes: 0, .collected(operations.ready))
+        router.add(.get, "/metrics", maxBodyBytes: 0, .collected(operations.metrics))
         return router
     }
 

@@ -43,7 +43,7 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
         for flag in ["--http1.1", "--http2-prior-knowledge"] {
-            for path in ["/echo", "/echo-async"] {
+            for path in ["/echo", "/echo-async", "/echo-collected"] {
                 let result = try await ExternalPeer.run(
                     ["curl", "-sS", flag, "--data-binary", "hello transport", "\(server.baseURL)\(path)"])
                 #expect(result.stdout == "hello transport", "\(flag) \(path): \(result.stderr)")

@@ -15,7 +15,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
     private enum State {
         case idle
-        case collecting(@Sendable (HTTPServerRequest, ByteBuffer) -> HTTPServerResponse)
+        case collecting(HTTPHandler)
         case streamingBody(AsyncThrowingStream<ByteBuffer, any Error>.Continuation)
         /// The request is complete or its rest is ignored; the handler's answer is pending.
         case awaitingResponse
@@ -129,17 +129,17 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             respond(HTTPResponder.response(forUnmatched: match)!, requestID: requestID)
             return
         }
-        if let length = head.headerFields[.contentLength].flatMap(Int.init), length > maxBodyBytes {
+        if let length = head.headerFields.firstValue(for: .contentLength).flatMap(Int.init), length > maxBodyBytes {
             reject(.payloadTooLarge)
             return
         }
         self.maxBodyBytes = maxBodyBytes
         self.pathParameters = pathParameters
         switch handler {
-        case .immediate(let handler):
+        case .immediate, .collected:
             state = .collecting(handler)
         case .async(let handler):
-            let hasBody = head.headerFields[.contentLength].map { $0 != "0" } ?? (head.headerFields[.transferEncoding] != nil)
+            let hasBody = head.headerFields.firstValue(for: .contentLength).map { $0 != "0" } ?? (head.headerFields.firstValue(for: .transferEncoding) != nil)
             let requestBody: HTTPRequestBody
             if hasBody {
                 let (stream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
@@ -184,7 +184,12 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
                 remoteAddress: context?.channel.remoteAddress, protocolVersion: .http1_1)
             let body = self.body
             self.body = ByteBuffer()
-            respond(handler(request, body), requestID: requestID)
+            switch handler {
+            case .immediate(let handler):
+                respond(handler(request, body), requestID: requestID)
+            case .collected(let handler), .async(let handler):
+                runAsync(handler, request)
+            }
         case .streamingBody(let continuation):
             state = .awaitingResponse
             continuation.finish()

@@ -288,7 +288,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         switch stream.phase {
         case .collecting(let handler):
             stream.phase = .awaitingResponse
-            runImmediate(stream, streamID: streamID, handler)
+            runCollected(stream, streamID: streamID, handler)
         case .streamingBody(let continuation):
             stream.phase = .awaitingResponse
             continuation.finish()
@@ -336,10 +336,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         stream.pathParameters = pathParameters
         stream.maxBodyBytes = maxBodyBytes
         switch handler {
-        case .immediate(let handler):
+        case .immediate, .collected:
             if endStream {
                 stream.phase = .awaitingResponse
-                runImmediate(stream, streamID: streamID, handler)
+                runCollected(stream, streamID: streamID, handler)
             } else {
                 stream.phase = .collecting(handler)
             }
@@ -360,18 +360,20 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         }
     }
 
-    private func runImmediate(
-        _ stream: HTTP2ServerStream,
-        streamID: Int32,
-        _ handler: @Sendable (HTTPServerRequest, ByteBuffer) -> HTTPServerResponse
-    ) {
+    /// Runs an `.immediate` handler here, or starts a `.collected` one, with the body collected so far.
+    private func runCollected(_ stream: HTTP2ServerStream, streamID: Int32, _ handler: HTTPHandler) {
         guard let head = stream.head else { return }
         let body = stream.body
         stream.body = ByteBuffer()
         let request = HTTPServerRequest(
             head: head, body: HTTPRequestBody(body), pathParameters: stream.pathParameters,
             remoteAddress: remoteAddress, protocolVersion: .http2)
-        respond(stream, streamID: streamID, response: handler(request, body))
+        switch handler {
+        case .immediate(let handler):
+            respond(stream, streamID: streamID, response: handler(request, body))
+        case .collected(let handler), .async(let handler):
+            runAsync(streamID: streamID, handler, request)
+        }
     }
 
     private func runAsync(

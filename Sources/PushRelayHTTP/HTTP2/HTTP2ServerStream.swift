@@ -8,8 +8,8 @@ final class HTTP2ServerStream {
     enum Phase {
         /// Header fields are arriving.
         case headers
-        /// An `.immediate` route: the body is collected, the handler runs when it is complete.
-        case collecting(@Sendable (HTTPServerRequest, ByteBuffer) -> HTTPServerResponse)
+        /// An `.immediate` or `.collected` route: the body is collected, the handler runs when it is complete.
+        case collecting(HTTPHandler)
         /// An `.async` route: the body streams to the running handler.
         case streamingBody(AsyncThrowingStream<ByteBuffer, any Error>.Continuation)
         /// The request is complete (or ignored); waiting for the handler's answer.

@@ -17,7 +17,7 @@ struct DeviceRoutes: Sendable {
     /// `POST /v1/register` with `Authorization: key=<client key>` and `{"project", "app", "platform"}`
     /// → `{"token", "secret", "sender_id"}`.
     func register(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
-        guard let header = request.head.headerFields[.authorization], let key = AuthorizationHeader.serverKey(header)
+        guard let header = request.head.headerFields.firstValue(for: .authorization), let key = AuthorizationHeader.serverKey(header)
         else { return JSONResponse.unauthorized("missing Authorization: key=<client key>") }
         let object = try JSONResponse.parseObject(try await request.body.collect(upTo: 16 * 1024))
         guard let projectName = object["project"]?.stringValue, !projectName.isEmpty else {
@@ -59,7 +59,7 @@ struct DeviceRoutes: Sendable {
         guard let device = try await store.authenticateDevice(secret: secret) else {
             return JSONResponse.unauthorized("unknown device secret")
         }
-        if let lastEventID = request.head.headerFields[.lastEventID] {
+        if let lastEventID = request.head.headerFields.firstValue(for: .lastEventID) {
             guard let id = MessageID(lastEventID.trimmingCharacters(in: .whitespaces)) else {
                 return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "Last-Event-ID must be a message id")
             }
@@ -108,7 +108,7 @@ struct DeviceRoutes: Sendable {
     }
 
     static func bearer(_ request: HTTPServerRequest) -> String? {
-        guard let header = request.head.headerFields[.authorization] else { return nil }
+        guard let header = request.head.headerFields.firstValue(for: .authorization) else { return nil }
         return AuthorizationHeader.bearer(header).map(String.init)
     }
 }

@@ -124,7 +124,7 @@ struct InstanceIDRoutes: Sendable {
     }
 
     private func authenticate(_ request: HTTPServerRequest) async throws -> Project? {
-        guard let header = request.head.headerFields[.authorization], let key = AuthorizationHeader.serverKey(header)
+        guard let header = request.head.headerFields.firstValue(for: .authorization), let key = AuthorizationHeader.serverKey(header)
         else { return nil }
         return try await store.authenticateServerKey(String(key))
     }

@@ -31,7 +31,7 @@ struct SendRoute: Sendable {
                     error: FCMError(code: .unavailable), encoding: encoding, retryAfterSeconds: retryAfterSeconds)
             )
         }
-        guard let header = request.head.headerFields[.authorization],
+        guard let header = request.head.headerFields.firstValue(for: .authorization),
             let key = AuthorizationHeader.serverKey(header)
         else {
             metrics.sendRejected(FCMError.Code.authentication)
@@ -53,7 +53,7 @@ struct SendRoute: Sendable {
         do {
             send = try FCMSendRequest.parse(
                 body: Array(body.readableBytesView),
-                contentType: request.head.headerFields[.contentType]
+                contentType: request.head.headerFields.firstValue(for: .contentType)
             )
         } catch {
             metrics.sendRejected(error.code)
@@ -202,7 +202,7 @@ struct SendRoute: Sendable {
     }
 
     static func encoding(of head: HTTPRequest) -> FCMSendRequest.Encoding {
-        guard let contentType = head.headerFields[.contentType] else { return .json }
+        guard let contentType = head.headerFields.firstValue(for: .contentType) else { return .json }
         return contentType.lowercased().hasPrefix("application/json") ? .json : .form
     }
 

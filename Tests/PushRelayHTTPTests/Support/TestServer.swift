@@ -60,6 +60,11 @@ struct TestServer {
             let body = try await request.body.collect(upTo: 1024)
             return HTTPServerResponse(status: .ok, body: .bytes(body))
         })
+        // Same, with the body collected by the transport before the async handler starts.
+        router.add(.post, "/echo-collected", maxBodyBytes: 1024, .collected { request in
+            let body = try await request.body.collect(upTo: 1024)
+            return HTTPServerResponse(status: .ok, body: .bytes(body))
+        })
         router.add(.get, "/fail", .async { _ in throw HTTPError(.badRequest, "nope") })
         // `count` events, one every `interval` ms.
         router.add(.get, "/events", .async { request in
