@@ -14,6 +14,7 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
             case handshakeFailed
             case certificateVerificationFailed
             case handshakeTimeout
+            case closedDuringHandshake
             case protocolError
             case internalError
         }
@@ -39,6 +40,8 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let certificateVerificationFailed = Code(.certificateVerificationFailed)
         /// The handshake did not complete within the configured time.
         public static let handshakeTimeout = Code(.handshakeTimeout)
+        /// The peer closed the connection before the handshake completed.
+        public static let closedDuringHandshake = Code(.closedDuringHandshake)
         /// The peer violated the TLS record protocol after the handshake (bad MAC, unexpected message, …).
         public static let protocolError = Code(.protocolError)
         /// OpenSSL failed in a way that is not the peer's fault (allocation, …).
@@ -59,4 +62,18 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "TLSError.\(code): \(message)" }
+}
+
+extension TLSError {
+    /// A short label for a failed handshake, for metrics: `timeout`, `eof` (closed by the peer), `certificate`
+    /// (verification), `protocol` (everything else the peer got wrong: versions, ciphers, garbage), `internal`.
+    public var handshakeFailureReason: String {
+        switch code {
+        case .handshakeTimeout: "timeout"
+        case .closedDuringHandshake: "eof"
+        case .certificateVerificationFailed, .certificateExpired: "certificate"
+        case .internalError, .invalidConfiguration: "internal"
+        default: "protocol"
+        }
+    }
 }

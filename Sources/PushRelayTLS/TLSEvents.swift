@@ -13,3 +13,15 @@ public struct TLSHandshakeCompleted: Sendable, Hashable {
         self.protocolVersion = protocolVersion
     }
 }
+
+/// Fired through the pipeline (a user inbound event) by a server-side TLS handler whose handshake failed, once,
+/// before the connection closes; the failure is also logged. The client side fires the `TLSError` itself through
+/// `errorCaught` instead.
+public struct TLSHandshakeFailed: Sendable, Hashable {
+    /// What went wrong.
+    public var error: TLSError
+
+    public init(error: TLSError) {
+        self.error = error
+    }
+}

@@ -71,7 +71,7 @@ final class TLSHandler: ChannelDuplexHandler {
         failPendingWrites(ChannelError.ioOnClosedChannel)
         if wasHandshaking {
             reportHandshakeFailure(
-                TLSError(code: .handshakeFailed, message: "connection closed before the handshake completed"),
+                TLSError(code: .closedDuringHandshake, message: "connection closed before the handshake completed"),
                 context: context
             )
         }
@@ -332,6 +332,7 @@ final class TLSHandler: ChannelDuplexHandler {
                 "TLS handshake failed",
                 metadata: ["tls.error.code": "\(error.code)", "tls.error": "\(error.message)"]
             )
+            context.fireUserInboundEventTriggered(TLSHandshakeFailed(error: error))
         case .client:
             context.fireErrorCaught(error)
         }

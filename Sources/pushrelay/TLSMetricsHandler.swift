@@ -6,8 +6,9 @@ import PushRelayTLS
 ///
 /// The transport takes one handler per TLS connection (`HTTPServer.Listener.tlsHandlerFactory`); this is that
 /// handler: when added it puts the connection's TLS handler in front of itself, then watches what comes up. A
-/// `TLSHandshakeCompleted` event counts a handshake by ALPN result; a connection closing before one counts a
-/// failure with reason `closed` (the TLS handler logs the precise reason itself and does not pass it up).
+/// `TLSHandshakeCompleted` event counts a handshake by ALPN result, a `TLSHandshakeFailed` event a failure by its
+/// reason (`protocol`, `certificate`, `timeout`, `eof`, `internal`); a connection closing with neither counts as
+/// `eof`.
 final class TLSMetricsHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -38,6 +39,9 @@ final class TLSMetricsHandler: ChannelInboundHandler, RemovableChannelHandler {
         if let completed = event as? TLSHandshakeCompleted, !handshakeCompleted {
             handshakeCompleted = true
             metrics.tlsHandshakeCompleted(alpn: completed.applicationProtocol)
+        } else if let failed = event as? TLSHandshakeFailed, !handshakeCompleted {
+            handshakeCompleted = true
+            metrics.tlsHandshakeFailed(reason: failed.error.handshakeFailureReason)
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -45,7 +49,7 @@ final class TLSMetricsHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         if !handshakeCompleted {
             handshakeCompleted = true
-            metrics.tlsHandshakeFailed(reason: "closed")
+            metrics.tlsHandshakeFailed(reason: "eof")
         }
         context.fireChannelInactive()
     }

@@ -124,6 +124,18 @@ import Testing
         #expect(after.stdout == "200", "\(after.stderr)")
         #expect(daemon.process?.isRunning == true)
         #expect(daemon.log.contains("TLS handshake failed"))
+        // Each failure is counted with its reason: the plaintext request and the garbage as `protocol`, the
+        // truncated ClientHello as `eof`; the good handshake by its ALPN.
+        let metrics = try await run("curl", ["-sS", "\(daemon.baseURL)/metrics"]).stdout
+        let failures = { (reason: String) -> Double in
+            let prefix = #"pushrelay_tls_handshake_failures_total{reason="\#(reason)"} "#
+            return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }
+                .flatMap { Double($0.dropFirst(prefix.count)) } ?? 0
+        }
+        #expect(failures("protocol") >= 2, "\(metrics)")
+        #expect(failures("eof") >= 1, "\(metrics)")
+        #expect(failures("closed") == 0)
+        #expect(metrics.contains(#"pushrelay_tls_handshakes_total{alpn="h2"} "#), "\(metrics)")
     }
 
     @Test func sighupReloadsTheCertificateAndKeepsOpenStreams() async throws {

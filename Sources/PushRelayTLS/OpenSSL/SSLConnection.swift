@@ -125,7 +125,7 @@ final class SSLConnection {
         }
         if sslError == SSL_ERROR_ZERO_RETURN {
             _ = OpenSSLErrorQueue.drain()
-            return TLSError(code: .handshakeFailed, message: "peer closed the connection during the handshake")
+            return TLSError(code: .closedDuringHandshake, message: "peer closed the connection during the handshake")
         }
         return OpenSSLErrorQueue.error(.handshakeFailed, "handshake failed")
     }
