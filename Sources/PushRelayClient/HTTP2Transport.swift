@@ -13,10 +13,11 @@ import PushRelayHTTP
 /// HTTP/2 preface with something that is not HTTP/2), the transport switches to ``HTTP1Transport`` for good.
 ///
 /// A connection is opened on the first request and replaced when it is lost. Leaving a stream before its body
-/// ended (heartbeat timeout, the client stopping) closes the connection: `HTTP2Client` resets streams only while
-/// waiting for the head, and a silent connection is dead anyway. Reads have deadlines (the idle timeout for the
-/// stream's body, which starts once the head arrived; ``HTTP1Transport/requestTimeout`` for everything else);
-/// a deadline that passes closes the connection, which ends the pending read.
+/// ended resets just that stream (`RST_STREAM`), so the connection serves the next one without a new handshake;
+/// a heartbeat timeout instead closes the connection, since a silent connection is dead anyway. Reads have
+/// deadlines (the idle timeout for the stream's body, which starts once the head arrived;
+/// ``HTTP1Transport/requestTimeout`` for everything else); a deadline that passes closes the connection, which
+/// ends the pending read.
 final class HTTP2Transport: PushTransport {
     /// The states of the transport's one connection.
     private enum Connection {
@@ -119,10 +120,10 @@ final class HTTP2Transport: PushTransport {
         do {
             try await body(response.head.status.code, reader)
         } catch {
-            if !ended { await pool.discard(client) }
+            if !ended { responseBody.cancel() }
             throw error
         }
-        if !ended { await pool.discard(client) }
+        if !ended { responseBody.cancel() }
     }
 
     /// What the transport speaks now: `h2` on an open HTTP/2 connection, `http/1.1` after falling back, else `nil`.

@@ -51,6 +51,39 @@ import Testing
         await client.close()
     }
 
+    @Test func cancellingAResponseResetsOnlyItsStream() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let client = try await HTTP2Client.connect(host: "127.0.0.1", port: server.port)
+        let response = try await client.execute(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/hold"))
+        let body = response.body
+        // A reader waiting for more is woken by the cancel.
+        let reader = Task { () -> Result<[String], any Error> in
+            var chunks: [String] = []
+            do {
+                for try await chunk in body { chunks.append(String(buffer: chunk)) }
+                return .success(chunks)
+            } catch {
+                return .failure(error)
+            }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        body.cancel()
+        let outcome = await reader.value
+        guard case .failure(let error) = outcome else {
+            Issue.record("the body ended without an error: \(outcome)")
+            return
+        }
+        #expect(error is HTTPTransportError)
+        // The server's handler saw its stream close; the connection goes on serving.
+        for _ in 0..<200 where server.probe.streamsClosed == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(server.probe.streamsClosed == 1)
+        #expect(client.isActive)
+        let health = try await client.execute(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/healthz"))
+        #expect(health.head.status == .ok)
+        await client.close()
+    }
+
     @Test func errorStatusAndUnknownRoute() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }

@@ -36,6 +36,10 @@ final class HTTP2ClientStream: HTTPClientBodySource, @unchecked Sendable {
         }
     }
 
+    func cancel() {
+        eventLoop.execute { self.connection.value.cancel(self) }
+    }
+
     private func take(_ continuation: CheckedContinuation<ByteBuffer?, any Error>) {
         if let chunk = chunks.popFirst() {
             consumed(chunk.readableBytes)

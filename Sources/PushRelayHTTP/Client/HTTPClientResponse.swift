@@ -64,6 +64,13 @@ public struct HTTPClientResponseBody: AsyncSequence, Sendable {
         }
     }
 
+    /// Stops receiving the body: the stream is reset (`RST_STREAM` with `CANCEL`) and the connection stays open
+    /// for other requests. A pending or later read throws `HTTPTransportError.streamClosed` unless the body had
+    /// already ended. Does nothing for a complete body.
+    public func cancel() {
+        if case .stream(let source) = storage { source.cancel() }
+    }
+
     /// Starts iterating.
     public func makeAsyncIterator() -> AsyncIterator {
         switch storage {
@@ -76,4 +83,6 @@ public struct HTTPClientResponseBody: AsyncSequence, Sendable {
 /// Where a streamed response body comes from: a queue on the connection's event loop.
 protocol HTTPClientBodySource: Sendable {
     func next() async throws -> ByteBuffer?
+    /// Resets the stream.
+    func cancel()
 }
