@@ -48,9 +48,6 @@ public protocol HTTPResponseBodyWriter: Sendable {
     func finish()
     /// Aborts the response: the HTTP/2 stream is reset, the HTTP/1.1 connection closed (its body is cut short).
     func fail()
-    /// Returns when the peer has gone away (stream reset, connection closed, server draining).
-    /// Lets a handler that is idle (waiting for the next event) notice a disconnect.
-    func waitUntilClosed() async
     /// Calls `callback` once, on the connection's event loop, when the peer has gone away (stream reset,
     /// connection closed, server draining); at once if it already has. The task-free form of
     /// ``waitUntilClosed()`` for a handler that must notice a disconnect while it waits on something else: it
@@ -63,6 +60,14 @@ public protocol HTTPResponseBodyWriter: Sendable {
 }
 
 extension HTTPResponseBodyWriter {
+    /// Returns when the peer has gone away (stream reset, connection closed, server draining).
+    /// Lets a handler that is idle (waiting for the next event) notice a disconnect.
+    public func waitUntilClosed() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            onClose { continuation.resume() }
+        }
+    }
+
     /// Writes `buffer` and suspends until the transport can take more (back-pressure).
     /// Throws `HTTPTransportError.streamClosed` once the peer has reset the stream or closed the connection.
     public func write(_ buffer: ByteBuffer) async throws {

@@ -93,10 +93,10 @@ import Testing
         #expect(exit.status == 0, "daemon log:\n\(exit.log)")
 
         // The streams ended cleanly (end of chunked body / END_STREAM), so a client reconnects.
-        #expect(try await http1Stream.waitForExit(timeout: .seconds(10)) == 0)
-        #expect(try await http2Stream.waitForExit(timeout: .seconds(10)) == 0)
+        #expect(await http1Stream.waitForExit(timeout: .seconds(10)) == 0)
+        #expect(await http2Stream.waitForExit(timeout: .seconds(10)) == 0)
 
-        #expect(try await load.waitForExit(timeout: .seconds(40)) == 0, "burst output: \(load.text)")
+        #expect(await load.waitForExit(timeout: .seconds(40)) == 0, "burst output: \(load.text)")
         let summaryLine = try #require(load.text.split(separator: "\n").last.map(String.init))
         let summary = try jsonObject(summaryLine)
         let outcomes = try #require(summary["outcomes"] as? [String: Any])

@@ -45,14 +45,6 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
         }
     }
 
-    func waitUntilClosed() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            eventLoop.execute {
-                self.closeWaiters.wait(continuation, alreadyClosed: self.closed || self.draining)
-            }
-        }
-    }
-
     func onClose(_ callback: @escaping @Sendable () -> Void) {
         eventLoop.execute {
             self.closeWaiters.onClose(callback, alreadyClosed: self.closed || self.draining)

@@ -1,5 +1,5 @@
-/// Who waits for one response stream to close (``HTTPResponseBodyWriter/waitUntilClosed()`` callers and
-/// ``HTTPResponseBodyWriter/onClose(_:)`` callbacks), shared by the HTTP/1.1 and HTTP/2 body writers.
+/// The ``HTTPResponseBodyWriter/onClose(_:)`` callbacks of one response stream (``waitUntilClosed()`` is one of
+/// them), shared by the HTTP/1.1 and HTTP/2 body writers.
 ///
 /// Event-loop confined, like the writer that owns it.
 struct StreamCloseWaiters {
@@ -13,11 +13,6 @@ struct StreamCloseWaiters {
         } else {
             callbacks.append(callback)
         }
-    }
-
-    /// Resumes `continuation` when the stream closes (at once if `alreadyClosed`).
-    mutating func wait(_ continuation: CheckedContinuation<Void, Never>, alreadyClosed: Bool) {
-        onClose({ continuation.resume() }, alreadyClosed: alreadyClosed)
     }
 
     /// Calls every waiting callback once: the stream closed or the server is draining.

@@ -88,9 +88,6 @@ final class DeliveryHub: Sendable {
             }
         }
 
-        /// Whether the subscription has ended.
-        var isEnded: Bool { state.withLockedValue { $0.ended } }
-
         fileprivate func post(_ update: (inout Work) -> Void) {
             let wakeNow = state.withLockedValue { state -> Bool in
                 guard !state.ended else { return false }

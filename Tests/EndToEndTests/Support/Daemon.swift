@@ -46,7 +46,7 @@ final class Daemon: @unchecked Sendable {
     func start(timeout: Duration = .seconds(30)) async throws {
         let process = Process()
         let listen = "127.0.0.1:\(port)"
-        configure(process, Self.binary, ["serve", "--listen", listen, "--data-dir", dataDir.path] + extraArguments)
+        ChildProcess.configure(process, Self.binary, ["serve", "--listen", listen, "--data-dir", dataDir.path] + extraArguments)
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
@@ -129,11 +129,6 @@ func run(_ program: String, _ arguments: [String], stdin: String? = nil, environ
     async throws -> ChildProcessResult
 {
     try await ChildProcess.run(program, arguments, standardInput: stdin, environment: environment)
-}
-
-/// Sets a child up to run `program` with every signal unblocked (see ``ChildProcess/configure(_:_:_:)``).
-func configure(_ process: Process, _ program: String, _ arguments: [String]) {
-    ChildProcess.configure(process, program, arguments)
 }
 
 /// Collects a child's output on a background reader so the pipe never fills.

@@ -7,7 +7,7 @@ final class StreamingProcess: @unchecked Sendable {
     private let output = OutputCollector()
 
     init(_ program: String, _ arguments: [String]) throws {
-        configure(process, program, arguments)
+        ChildProcess.configure(process, program, arguments)
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
