@@ -28,11 +28,7 @@ final class HTTP2ClientStream: HTTPClientBodySource, @unchecked Sendable {
 
     func next() async throws -> ByteBuffer? {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ByteBuffer?, any Error>) in
-            if eventLoop.inEventLoop {
-                take(continuation)
-            } else {
-                eventLoop.execute { self.take(continuation) }
-            }
+            eventLoop.runOrExecute { self.take(continuation) }
         }
     }
 

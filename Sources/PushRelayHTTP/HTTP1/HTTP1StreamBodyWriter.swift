@@ -24,11 +24,7 @@ final class HTTP1StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     }
 
     func write(_ buffer: ByteBuffer, completion: @escaping @Sendable ((any Error)?) -> Void) {
-        if eventLoop.inEventLoop {
-            enqueue(buffer, completion)
-        } else {
-            eventLoop.execute { self.enqueue(buffer, completion) }
-        }
+        eventLoop.runOrExecute { self.enqueue(buffer, completion) }
     }
 
     private func enqueue(_ buffer: ByteBuffer, _ completion: @escaping @Sendable ((any Error)?) -> Void) {

@@ -38,11 +38,7 @@ final class HTTP2StreamBodyWriter: HTTPResponseBodyWriter, @unchecked Sendable {
     var bufferedBytes: Int { pending.readableBytes }
 
     func write(_ buffer: ByteBuffer, completion: @escaping @Sendable ((any Error)?) -> Void) {
-        if eventLoop.inEventLoop {
-            enqueue(buffer, completion)
-        } else {
-            eventLoop.execute { self.enqueue(buffer, completion) }
-        }
+        eventLoop.runOrExecute { self.enqueue(buffer, completion) }
     }
 
     func onClose(_ callback: @escaping @Sendable () -> Void) {
