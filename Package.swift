@@ -112,7 +112,8 @@ let package = Package(
         .testTarget(
             name: "PushRelayServerTests",
             dependencies: [
-                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "TestSupport", nio, httpTypes,
+                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "TestSupport", nio, nioPosix,
+                nioConcurrency, httpTypes, logging, lifecycle,
             ],
             swiftSettings: swiftSettings
         ),
