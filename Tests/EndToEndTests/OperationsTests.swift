@@ -49,7 +49,7 @@ import Testing
         // The histograms are recorded, not just declared: each commit and each delivery counts.
         #expect((Self.sample("pushrelay_store_commit_duration_seconds_count", in: before.body) ?? 0) >= 1)
         #expect((Self.sample("pushrelay_queue_depth", in: before.body) ?? 0) >= 1)
-        #expect(Self.sample("pushrelay_connected_devices", in: before.body) ?? 0 == 0)
+        #expect(Self.sample("pushrelay_connected_devices", in: before.body) == 0, "\(before.body)")
 
         // A connected device moves the gauges, and they come back when it goes.
         let stream = try daemon.openStream(secret: device.secret)
