@@ -43,10 +43,15 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
+        // What server, client and CLI share of the wire: SSE framing, device API names, envelope keys, base64url,
+        // percent-decoding. Pure Swift: no NIO, no C, no Foundation.
+        .target(name: "PushRelayWire", dependencies: [], swiftSettings: swiftSettings),
         // Transport: HTTP/2 (libnghttp2) and HTTP/1.1 (NIOHTTP1) server and client. Knows nothing of push.
         .target(
             name: "PushRelayHTTP",
-            dependencies: ["CNghttp2", "PushRelayTLS", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging],
+            dependencies: [
+                "CNghttp2", "PushRelayTLS", "PushRelayWire", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging,
+            ],
             swiftSettings: swiftSettings
         ),
         // TLS on libssl through memory BIOs, as a NIO channel handler.
@@ -56,7 +61,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The domain: FCM model, validation, envelope, ids, queue policy, topic conditions. No I/O.
-        .target(name: "PushRelayCore", dependencies: [], swiftSettings: swiftSettings),
+        .target(name: "PushRelayCore", dependencies: ["PushRelayWire"], swiftSettings: swiftSettings),
         // Storage protocol and the SQLite implementation.
         .target(
             name: "PushRelayStore",
@@ -67,7 +72,7 @@ let package = Package(
         .target(
             name: "PushRelayServer",
             dependencies: [
-                "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
+                "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS", "PushRelayWire",
                 nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle, metrics, prometheus,
             ],
             swiftSettings: swiftSettings
@@ -76,7 +81,8 @@ let package = Package(
         .target(
             name: "PushRelayClient",
             dependencies: [
-                "PushRelayHTTP", "PushRelayTLS", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging,
+                "PushRelayWire", "PushRelayHTTP", "PushRelayTLS", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes,
+                logging,
             ],
             swiftSettings: swiftSettings
         ),
@@ -93,7 +99,9 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "PushRelayHTTPTests",
-            dependencies: ["PushRelayHTTP", "TestSupport", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging],
+            dependencies: [
+                "PushRelayHTTP", "PushRelayWire", "TestSupport", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -103,6 +111,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "PushRelayWireTests", dependencies: ["PushRelayWire"], swiftSettings: swiftSettings),
         .testTarget(name: "PushRelayCoreTests", dependencies: ["PushRelayCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PushRelayStoreTests",
