@@ -111,6 +111,48 @@ http {{
     return Server("nchan", proc, port, workdir, log)
 
 
+def start_nginx_fixed(workdir: str, path: str, response: bytes) -> Server:
+    """nginx, one worker, answering POST <path> with a fixed JSON body over HTTP/1.1 keep-alive: the C ceiling for
+    `h2load --h1` (nghttpd speaks only HTTP/2)."""
+    prefix = os.path.join(workdir, "nginx-fixed")
+    for d in ("logs", "tmp"):
+        os.makedirs(os.path.join(prefix, d), exist_ok=True)
+    port = free_port()
+    body = response.decode().replace("\\", "\\\\").replace("'", "\\'")
+    conf = f"""
+worker_processes 1;
+daemon off;
+master_process on;
+pid {prefix}/nginx.pid;
+error_log {prefix}/logs/error.log warn;
+events {{ worker_connections 4096; use epoll; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/tmp/body;
+    proxy_temp_path {prefix}/tmp/proxy;
+    fastcgi_temp_path {prefix}/tmp/fastcgi;
+    uwsgi_temp_path {prefix}/tmp/uwsgi;
+    scgi_temp_path {prefix}/tmp/scgi;
+    keepalive_requests 100000000;
+    keepalive_timeout 600s;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location = {path} {{
+            default_type application/json;
+            return 200 '{body}';
+        }}
+    }}
+}}
+"""
+    conf_path = os.path.join(prefix, "nginx.conf")
+    with open(conf_path, "w") as f:
+        f.write(conf)
+    proc, log = _spawn("nginx-fixed", ["nginx", "-p", prefix, "-c", conf_path, "-e", f"{prefix}/logs/error.log"],
+                       workdir)
+    wait_port(port, proc)
+    return Server("nginx-fixed", proc, port, workdir, log)
+
+
 def start_mosquitto(workdir: str) -> Server:
     """mosquitto with persistence on (its own directory) and no limit on queued QoS 1 messages."""
     d = os.path.join(workdir, "mosquitto")
