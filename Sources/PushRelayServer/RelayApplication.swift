@@ -4,7 +4,6 @@ public import PushRelayStore
 import HTTPTypes
 import NIOCore
 import PushRelayCore
-import PushRelayWire
 
 /// The relay: its routes over the transport, the live-stream registry, and the periodic work (heartbeats, purge).
 ///
@@ -76,10 +75,10 @@ public final class RelayApplication: Sendable {
         router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
 
         let devices = DeviceRoutes(store: store, hub: hub, metrics: metrics, logger: logger)
-        router.add(.post, DeviceAPI.registerPath, maxBodyBytes: 16 * 1024, .collected(devices.register))
-        router.add(.delete, DeviceAPI.registerPath, maxBodyBytes: 0, .collected(devices.unregister))
-        router.add(.get, DeviceAPI.streamPath, maxBodyBytes: 0, .collected(devices.stream))
-        router.add(.post, DeviceAPI.acknowledgePath, maxBodyBytes: 256 * 1024, .collected(devices.acknowledge))
+        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(devices.register))
+        router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(devices.unregister))
+        router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(devices.stream))
+        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .collected(devices.acknowledge))
 
         let iid = InstanceIDRoutes(store: store, logger: logger)
         router.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: true) })
