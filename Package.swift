@@ -23,7 +23,7 @@ let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift
 
 let package = Package(
     name: "PushRelay",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .executable(name: "pushrelay", targets: ["pushrelay"]),
         .library(name: "PushRelayClient", targets: ["PushRelayClient"]),
@@ -77,19 +77,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What apps and test hosts link.
+        // What apps and test hosts link: Foundation and URLSession only, no NIO, no C module (Apple platforms too).
         .target(
             name: "PushRelayClient",
+            dependencies: ["PushRelayWire", httpTypes, logging],
+            swiftSettings: swiftSettings
+        ),
+        // The client's transport on SwiftNIO and libnghttp2 (HTTP/2, HTTP/1.1 fallback): Linux servers, the CLI.
+        .target(
+            name: "PushRelayClientNIO",
             dependencies: [
-                "PushRelayWire", "PushRelayHTTP", "PushRelayTLS", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes,
-                logging,
+                "PushRelayClient", "PushRelayHTTP", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes,
             ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "pushrelay",
             dependencies: [
-                "PushRelayServer", "PushRelayClient", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
+                "PushRelayServer", "PushRelayClient", "PushRelayClientNIO", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
                 httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
             ],
             swiftSettings: swiftSettings
@@ -128,14 +133,17 @@ let package = Package(
         .testTarget(
             name: "PushRelayClientTests",
             dependencies: [
-                "PushRelayClient", "PushRelayCore", nio, nioPosix, nioEmbedded, nioHTTP1, nioConcurrency, httpTypes,
+                "PushRelayClient", "PushRelayClientNIO", "PushRelayWire", "PushRelayCore", nio, nioPosix, nioEmbedded,
+                nioHTTP1, nioConcurrency, httpTypes,
                 logging,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["PushRelayTLS", "PushRelayClient", "TestSupport", nio, nioPosix, logging],
+            dependencies: [
+                "PushRelayTLS", "PushRelayClient", "PushRelayClientNIO", "TestSupport", nio, nioPosix, logging,
+            ],
             swiftSettings: swiftSettings
         ),
     ]
