@@ -141,6 +141,16 @@ def functions(path):  # callgrind_annotate's self cost per function
 a, b = functions(sys.argv[8]), functions(sys.argv[9])
 diff = sorted(((a.get(k, 0) - b.get(k, 0)) / (sends - base), k) for k in set(a) | set(b))[::-1]
 top = int(sys.argv[10])
+if diff:
+    objects = {}
+    for v, k in diff:
+        m = re.search(r"\[([^\]]*)\]$", k)
+        name = (m.group(1).rsplit("/", 1)[-1] if m else "(no object named)")
+        objects[name] = objects.get(name, 0) + v
+    print("\nper send, by object (self instructions):")
+    for name, v in sorted(objects.items(), key=lambda x: -x[1]):
+        if abs(v) >= per * 0.005:
+            print(f"{v:>10,.0f}  {v / per * 100:5.1f}%  {name}")
 if diff and top:
     print(f"\nper send, by function (self instructions, the difference of the two runs; top {top}):")
     for v, k in diff[:top]:

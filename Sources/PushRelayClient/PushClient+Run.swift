@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
+import PushRelayWire
 
 extension PushClient {
     /// Keeps the device's stream open and delivers messages until ``stop()`` is called or the calling task is

@@ -1,4 +1,3 @@
-import NIOConcurrencyHelpers
 
 /// The one source of truth for observers: the current state, and everyone who follows it.
 ///
@@ -14,8 +13,10 @@ final class PushStatePublisher: Sendable {
         var notifications: [Int: AsyncStream<ReceivedSalesNotification>.Continuation] = [:]
     }
 
-    private let subscribers = NIOLockedValueBox(Subscribers())
+    private let subscribers = LockedValue(Subscribers())
+    #if canImport(Observation)
     private let viewModels = AttachedViewModels()
+    #endif
 
     /// The last published state.
     var state: PushClientState { subscribers.withLockedValue { $0.state } }
@@ -50,17 +51,21 @@ final class PushStatePublisher: Sendable {
         return stream
     }
 
+    #if canImport(Observation)
     /// Makes `viewModel` follow the states (held weakly); it takes the current state at once.
     @MainActor
     func attach(_ viewModel: SalesMessageViewModel) {
         viewModels.append(viewModel)
         viewModel.apply(state)
     }
+    #endif
 
     /// Publishes `state` to every observer, on the main actor, in the documented order.
     @MainActor
     func publish(_ state: PushClientState) {
+        #if canImport(Observation)
         viewModels.apply(state)
+        #endif
         subscribers.withLockedValue { subscribers in
             subscribers.state = state
             for continuation in subscribers.states.values { continuation.yield(state) }
@@ -85,6 +90,7 @@ final class PushStatePublisher: Sendable {
     }
 }
 
+#if canImport(Observation)
 /// The view models that follow a client, held weakly, touched only on the main actor.
 @MainActor
 private final class AttachedViewModels {
@@ -107,3 +113,4 @@ private final class AttachedViewModels {
         }
     }
 }
+#endif
