@@ -171,7 +171,7 @@ extension PushClient {
             } catch {
                 state = .receivedMessage(message)
             }
-            await publisher.publish(state)
+            await publisher.publish(state, message: message)
         } else {
             logger.error("event data is not a JSON object; acknowledged and dropped")
         }

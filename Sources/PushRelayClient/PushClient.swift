@@ -126,6 +126,29 @@ public final class PushClient: Sendable {
         publisher.salesNotifications()
     }
 
+    /// A new stream of the app payloads under an envelope key, decoded as `Payload`, from the messages received
+    /// from now on. Ends when the client is released.
+    ///
+    /// `key` is the envelope key as the device receives it: `gcm.notification.<key>` for a custom key of the
+    /// sender's `notification` (also accepted without the prefix), or a `data` key. The value may be JSON text (how
+    /// FCM delivers objects) or a nested object. Messages without the key, or whose value does not decode, are left
+    /// out of this stream (the message itself is still handled and acknowledged).
+    ///
+    /// ```swift
+    /// struct Coupon: Decodable, Sendable { let code: String; let percent: Int }
+    /// for await coupon in client.notifications(of: Coupon.self, key: "gcm.notification.coupon") {
+    ///     show(coupon.payload, id: coupon.messageID)
+    /// }
+    /// ```
+    ///
+    /// ``salesNotifications()`` is the scenario's ready-made case: `notifications(of: SalesNotification.self,
+    /// key: "gcm.notification.orderInfo")`.
+    public func notifications<Payload: Decodable & Sendable>(
+        of type: Payload.Type, key: String
+    ) -> AsyncStream<ReceivedNotification<Payload>> {
+        publisher.notifications(of: type, key: key)
+    }
+
     #if canImport(Observation)
     /// Makes `viewModel` follow this client (held weakly). ``SalesMessageViewModel/init(client:)`` calls this.
     @MainActor

@@ -74,7 +74,26 @@ public struct PushMessage: Sendable, Hashable {
     ///
     /// - Throws: ``NotificationDecodingError`` naming the missing or malformed field.
     public func decode<Value: Decodable>(_ type: Value.Type, forNotificationKey key: String) throws -> Value {
-        let envelopeKey = Self.notificationPrefix + key
+        try decode(type, envelopeKey: Self.notificationPrefix + key, notificationKey: key)
+    }
+
+    /// Decodes the value under any envelope key: `gcm.notification.<key>` (the prefix may be left out when no `data`
+    /// key of that name exists) or a `data` key; JSON text or a nested value.
+    ///
+    /// - Throws: ``NotificationDecodingError`` naming the missing or malformed field.
+    public func decode<Value: Decodable>(_ type: Value.Type, forKey key: String) throws -> Value {
+        if key.hasPrefix(Self.notificationPrefix) {
+            return try decode(type, forNotificationKey: String(key.dropFirst(Self.notificationPrefix.count)))
+        }
+        if envelope[key] == nil, envelope[Self.notificationPrefix + key] != nil {
+            return try decode(type, forNotificationKey: key)
+        }
+        return try decode(type, envelopeKey: key, notificationKey: key)
+    }
+
+    private func decode<Value: Decodable>(_ type: Value.Type, envelopeKey: String, notificationKey key: String)
+        throws -> Value
+    {
         guard let raw = envelope[envelopeKey] else {
             throw NotificationDecodingError(code: .missingNotification, notificationKey: key, field: envelopeKey,
                                             message: "the message has no \(envelopeKey)")

@@ -32,6 +32,7 @@ public final class RelayService: Service {
         let store = try Self.openStore(configuration)
         var relayOptions = RelayApplication.Options()
         relayOptions.heartbeatInterval = configuration.heartbeatInterval
+        relayOptions.corsAllowedOrigins = configuration.corsAllowedOrigins
         relayOptions.maxSendBodyBytes = configuration.maxSendBodySize
         relayOptions.purgeInterval = configuration.purgeInterval
         let relay = RelayApplication(store: store, options: relayOptions, exporter: options.exporter, logger: logger)
