@@ -20,6 +20,7 @@ let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "
 let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
 let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
+let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
 
 let package = Package(
     name: "PushRelay",
@@ -36,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // C libraries from Debian, one module each; all pointers stay in the Swift file that wraps them.
@@ -57,10 +59,10 @@ let package = Package(
         ),
         // The domain: FCM model, validation, envelope, ids, queue policy, topic conditions. No I/O.
         .target(name: "PushRelayCore", dependencies: [], swiftSettings: swiftSettings),
-        // Storage protocol and the SQLite implementation.
+        // Storage protocol, the SQLite implementation and the PostgreSQL one (postgres-nio).
         .target(
             name: "PushRelayStore",
-            dependencies: ["PushRelayCore", "CSQLite", "COpenSSL", logging, nioConcurrency],
+            dependencies: ["PushRelayCore", "CSQLite", "COpenSSL", logging, nio, nioPosix, nioConcurrency, postgresNIO],
             swiftSettings: swiftSettings
         ),
         // Routes, auth, delivery, services: wires Core, Store and HTTP together.

@@ -55,6 +55,13 @@ public final class RelayApplication: Sendable {
             store: store, hub: hub, options: options, metrics: metrics, exporter: exporter, readiness: readiness,
             logger: logger)
         store.setCommitObserver { committed in hub.deliver(committed) }
+        // Rows another node committed (PostgreSQL): the devices' streams here read the store from their cursors.
+        store.setRemoteCommitObserver { commit in
+            switch commit {
+            case .devices(let devices): hub.wake(devices: devices)
+            case .unknown: hub.wakeAll()
+            }
+        }
     }
 
     static func makeRouter(

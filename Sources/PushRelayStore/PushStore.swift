@@ -1,8 +1,8 @@
 public import PushRelayCore
 /// Where PushRelay keeps projects, devices, topic subscriptions and the per-device message queues.
 ///
-/// Engine-agnostic: ``SQLiteStore`` is the default, a PostgreSQL implementation may follow; SQL stays inside the
-/// implementations. Every write is durable when its call returns (the transaction has committed and, for SQLite,
+/// Engine-agnostic: ``SQLiteStore`` is the default, ``PostgresStore`` lets several nodes share one database; SQL
+/// stays inside the implementations. Every write is durable when its call returns (the transaction has committed and, for SQLite,
 /// fsynced), and many concurrent writes share one commit. Keys and secrets are stored as SHA-256 hashes and
 /// compared in constant time; the clear values exist only in ``ProjectCredentials`` and ``DeviceRegistration``.
 ///
@@ -116,12 +116,22 @@ public protocol PushStore: Sendable {
     /// the rows over, do not wait). Replaces the previous observer; nil removes it.
     func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?)
 
+    /// Sets the function called when another node of the same database committed rows for devices (PostgreSQL:
+    /// one `NOTIFY` per committed batch), so that their live streams on this node read the store from their
+    /// cursors; ``RemoteCommit/unknown`` when this node may have missed some (its listening connection was lost):
+    /// then every live stream reads the store. Called on a store task: it must return quickly. A store that only
+    /// one process serves (SQLite) never calls it.
+    func setRemoteCommitObserver(_ observer: (@Sendable (RemoteCommit) -> Void)?)
+
     /// Finishes the writes already submitted, stops the background work and closes the engine. Later calls throw
     /// ``StoreError/closed``.
     func close() async
 }
 
 extension PushStore {
+    /// No other node shares the store: nothing to observe.
+    public func setRemoteCommitObserver(_ observer: (@Sendable (RemoteCommit) -> Void)?) {}
+
     /// Rotates the server key with the default grace period of 24 hours.
     public func rotateServerKey(project name: String) async throws -> String {
         try await self.rotateServerKey(project: name, gracePeriod: .seconds(86_400))

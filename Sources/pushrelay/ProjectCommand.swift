@@ -14,18 +14,6 @@ struct ProjectCommand: AsyncParsableCommand {
         subcommands: [Create.self, List.self, RotateKey.self, Delete.self]
     )
 
-    struct StoreOptions: ParsableArguments {
-        @Option(name: .long, help: "The daemon's data directory (holds pushrelay.sqlite).")
-        var dataDir: String = ProcessInfo.processInfo.environment["PUSHRELAY_DATA_DIR"] ?? "/var/lib/pushrelay"
-
-        func open() throws -> SQLiteStore {
-            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
-            var logger = Logger(label: "pushrelay.cli")
-            logger.logLevel = .warning
-            return try SQLiteStore(configuration: .relay(directory: dataDir), logger: logger)
-        }
-    }
-
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a project and print its sender id, server key and client key (shown only once)."
@@ -40,7 +28,7 @@ struct ProjectCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let store = try store.open()
+            let store = try await store.open()
             let credentials: ProjectCredentials
             do {
                 credentials = try await store.createProject(name: name)
@@ -77,7 +65,7 @@ struct ProjectCommand: AsyncParsableCommand {
         @Flag(help: "Print one JSON object per line.") var json = false
 
         func run() async throws {
-            let store = try store.open()
+            let store = try await store.open()
             let projects = try await store.projects()
             await store.close()
             for project in projects {
@@ -106,7 +94,7 @@ struct ProjectCommand: AsyncParsableCommand {
 
         func run() async throws {
             guard graceSeconds >= 0 else { throw ValidationError("--grace-seconds must not be negative") }
-            let store = try store.open()
+            let store = try await store.open()
             let key: String
             do {
                 key = try await store.rotateServerKey(project: name, gracePeriod: .seconds(graceSeconds))
@@ -132,7 +120,7 @@ struct ProjectCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            let store = try store.open()
+            let store = try await store.open()
             let deleted = try await store.deleteProject(named: name)
             await store.close()
             guard deleted else { throw ValidationError("no project named \(name)") }

@@ -59,11 +59,22 @@ struct ServeCommand: AsyncParsableCommand {
         exporter.bootstrapMetricsSystem()
         let notifier = SystemdNotifier(environment: environment)
 
-        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        var storeConfiguration = SQLiteStore.Configuration.relay(directory: configuration.dataDirectory)
-        storeConfiguration.queuePolicy.maxPendingNonCollapsible = configuration.maxPendingMessages
-        storeConfiguration.queuePolicy.maxCollapseKeys = configuration.maxCollapseKeys
-        let store = try SQLiteStore(configuration: storeConfiguration, logger: Logger(label: "pushrelay.store"))
+        let location: RelayStore.Location =
+            configuration.store == .postgres
+            ? .postgres(url: configuration.postgresURL ?? "") : .sqlite(directory: configuration.dataDirectory)
+        let store: any PushStore
+        do {
+            store = try await RelayStore.open(
+                location,
+                queuePolicy: QueuePolicy(
+                    maxPendingNonCollapsible: configuration.maxPendingMessages,
+                    maxCollapseKeys: configuration.maxCollapseKeys),
+                logger: Logger(label: "pushrelay.store"))
+        } catch let error as StoreError {
+            // The message never contains the URL's password.
+            FileHandle.standardError.write(Data("pushrelay: cannot open the store: \(error)\n".utf8))
+            throw ExitCode(69)
+        }
 
         var options = RelayApplication.Options()
         options.heartbeatInterval = configuration.heartbeatInterval
@@ -153,7 +164,7 @@ struct ServeCommand: AsyncParsableCommand {
 struct DaemonService: Service {
     let server: HTTPServer
     let relay: RelayApplication
-    let store: SQLiteStore
+    let store: any PushStore
     let notifier: SystemdNotifier
     let logger: Logger
 

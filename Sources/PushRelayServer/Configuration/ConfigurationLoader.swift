@@ -1,3 +1,4 @@
+import PushRelayStore
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -364,12 +365,26 @@ private struct Builder {
             ))
         }
         if config.store == .postgres {
-            problems.append(.init(
-                code: .unsupported,
-                field: .store,
-                source: sources[.store] ?? .defaultValue,
-                message: "'postgres' is reserved for the PostgreSQL store, which this build does not have; use sqlite"
-            ))
+            if let url = config.postgresURL {
+                do {
+                    _ = try PostgresURL(url)
+                } catch {
+                    // The parser's reason never contains the password.
+                    problems.append(.init(
+                        code: .invalidValue,
+                        field: .postgresURL,
+                        source: sources[.postgresURL] ?? .defaultValue,
+                        message: error.message
+                    ))
+                }
+            } else {
+                problems.append(.init(
+                    code: .invalidValue,
+                    field: .postgresURL,
+                    source: sources[.store] ?? .defaultValue,
+                    message: "store = postgres needs postgres_url"
+                ))
+            }
         }
         for address in config.privilegedListenAddresses {
             warnings.append(

@@ -25,7 +25,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Which store engine holds the queues. Key `store`. Default ``StoreKind/sqlite``.
     public var store: StoreKind
 
-    /// PostgreSQL connection URL, reserved for the PostgreSQL store. Key `postgres_url`. Secret: printed masked.
+    /// PostgreSQL connection URL for `store = postgres`. Key `postgres_url`. Secret: printed masked.
     public var postgresURL: String?
 
     /// Interval of the heartbeat comment on an idle device stream. Key `heartbeat_interval`. Default 25 s.
@@ -136,7 +136,7 @@ extension PushRelayConfiguration {
     public enum StoreKind: String, Sendable, CaseIterable {
         /// The embedded SQLite store in ``PushRelayConfiguration/dataDirectory`` (WAL mode).
         case sqlite
-        /// Reserved for the PostgreSQL store (``PushRelayConfiguration/postgresURL``); not in this build.
+        /// A PostgreSQL database at ``PushRelayConfiguration/postgresURL``, shared by every node.
         case postgres
     }
 
