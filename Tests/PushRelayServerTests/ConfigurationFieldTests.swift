@@ -66,7 +66,7 @@ let fieldCases: [FieldCase] = [
         file: (#""sqlite""#, #""sqlite""#),
         environment: ("SQLite", #""sqlite""#),
         flag: ("sqlite", #""sqlite""#),
-        invalid: ["mysql", "postgres", ""]
+        invalid: ["mysql", ""]
     ),
     FieldCase(
         field: .postgresURL,

@@ -1,4 +1,5 @@
 public import PushRelayCore
+import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
 
