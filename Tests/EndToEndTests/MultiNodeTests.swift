@@ -97,3 +97,51 @@ struct MultiNodeTests {
         for node in nodes { _ = try await node.terminate() }
     }
 }
+
+/// PostgreSQL stopped under a node and started again, on a cluster of the test's own.
+@Suite("A node while PostgreSQL is down")
+struct PostgresOutageTests {
+    @Test("sends answer Unavailable with Retry-After while PostgreSQL is down; after it is back the node accepts again, and nothing accepted before is lost")
+    func outage() async throws {
+        let cluster = try await TestPostgres.start()
+        let url = try await cluster.database(named: "outage")
+        let daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
+        var accepted: [String] = []
+        for _ in 0..<5 {
+            let answer = try await daemon.send(body, serverKey: keys.serverKey)
+            #expect(answer.status == 200)
+            accepted.append(try messageID(ofSendResponse: answer.body))
+        }
+
+        try await cluster.stop()
+        let result = try await run("curl", [
+            "-sS", "-i", "--http1.1", "-X", "POST", "\(daemon.baseURL)/fcm/send", "-H", "Authorization: key=\(keys.serverKey)",
+            "-H", "Content-Type: application/json", "--data-binary", body, "--max-time", "60",
+        ])
+        #expect(result.stdout.contains(" 503") || result.stdout.contains("Unavailable"), "\(result.stdout)")
+        #expect(result.stdout.lowercased().contains("retry-after:"), "\(result.stdout)")
+
+        try await cluster.restart()
+        // The node reconnects by itself: a later send is accepted (bounded wait, no fixed sleep).
+        var status = 0
+        for _ in 0..<300 where status != 200 {
+            let answer = try await daemon.send(body, serverKey: keys.serverKey)
+            status = answer.status
+            if status == 200 { accepted.append(try messageID(ofSendResponse: answer.body)) } else {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        #expect(status == 200)
+        let stream = try daemon.openStream(secret: device.secret)
+        defer { stream.stop() }
+        let last = try #require(accepted.last)
+        try await stream.waitFor(timeout: .seconds(30), "every accepted message") { $0.contains("id: \(last)") }
+        #expect(parseEvents(stream.text).compactMap(\.id) == accepted)
+        _ = try await daemon.terminate()
+        try await cluster.stop()
+    }
+}

@@ -12,6 +12,8 @@ extension PostgresStore {
         public var readConnections: Int = 4
         /// How long a connection attempt may take before ``StoreError/Code/unavailable``. Default 5 s.
         public var connectTimeout: Duration = .seconds(5)
+        /// How long a read waits for the pool (PostgreSQL away) before ``StoreError/Code/unavailable``. Default 5 s.
+        public var readTimeout: Duration = .seconds(5)
         /// The per-device queue limits. Default FCM's: 100 non-collapsible, 4 collapse keys.
         public var queuePolicy: QueuePolicy = QueuePolicy()
         /// How long a `deleted_messages` marker stays pending. Default 4 weeks.

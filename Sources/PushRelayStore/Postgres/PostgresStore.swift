@@ -119,10 +119,25 @@ public final class PostgresStore: PushStore {
     }
 
     /// Runs a read on the pool; ``StoreError/closed`` after ``close()``.
-    func read<T>(_ body: (PostgresClient) async throws -> T) async throws(StoreError) -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws(StoreError) -> T {
         guard !self.closed.withLockedValue({ $0 }) else { throw StoreError.closed }
+        let client = self.client
+        let timeout = self.context.configuration.readTimeout
         do {
-            return try await body(self.client)
+            // The pool waits for a connection as long as PostgreSQL is away: a read gives up after `readTimeout`
+            // (the route answers Unavailable) instead of holding the request.
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await body(client) }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw StoreError.unavailable("PostgreSQL did not answer a read within \(timeout)")
+                }
+                return value
+            }
         } catch {
             if self.closed.withLockedValue({ $0 }) { throw StoreError.closed }
             throw PostgresStoreContext.storeError(error)
@@ -131,7 +146,8 @@ public final class PostgresStore: PushStore {
 
     /// The rows of a read query.
     func rows(_ query: PostgresQuery) async throws(StoreError) -> [PostgresRow] {
-        try await self.read { client in try await client.query(query, logger: self.context.logger).collect() }
+        let logger = self.context.logger
+        return try await self.read { client in try await client.query(query, logger: logger).collect() }
     }
 
     // MARK: Test hooks (internal; `@testable import`)
