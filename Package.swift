@@ -55,6 +55,8 @@ let package = Package(
             dependencies: ["COpenSSL", nio, nioConcurrency, logging],
             swiftSettings: swiftSettings
         ),
+        // RSA keys and RS256 signatures on libcrypto (service accounts, the JWTs of `/token`).
+        .target(name: "PushRelayCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         // The domain: FCM model, validation, envelope, ids, queue policy, topic conditions. No I/O.
         .target(name: "PushRelayCore", dependencies: [], swiftSettings: swiftSettings),
         // Storage protocol and the SQLite implementation.
@@ -67,7 +69,7 @@ let package = Package(
         .target(
             name: "PushRelayServer",
             dependencies: [
-                "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
+                "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS", "PushRelayCrypto",
                 nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle, metrics, prometheus,
             ],
             swiftSettings: swiftSettings
@@ -84,7 +86,7 @@ let package = Package(
             name: "pushrelay",
             dependencies: [
                 "PushRelayServer", "PushRelayClient", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
-                httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
+                "PushRelayCrypto", httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
             ],
             swiftSettings: swiftSettings
         ),
@@ -104,6 +106,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "PushRelayCoreTests", dependencies: ["PushRelayCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushRelayCryptoTests", dependencies: ["PushRelayCrypto", "PushRelayCore"], swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PushRelayStoreTests",
             dependencies: ["PushRelayStore", "PushRelayCore", "TestSupport"],

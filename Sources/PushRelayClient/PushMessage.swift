@@ -68,11 +68,14 @@ public struct PushMessage: Sendable, Hashable {
         envelope[Self.notificationPrefix + key]
     }
 
-    /// Decodes `gcm.notification.<key>`, given as JSON text (the usual form) or as a nested object.
+    /// Decodes `gcm.notification.<key>`, given as JSON text (the usual form) or as a nested object. A message without
+    /// it is read from the top-level key `<key>`: FCM HTTP v1 has no custom notification keys, so v1 senders put the
+    /// value in `data` (as JSON text) or in `apns.payload`, and the device receives it at the top level.
     ///
     /// - Throws: ``NotificationDecodingError`` naming the missing or malformed field.
     public func decode<Value: Decodable>(_ type: Value.Type, forNotificationKey key: String) throws -> Value {
-        let envelopeKey = Self.notificationPrefix + key
+        let envelopeKey = envelope[Self.notificationPrefix + key] == nil && envelope[key] != nil
+            ? key : Self.notificationPrefix + key
         guard let raw = envelope[envelopeKey] else {
             throw NotificationDecodingError(code: .missingNotification, notificationKey: key, field: envelopeKey,
                                             message: "the message has no \(envelopeKey)")

@@ -59,3 +59,35 @@ enum Base64URL {
         String(decoding: randomBytes(length, using: &generator).map { alphabet[Int($0 & 63)] }, as: UTF8.self)
     }
 }
+
+extension Base64URL {
+    /// Decodes base64url without padding (trailing `=` are tolerated); `nil` for a byte outside the alphabet or an
+    /// impossible length.
+    static func decode(_ text: Substring) -> [UInt8]? {
+        var utf8 = Array(text.utf8)
+        while utf8.last == UInt8(ascii: "=") { utf8.removeLast() }
+        guard utf8.count % 4 != 1 else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(utf8.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for byte in utf8 {
+            let value: UInt8
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = byte - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = byte - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "-"): value = 62
+            case UInt8(ascii: "_"): value = 63
+            default: return nil
+            }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        return output
+    }
+}

@@ -166,6 +166,13 @@ let fieldCases: [FieldCase] = [
         flag: ("10", "10"),
         invalid: ["0", "-10", "10000001", "unlimited"]
     ),
+    FieldCase(
+        field: .publicURL,
+        file: ("\"https://push.example.com/\"", "\"https://push.example.com\""),
+        environment: ("http://10.0.0.5:8080", "\"http://10.0.0.5:8080\""),
+        flag: ("https://relay.example:8443", "\"https://relay.example:8443\""),
+        invalid: ["push.example.com", "ftp://x", "http://a b"]
+    ),
 ]
 
 extension String {

@@ -43,6 +43,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case shutdownDrainTimeout = "shutdown_drain_timeout"
     /// ``PushRelayConfiguration/maxConnections``.
     case maxConnections = "max_connections"
+    /// ``PushRelayConfiguration/publicURL``.
+    case publicURL = "public_url"
 
     /// The key in the config file, e.g. `heartbeat_interval`.
     public var key: String { rawValue }
@@ -82,6 +84,7 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .metricsEnabled: "serve /metrics: true or false"
         case .shutdownDrainTimeout: "time allowed to drain on SIGTERM, e.g. 20s"
         case .maxConnections: "connections accepted at once"
+        case .publicURL: "base URL senders reach this relay at (token_uri of service accounts)"
         }
     }
 
