@@ -65,7 +65,7 @@ let package = Package(
         // Storage protocol and the SQLite implementation.
         .target(
             name: "PushRelayStore",
-            dependencies: ["PushRelayCore", "CSQLite", "COpenSSL", logging, nioConcurrency],
+            dependencies: ["PushRelayCore", "PushRelayWire", "CSQLite", "COpenSSL", logging, nioConcurrency],
             swiftSettings: swiftSettings
         ),
         // Routes, auth, delivery, services: wires Core, Store and HTTP together.
@@ -94,7 +94,7 @@ let package = Package(
         .executableTarget(
             name: "pushrelay",
             dependencies: [
-                "PushRelayServer", "PushRelayClient", "PushRelayClientNIO", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
+                "PushRelayServer", "PushRelayClient", "PushRelayClientNIO", "PushRelayWire", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
                 httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
             ],
             swiftSettings: swiftSettings
@@ -117,16 +117,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "PushRelayWireTests", dependencies: ["PushRelayWire"], swiftSettings: swiftSettings),
-        .testTarget(name: "PushRelayCoreTests", dependencies: ["PushRelayCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushRelayCoreTests", dependencies: ["PushRelayCore", "PushRelayWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PushRelayStoreTests",
-            dependencies: ["PushRelayStore", "PushRelayCore", "TestSupport"],
+            dependencies: ["PushRelayStore", "PushRelayCore", "PushRelayWire", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushRelayServerTests",
             dependencies: [
-                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "TestSupport", nio, httpTypes,
+                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayWire", "TestSupport", nio,
+                httpTypes,
             ],
             swiftSettings: swiftSettings
         ),
