@@ -1,3 +1,5 @@
+public import PushRelayWire
+
 /// An error of the FCM HTTP v1 API and its one mapping to the wire: a `google.rpc.Status` in JSON,
 ///
 ///     {"error": {"code": 404, "message": "Requested entity was not found.", "status": "NOT_FOUND",

@@ -1,3 +1,5 @@
+public import PushRelayWire
+
 extension FCMv1Message {
     /// The `aps` keys that legacy fields carry; the rest of `aps` travels in ``APNsPayloadExtras/aps``.
     private static let mappedAPSKeys: Set<String> = ["alert", "badge", "sound", "category", "content-available", "mutable-content"]

@@ -1,3 +1,5 @@
+public import PushRelayWire
+
 /// A validated FCM HTTP v1 send request (`POST /v1/projects/{project_id}/messages:send`): the `Message` and
 /// `validate_only`.
 ///

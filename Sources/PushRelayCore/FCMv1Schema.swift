@@ -1,3 +1,5 @@
+public import PushRelayWire
+
 /// The shape of an FCM HTTP v1 send request (`projects.messages.send`), checked the way Google's JSON decoding
 /// checks it: every object field must be known (camelCase or snake_case, as proto3 JSON accepts both), every value
 /// of the right type; free-form objects (`apns.payload`, `webpush.notification`) are taken as they are.

@@ -1,3 +1,5 @@
+public import PushRelayWire
+
 /// A compact-serialized JSON Web Token (RFC 7519) split into its parts, before its signature is checked.
 ///
 /// Parsing checks the form only (three base64url segments, JSON objects in the first two); the signature is

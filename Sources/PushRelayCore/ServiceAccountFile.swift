@@ -1,3 +1,5 @@
+public import PushRelayWire
+
 /// A service-account key file in Google's format, as `pushrelay project service-account` writes it and as Google's
 /// libraries (`google-auth`, the Admin SDKs) read it:
 ///

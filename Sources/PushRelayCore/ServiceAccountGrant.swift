@@ -1,3 +1,5 @@
+public import PushRelayWire
+
 /// The JWT-bearer grant of RFC 7523 as a service account uses it at `POST /token`: the request's form fields and
 /// the checks of the assertion's claims. No I/O: the caller looks the key up, verifies the signature, and passes
 /// the time.
@@ -36,8 +38,9 @@ public struct ServiceAccountGrant: Sendable, Hashable {
         var assertion: String?
         for pair in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
             let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
-            guard let key = FormDecoding.decode(pair[pair.startIndex..<equals]),
-                let value = FormDecoding.decode(equals < pair.endIndex ? pair[(equals + 1)...] : ArraySlice<UInt8>())
+            guard let key = PercentDecoding.decode(pair[pair.startIndex..<equals], plus: .space),
+                let value = PercentDecoding.decode(
+                    equals < pair.endIndex ? pair[(equals + 1)...] : ArraySlice<UInt8>(), plus: .space)
             else { throw .invalidRequest("Malformed application/x-www-form-urlencoded body") }
             switch key {
             case "grant_type":

@@ -20,6 +20,8 @@ public final class RelayApplication: Sendable {
         public var retryAfterSeconds: Int = 10
         /// How often expired and acknowledged messages are purged. Default 60 s.
         public var purgeInterval: Duration = .seconds(60)
+        /// Web origins allowed to call the device routes from a browser (CORS); `*` for any. Default none.
+        public var corsAllowedOrigins: [String] = []
         /// The public base URL (`public_url`): `/token` accepts JWTs whose audience is `<publicURL>/token`.
         /// ``RelayApplication/publicURL`` can change it once the listeners are bound.
         public var publicURL: String = "http://127.0.0.1:8080"
@@ -95,10 +97,16 @@ public final class RelayApplication: Sendable {
         }
 
         let devices = DeviceRoutes(store: store, hub: hub, metrics: metrics, logger: logger)
-        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(devices.register))
-        router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(devices.unregister))
-        router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(devices.stream))
-        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .collected(devices.acknowledge))
+        let tickets = StreamTicketRoutes(store: store, devices: devices, logger: logger)
+        let cors = CORSPolicy(allowedOrigins: options.corsAllowedOrigins)
+        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(cors.wrap(devices.register)))
+        router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(cors.wrap(devices.unregister)))
+        router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(cors.wrap(tickets.stream)))
+        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .collected(cors.wrap(devices.acknowledge)))
+        router.add(.post, "/v1/stream-ticket", maxBodyBytes: 0, .collected(cors.wrap(tickets.issue)))
+        for path in ["/v1/register", "/v1/stream", "/v1/ack", "/v1/stream-ticket"] {
+            router.add(.options, path, maxBodyBytes: 0, .collected(cors.preflight))
+        }
 
         let iid = InstanceIDRoutes(store: store, logger: logger)
         router.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: true) })

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PushRelayCore
+import PushRelayWire
 import PushRelayCrypto
 import PushRelayServer
 import PushRelayStore

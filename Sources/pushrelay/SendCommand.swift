@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HTTPTypes
 import PushRelayCore
+import PushRelayWire
 
 /// `pushrelay send`: posts an FCM legacy message to `/fcm/send`, or with `--v1` an FCM HTTP v1 message to
 /// `messages:send` (after the service account's token exchange at `/token`), built from flags or given raw, and

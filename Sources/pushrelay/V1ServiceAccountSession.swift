@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HTTPTypes
 import PushRelayCore
+import PushRelayWire
 import PushRelayCrypto
 
 /// The sender's side of a service account: reads the file, signs the RS256 JWT (`iss` = client email, `aud` =

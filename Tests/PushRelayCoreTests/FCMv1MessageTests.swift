@@ -1,4 +1,5 @@
 import PushRelayCore
+import PushRelayWire
 import Testing
 
 /// The FCM HTTP v1 `Message`: parsing as Google refuses, and the mapping onto the legacy request and envelope.

@@ -1,4 +1,5 @@
 import PushRelayCore
+import PushRelayWire
 import PushRelayCrypto
 import Testing
 

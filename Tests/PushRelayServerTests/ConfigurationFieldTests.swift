@@ -167,6 +167,14 @@ let fieldCases: [FieldCase] = [
         invalid: ["0", "-10", "10000001", "unlimited"]
     ),
     FieldCase(
+        field: .corsAllowedOrigins,
+        file: (#"["https://shop.example.com", "http://localhost:3000"]"#,
+               #"["https://shop.example.com", "http://localhost:3000"]"#),
+        environment: ("https://a.example, https://b.example:8443", #"["https://a.example", "https://b.example:8443"]"#),
+        flag: ("*", #"["*"]"#),
+        invalid: ["shop.example.com", "https://shop.example.com/", "ftp://x", "https://Shop.example.com", "https://"]
+    ),
+    FieldCase(
         field: .publicURL,
         file: ("\"https://push.example.com/\"", "\"https://push.example.com\""),
         environment: ("http://10.0.0.5:8080", "\"http://10.0.0.5:8080\""),

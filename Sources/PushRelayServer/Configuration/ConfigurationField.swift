@@ -43,6 +43,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case shutdownDrainTimeout = "shutdown_drain_timeout"
     /// ``PushRelayConfiguration/maxConnections``.
     case maxConnections = "max_connections"
+    /// ``PushRelayConfiguration/corsAllowedOrigins``.
+    case corsAllowedOrigins = "cors_allowed_origins"
     /// ``PushRelayConfiguration/publicURL``.
     case publicURL = "public_url"
 
@@ -84,6 +86,7 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .metricsEnabled: "serve /metrics: true or false"
         case .shutdownDrainTimeout: "time allowed to drain on SIGTERM, e.g. 20s"
         case .maxConnections: "connections accepted at once"
+        case .corsAllowedOrigins: "web origins allowed on the device routes, e.g. https://shop.example.com (none)"
         case .publicURL: "base URL senders reach this relay at (token_uri of service accounts)"
         }
     }

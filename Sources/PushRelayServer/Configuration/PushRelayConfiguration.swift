@@ -74,6 +74,12 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Key `max_connections`. Default 200 000; needs `LimitNOFILE=` above it.
     public var maxConnections: Int
 
+    /// Web origins (`https://shop.example.com`, `http://localhost:3000`, or `*` for any) that may call the device
+    /// routes from a browser: CORS preflight and `Access-Control-Allow-Origin` on `/v1/register`, `/v1/stream`,
+    /// `/v1/ack` and `/v1/stream-ticket`. Key `cors_allowed_origins`. Default none: browsers on other origins are
+    /// refused.
+    public var corsAllowedOrigins: [String]
+
     /// The base URL senders reach this relay at, without a trailing `/`: service-account files name
     /// `<public_url>/token` as their `token_uri`, and `/token` accepts only JWTs with that audience. Key `public_url`.
     /// Default: none, derived from the first listener (``effectivePublicURL(boundPort:)``).
@@ -102,6 +108,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.metricsEnabled = true
         self.shutdownDrainTimeout = .seconds(20)
         self.maxConnections = 200_000
+        self.corsAllowedOrigins = []
     }
 
     /// `$STATE_DIRECTORY` when systemd set it (first entry if several), else `/var/lib/pushrelay`.

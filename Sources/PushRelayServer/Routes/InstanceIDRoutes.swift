@@ -5,6 +5,7 @@ import NIOCore
 import PushRelayCore
 import PushRelayHTTP
 import PushRelayStore
+import PushRelayWire
 
 /// The Instance ID server API for topics, authenticated with the server key (or a v1 access token with
 /// `access_token_auth: true`), and the device's own topic routes,

@@ -3,6 +3,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import PushRelayCore
+import PushRelayWire
 import PushRelayHTTP
 import PushRelayStore
 
