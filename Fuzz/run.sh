@@ -33,7 +33,9 @@ sources_core() {
     echo Fuzz/Targets/JSONTarget.swift Fuzz/Targets/FormTarget.swift Fuzz/Targets/ConditionTarget.swift \
         Fuzz/Targets/CoreEntry.swift
 }
-sources_sse() { echo Sources/PushRelayClient/ServerSentEventParser.swift Fuzz/Targets/SSETarget.swift; }
+# Modules a binary imports, each built first from Sources/MODULE/*.swift as a static library.
+modules_core() { echo PushRelayWire; }
+sources_sse() { ls Sources/PushRelayWire/*.swift; echo Fuzz/Targets/SSETarget.swift; }
 sources_config() {
     echo Sources/PushRelayServer/Configuration/ConfigurationFileParser.swift Fuzz/Targets/ConfigurationTarget.swift
 }
@@ -46,34 +48,58 @@ max_len() {
     esac
 }
 
+SWIFTC_FLAGS=(-parse-as-library -sanitize=fuzzer,address -O -g -swift-version 6
+    -enable-upcoming-feature ExistentialAny -enable-upcoming-feature MemberImportVisibility
+    -enable-upcoming-feature InternalImportsByDefault -I .build-fuzz/modules -L .build-fuzz/modules)
+
 # Extra swiftc flags of a binary, from `flags_NAME` when it is defined.
 flags_of() {
     if declare -F "flags_$1" >/dev/null; then "flags_$1"; fi
 }
 
+# Whether OUTPUT is missing or older than one of the files after it.
+stale() {
+    local output=$1 file
+    shift
+    [[ -e $output ]] || return 0
+    for file in "$@"; do [[ $file -nt $output ]] && return 0; done
+    return 1
+}
+
+# Compiles with the shared flags, quietly: the linker's warnings about ASan's local symbols are noise, so the log
+# is shown only when the build fails.
+compile() {
+    local log=$1
+    shift
+    if ! swiftc "${SWIFTC_FLAGS[@]}" "$@" >"$log" 2>&1; then
+        grep -v "Cannot export local symbol" "$log" >&2
+        return 1
+    fi
+}
+
 build() {
-    local target=$1 binary=.build-fuzz/$1
-    local sources
-    sources=$("sources_$target")
-    mkdir -p .build-fuzz
-    local stale=1
-    if [[ -x $binary ]]; then
-        stale=0
-        for file in $sources "$0"; do
-            [[ $file -nt $binary ]] && stale=1
+    local binary=$1 module sources link=() archives=()
+    mkdir -p .build-fuzz/modules
+    if declare -F "modules_$binary" >/dev/null; then
+        for module in $("modules_$binary"); do
+            local archive=.build-fuzz/modules/lib$module.a
+            if stale "$archive" Sources/"$module"/*.swift "$0"; then
+                echo "building fuzz module $module" >&2
+                compile ".build-fuzz/$module.build.log" -module-name "$module" -emit-library -static \
+                    -emit-module -emit-module-path ".build-fuzz/modules/$module.swiftmodule" \
+                    Sources/"$module"/*.swift -o "$archive" || return 1
+            fi
+            link+=("-l$module")
+            archives+=("$archive")
         done
     fi
-    if ((stale)); then
-        echo "building fuzz binary $target" >&2
-        # shellcheck disable=SC2086
-        # The linker's warnings about ASan's local symbols are noise: the log is shown only when the build fails.
-        if ! swiftc -parse-as-library -sanitize=fuzzer,address -O -g -swift-version 6 \
-            -enable-upcoming-feature ExistentialAny -enable-upcoming-feature MemberImportVisibility \
-            -enable-upcoming-feature InternalImportsByDefault \
-            $(flags_of "$target") -module-name "Fuzz_$target" $sources -o "$binary" >".build-fuzz/$target.build.log" 2>&1; then
-            grep -v "Cannot export local symbol" ".build-fuzz/$target.build.log" >&2
-            return 1
-        fi
+    sources=$("sources_$binary")
+    # shellcheck disable=SC2086
+    if stale ".build-fuzz/$binary" $sources "$0" "${archives[@]}"; then
+        echo "building fuzz binary $binary" >&2
+        # shellcheck disable=SC2046,SC2086
+        compile ".build-fuzz/$binary.build.log" $(flags_of "$binary") "${link[@]}" \
+            -module-name "Fuzz_$binary" $sources -o ".build-fuzz/$binary" || return 1
     fi
 }
 

@@ -1,3 +1,5 @@
+import PushRelayWire
+
 // Fuzz target (dispatched by CoreEntry.swift): the JSON parser and the FCM send request built on it
 // (Sources/PushRelayCore), compiled into one module with the core's sources by Fuzz/run.sh. Any crash, trap or
 // sanitizer report is a finding.

@@ -1,4 +1,5 @@
-// libFuzzer target: the client library's event-stream parser (Sources/PushRelayClient/ServerSentEventParser.swift).
+// libFuzzer target: the event-stream parser (Sources/PushRelayWire/ServerSentEventParser.swift), which the client
+// libraries use.
 // The first byte chooses a chunk size, so line ends split across chunks are exercised too.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSSE(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -25,6 +25,8 @@ public final class RelayApplication: Sendable {
         /// How often the store's figures behind `/metrics` (queue depth) and `/readyz` (store readable) are
         /// refreshed (`metrics_interval`); neither route reads the store itself. Default 10 s.
         public var statisticsInterval: Duration = .seconds(10)
+        /// Web origins allowed to call the device routes from a browser (CORS); `*` for any. Default none.
+        public var corsAllowedOrigins: [String] = []
 
         public init() {}
     }
@@ -84,10 +86,16 @@ public final class RelayApplication: Sendable {
         router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
 
         let devices = DeviceRoutes(store: store, hub: hub, metrics: metrics, logger: logger)
-        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(devices.register))
-        router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(devices.unregister))
-        router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(devices.stream))
-        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .collected(devices.acknowledge))
+        let tickets = StreamTicketRoutes(store: store, devices: devices, logger: logger)
+        let cors = CORSPolicy(allowedOrigins: options.corsAllowedOrigins)
+        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(cors.wrap(devices.register)))
+        router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(cors.wrap(devices.unregister)))
+        router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(cors.wrap(tickets.stream)))
+        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .collected(cors.wrap(devices.acknowledge)))
+        router.add(.post, "/v1/stream-ticket", maxBodyBytes: 0, .collected(cors.wrap(tickets.issue)))
+        for path in ["/v1/register", "/v1/stream", "/v1/ack", "/v1/stream-ticket"] {
+            router.add(.options, path, maxBodyBytes: 0, .collected(cors.preflight))
+        }
 
         let iid = InstanceIDRoutes(store: store, logger: logger)
         router.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: true) })

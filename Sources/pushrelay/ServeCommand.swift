@@ -67,6 +67,7 @@ struct ServeCommand: AsyncParsableCommand {
 
         var options = RelayApplication.Options()
         options.heartbeatInterval = configuration.heartbeatInterval
+        options.corsAllowedOrigins = configuration.corsAllowedOrigins
         options.maxSendBodyBytes = configuration.maxSendBodySize
         options.purgeInterval = configuration.purgeInterval
         options.metricsEnabled = configuration.metricsEnabled

@@ -173,6 +173,14 @@ let fieldCases: [FieldCase] = [
         flag: ("10", "10"),
         invalid: ["0", "-10", "10000001", "unlimited"]
     ),
+    FieldCase(
+        field: .corsAllowedOrigins,
+        file: (#"["https://shop.example.com", "http://localhost:3000"]"#,
+               #"["https://shop.example.com", "http://localhost:3000"]"#),
+        environment: ("https://a.example, https://b.example:8443", #"["https://a.example", "https://b.example:8443"]"#),
+        flag: ("*", #"["*"]"#),
+        invalid: ["shop.example.com", "https://shop.example.com/", "ftp://x", "https://Shop.example.com", "https://"]
+    ),
 ]
 
 extension String {

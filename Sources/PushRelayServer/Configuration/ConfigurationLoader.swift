@@ -248,6 +248,10 @@ private struct Builder {
             configuration.listen = try Parse.list(raw).map { text throws(Parse.Failure) in
                 try Parse.listenAddress(text)
             }
+        case .corsAllowedOrigins:
+            configuration.corsAllowedOrigins = try Parse.list(raw).map { text throws(Parse.Failure) in
+                try Parse.origin(text)
+            }
         case .listenTLS:
             configuration.listenTLS = try Parse.list(raw).map { text throws(Parse.Failure) in
                 try Parse.listenAddress(text)
@@ -451,5 +455,5 @@ private struct Builder {
 
 extension ConfigurationField {
     /// Whether the value is a list (comma-separated in the environment, repeatable as a flag).
-    var isList: Bool { self == .listen || self == .listenTLS }
+    var isList: Bool { self == .listen || self == .listenTLS || self == .corsAllowedOrigins }
 }

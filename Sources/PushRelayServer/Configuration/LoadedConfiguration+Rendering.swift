@@ -43,6 +43,7 @@ extension PushRelayConfiguration {
         case .metricsInterval: return Self.quote(Self.renderDuration(metricsInterval))
         case .shutdownDrainTimeout: return Self.quote(Self.renderDuration(shutdownDrainTimeout))
         case .maxConnections: return String(maxConnections)
+        case .corsAllowedOrigins: return Self.renderList(corsAllowedOrigins)
         }
     }
 

@@ -78,6 +78,12 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Key `max_connections`. Default 200 000; needs `LimitNOFILE=` above it.
     public var maxConnections: Int
 
+    /// Web origins (`https://shop.example.com`, `http://localhost:3000`, or `*` for any) that may call the device
+    /// routes from a browser: CORS preflight and `Access-Control-Allow-Origin` on `/v1/register`, `/v1/stream`,
+    /// `/v1/ack` and `/v1/stream-ticket`. Key `cors_allowed_origins`. Default none: browsers on other origins are
+    /// refused.
+    public var corsAllowedOrigins: [String]
+
     /// The configuration with every field at its default, for the given environment (`STATE_DIRECTORY`).
     public init(environment: [String: String] = [:]) {
         self.listen = [ListenAddress(host: "127.0.0.1", port: 8080)]
@@ -101,6 +107,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.metricsInterval = .seconds(10)
         self.shutdownDrainTimeout = .seconds(20)
         self.maxConnections = 200_000
+        self.corsAllowedOrigins = []
     }
 
     /// `$STATE_DIRECTORY` when systemd set it (first entry if several), else `/var/lib/pushrelay`.

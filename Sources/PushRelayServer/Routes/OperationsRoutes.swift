@@ -4,6 +4,7 @@ import NIOCore
 import PushRelayCore
 import PushRelayHTTP
 import PushRelayStore
+import PushRelayWire
 
 /// Whether the node should get traffic.
 final class Readiness: Sendable {
