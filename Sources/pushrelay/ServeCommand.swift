@@ -70,6 +70,8 @@ struct ServeCommand: AsyncParsableCommand {
         options.corsAllowedOrigins = configuration.corsAllowedOrigins
         options.maxSendBodyBytes = configuration.maxSendBodySize
         options.purgeInterval = configuration.purgeInterval
+        options.metricsEnabled = configuration.metricsEnabled
+        options.statisticsInterval = configuration.metricsInterval
         options.publicURL = configuration.effectivePublicURL()
         let relay = RelayApplication(store: store, options: options, exporter: exporter, logger: logger)
         let router = relay.router
@@ -113,6 +115,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         print("pushrelay token endpoint \(relay.publicURL.tokenURI)")
         fflush(nil)  // tests and scripts read the line through a pipe
+        await relay.refreshStatistics()
         relay.markReady()
         try? notifier.ready(status: "listening on \(addresses.map(Self.format).joined(separator: ", "))")
 

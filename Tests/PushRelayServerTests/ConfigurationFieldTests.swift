@@ -153,6 +153,13 @@ let fieldCases: [FieldCase] = [
         invalid: ["maybe", "2", ""]
     ),
     FieldCase(
+        field: .metricsInterval,
+        file: (#""30s""#, #""30s""#),
+        environment: ("5", #""5s""#),
+        flag: ("1m", #""1m""#),
+        invalid: ["-1s", "0s", "often"]
+    ),
+    FieldCase(
         field: .shutdownDrainTimeout,
         file: (#""5s""#, #""5s""#),
         environment: ("45s", #""45s""#),

@@ -299,6 +299,8 @@ private struct Builder {
             configuration.logFormat = try Parse.choice(raw, as: PushRelayConfiguration.LogFormat.self)
         case .metricsEnabled:
             configuration.metricsEnabled = try Parse.boolean(raw)
+        case .metricsInterval:
+            configuration.metricsInterval = try Parse.duration(raw)
         case .shutdownDrainTimeout:
             configuration.shutdownDrainTimeout = try Parse.duration(raw)
         case .maxConnections:

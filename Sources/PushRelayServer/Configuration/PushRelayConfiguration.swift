@@ -66,6 +66,10 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Whether `/metrics` is served. Key `metrics_enabled`. Default `true`.
     public var metricsEnabled: Bool
 
+    /// How often the store's figures behind `/metrics` (queue depth) and `/readyz` (store readable) are refreshed;
+    /// neither route reads the store per request. Key `metrics_interval`. Default 10 s.
+    public var metricsInterval: Duration
+
     /// On SIGTERM, how long in-flight sends and commits may take before the daemon closes anyway.
     /// Key `shutdown_drain_timeout`. Default 20 s; keep it below the unit's `TimeoutStopSec=` (30 s).
     public var shutdownDrainTimeout: Duration
@@ -106,6 +110,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.logLevel = .info
         self.logFormat = .text
         self.metricsEnabled = true
+        self.metricsInterval = .seconds(10)
         self.shutdownDrainTimeout = .seconds(20)
         self.maxConnections = 200_000
         self.corsAllowedOrigins = []
