@@ -6,17 +6,19 @@
 #   Benchmarks/http2.sh                     # defaults: -n 200000 -c 8 -m 32 -t 1
 #   H2LOAD_FLAGS="-n 50000 -c 4 -m 16 -t 1" Benchmarks/http2.sh
 #
-# Needs nghttp2-client and nghttp2-server (scripts/setup.sh --test). Builds the release binary first.
+# Needs nghttp2-client and nghttp2-server (scripts/setup.sh --test). Builds the release binary first. Exits non-zero,
+# without printing a rate, when a request failed or was not answered 2xx over h2c.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/lib/h2load-checked.sh
 
 flags=${H2LOAD_FLAGS:-"-n 200000 -c 8 -m 32 -t 1"}
 skip_build=${SKIP_BUILD:-0}
 
 if [ "$skip_build" != 1 ]; then
-  swift build -c release --product pushrelay >&2
+  swift build -c release --product pushrelay --scratch-path .build-release >&2
 fi
-bin="$(swift build -c release --show-bin-path)/pushrelay"
+bin=${PUSHRELAY_BIN:-"$(swift build -c release --scratch-path .build-release --show-bin-path)/pushrelay"}
 
 work=$(mktemp -d)
 pids=()
@@ -65,11 +67,8 @@ rate() { # pid url [extra h2load args...]
   local pid=$1; shift
   local out before after
   before=$(cpu_ticks "$pid")
-  out=$(h2load $flags "$@" 2>&1)
+  out=$(h2load_checked h2c $flags "$@") || return 1   # failed requests or not h2c: no rate
   after=$(cpu_ticks "$pid")
-  local failed
-  failed=$(echo "$out" | sed -n 's/^requests: .* \([0-9]*\) failed.*/\1/p')
-  if [ "${failed:-1}" != 0 ]; then echo "h2load reported failures:" >&2; echo "$out" >&2; fi
   local r
   r=$(echo "$out" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
   echo "$r $(python3 -c "print(($after - $before) / $ticks_per_second * 1e6 / $requests)")"

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The relay benchmark in one command (issue 4's "Benchmark", issue 6's fan-out when the daemon has topics):
-#   Benchmarks/run-relay.sh [run.py options]        e.g. --perf, --duration 10, --only nchan mosquitto
-# Installs what is missing (Debian: nginx-light, libnginx-mod-nchan, mosquitto, nghttp2-client/-server; PyPI:
-# uvloop), builds the daemon in release mode, starts every server on loopback (nghttpd, pushrelay, nginx + nchan,
-# mosquitto), runs (a)-(d), prints the table with ratios against the peers measured in the same run, and stops
-# everything it started. PUSHRELAY_SKIP_BUILD=1 uses the existing release binary; PUSHRELAY_BIN=path another one.
+# The relay benchmark in one command: issue #10's real-sender shapes (a) 5,000 and (b) 20,000 msg/s beside
+# nginx + nchan and mosquitto, (c) h2load -c 8 -m 1 --h1 and -c 16 -m 32 beside nghttpd / nginx, tokens per request,
+# idle memory per device, issue 6's fan-out.
+#   Benchmarks/run-relay.sh [run.py options]   e.g. --only stream nchan --rates 5000, --perf, --duration 10
+# Installs what is missing (Debian: nginx-light, libnginx-mod-nchan, mosquitto, nghttp2-client/-server, gcc),
+# compiles the generator (Benchmarks/relay/relaygen.c) into .build-bench/, builds the daemon in release mode with its
+# own scratch path (.build-release, so the debug build in .build is left alone), starts every server on loopback,
+# prints the tables with the goals' verdicts and stops everything it started. Exits non-zero when a measurement
+# failed (unsent, failed or lost messages, failed requests, wrong protocol).
+# PUSHRELAY_SKIP_BUILD=1 uses the existing release binary; PUSHRELAY_BIN=path another one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
 
-apt_packages=(nginx-light libnginx-mod-nchan mosquitto nghttp2-client nghttp2-server)
+apt_packages=(nginx-light libnginx-mod-nchan mosquitto nghttp2-client nghttp2-server gcc libc6-dev)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,15 +32,22 @@ fi
 # Benchmark-only Python requirement: uvloop (the generator falls back to asyncio's loop without it).
 python3 -c 'import uvloop' 2>/dev/null || python3 -m pip install -q --disable-pip-version-check uvloop || true
 
+mkdir -p .build-bench
+relaygen=.build-bench/relaygen
+if [ ! -x "$relaygen" ] || [ Benchmarks/relay/relaygen.c -nt "$relaygen" ]; then
+  cc -O2 -Wall -Wextra -Werror -pthread -o "$relaygen" Benchmarks/relay/relaygen.c -lm
+fi
+
 bin_args=()
 if [ -n "${PUSHRELAY_BIN:-}" ]; then
   bin_args=(--pushrelay-bin "$PUSHRELAY_BIN")
 elif [ -d Sources/pushrelay ]; then
+  scratch=(--scratch-path .build-release)
   if [ "${PUSHRELAY_SKIP_BUILD:-0}" != 1 ]; then
-    echo "run-relay: swift build -c release --product pushrelay" >&2
-    swift build -c release --product pushrelay >&2
+    echo "run-relay: swift build -c release --product pushrelay ${scratch[*]}" >&2
+    swift build -c release --product pushrelay "${scratch[@]}" >&2
   fi
-  bin_args=(--pushrelay-bin "$(swift build -c release --show-bin-path)/pushrelay")
+  bin_args=(--pushrelay-bin "$(swift build -c release "${scratch[@]}" --show-bin-path)/pushrelay")
 fi
 
 pids=()
@@ -48,13 +59,13 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-mkdir -p .build
-out="${RELAY_BENCH_OUT:-.build/relay-bench-$(date -u +%Y%m%dT%H%M%SZ).json}"
+out="${RELAY_BENCH_OUT:-.build-bench/relay-bench-$(date -u +%Y%m%dT%H%M%SZ).json}"
 echo "run-relay: load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores" >&2
 # Own process group, so that the trap can end run.py and every server and generator process under it.
-setsid python3 Benchmarks/relay/run.py "${bin_args[@]}" --out "$out" "$@" &
+setsid python3 Benchmarks/relay/run.py "${bin_args[@]}" --relaygen "$relaygen" --out "$out" "$@" &
 pids+=($!)
 status=0
 wait "${pids[0]}" || status=$?
 pids=()
+echo "run-relay: load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 exit "$status"

@@ -11,14 +11,15 @@
 # Needs nghttp2-client, nghttp2-server and openssl (scripts/setup.sh --test). Builds the release binary first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/lib/h2load-checked.sh
 
 flags=${H2LOAD_FLAGS:-"-n 100000 -c 8 -m 32 -t 1"}
 skip_build=${SKIP_BUILD:-0}
 
 if [ "$skip_build" != 1 ]; then
-  swift build -c release --product pushrelay >&2
+  swift build -c release --product pushrelay --scratch-path .build-release >&2
 fi
-bin=${PUSHRELAY_BIN:-"$(swift build -c release --show-bin-path)/pushrelay"}
+bin=${PUSHRELAY_BIN:-"$(swift build -c release --scratch-path .build-release --show-bin-path)/pushrelay"}
 
 work=$(mktemp -d)
 pids=()
@@ -62,11 +63,7 @@ done
 
 rate() { # url [extra h2load args...]
   local out
-  out=$(h2load $flags "$@" 2>&1)
-  local failed
-  failed=$(echo "$out" | sed -n 's/^requests: .* \([0-9]*\) failed.*/\1/p')
-  if [ "${failed:-1}" != 0 ]; then echo "h2load reported failures:" >&2; echo "$out" >&2; fi
-  echo "$out" | grep -q 'Application protocol: h2' || { echo "not h2 over TLS:" >&2; echo "$out" >&2; }
+  out=$(h2load_checked h2 $flags "$@") || return 1   # failed requests or ALPN not h2: no rate
   echo "$out" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p'
 }
 

@@ -1,22 +1,16 @@
 #!/usr/bin/env python3
-"""Load generator for the relay benchmarks: PushRelay, nginx + nchan and mosquitto, driven the same way.
+"""Python side of the relay benchmarks: device registration, idle memory, topic fan-out, process accounting.
 
-Latency (`latency`): N subscribers hold one stream each (PushRelay: `GET /v1/stream` over HTTP/1.1 SSE;
-nchan: `GET /sub/ch<k>` EventSource; mosquitto: MQTT 3.1.1, clean_session=0, QoS 1 subscription to ch<k>),
-spread over several subscriber processes. Publisher processes send at a fixed open-loop rate (message i is due at
-start + i/rate, whether or not earlier sends have been answered), message i to subscriber i mod N (PushRelay:
-`POST /fcm/send` with that device's token; nchan: `POST /pub?id=ch<k>`; mosquitto: QoS 1 PUBLISH to ch<k>).
-Every message carries its sequence number `lg_i` and its send time `lg_t` (CLOCK_MONOTONIC ns, taken just
-before the request is written); latency = time the subscriber process read it - `lg_t`. Percentiles are exact
-(nearest rank over every sample), not estimated.
+The send-to-receive runs (the real-sender shape of issue #10: a few keep-alive senders on an open-loop
+schedule, 1,000 listeners) are driven by `relaygen.c`, not from here: a Python publisher stamped each message
+when it found a free connection, so the time a message waited for one was dropped (coordinated omission), and one
+publisher process topped out near 9,000-12,000 HTTP publishes/s on this machine.
 
-PushRelay subscribers acknowledge with `POST /v1/ack {"ids": [...]}` (Bearer device secret) on a small pool
-of keep-alive connections per subscriber process, batched per device once per `--ack-interval` (default 1 s),
-staggered over the interval so that acks do not arrive as one burst. mosquitto subscribers PUBACK every message
-(QoS 1). nchan has no acknowledgement.
-
-Idle memory (`idle`): C clients connect and stay idle; the server's memory (PSS summed over the server's
+Idle memory (`run_idle`): C clients connect and stay idle; the server's memory (PSS summed over the server's
 processes) is read before and after.
+
+Topic fan-out (`run_fanout`): one send to a topic, subscriber processes (`subscriber_main`) hold the streams
+(PushRelay: `GET /v1/stream` over HTTP/1.1 SSE) and record when the message arrives.
 
 Everything here talks to loopback addresses only, and every loop is bounded in count and in time.
 """
@@ -58,7 +52,6 @@ NOTIFICATION_JSON = json.dumps(SCENARIO_NOTIFICATION, separators=(",", ":"))
 LG_I = re.compile(rb'"lg_i"\s*:\s*"?(\d+)')
 LG_T = re.compile(rb'"lg_t"\s*:\s*"?(\d+)')
 SSE_ID = re.compile(rb"(?m)^id: ?([^\n]*)")
-SUCCESS_ONE = re.compile(rb'"success"\s*:\s*1\b')
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -370,11 +363,6 @@ def mqtt_subscribe(pid: int, topic: str, qos: int = 1) -> bytes:
     return b"\x82" + mqtt_varint(len(body)) + body
 
 
-def mqtt_publish_qos1(pid: int, topic: bytes, payload: bytes) -> bytes:
-    body = mqtt_str(topic) + pid.to_bytes(2, "big") + payload
-    return b"\x32" + mqtt_varint(len(body)) + body
-
-
 class MQTTClient(asyncio.Protocol):
     """Parses MQTT packets; PUBACKs every QoS 1 PUBLISH it receives; hands payloads and acks to callbacks."""
 
@@ -637,17 +625,7 @@ async def subscriber_run(cfg: dict, indices: list, ready_q, stop_ev, counter) ->
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Publisher processes
-
-
-def publisher_main(cfg: dict, pub_index: int, start_ns: int, result_q) -> None:
-    loop = new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
-        result = loop.run_until_complete(publisher_run(cfg, pub_index, start_ns))
-    except Exception as e:
-        result = {"error": repr(e)}
-    result_q.put(result)
+# The message body (the fan-out run sends one; relaygen.c writes the same body for the real-sender runs)
 
 
 BODY_A = b'"priority":"high","notification":' + NOTIFICATION_JSON.encode() + b',"data":{"lg_i":"'
@@ -659,255 +637,6 @@ def message_body(i: int, ts: int, prefix: bytes = b"{") -> bytes:
     """The message: the scenario's notification plus data {lg_i, lg_t}; prefix is b'{' or b'{"to":"<token>",'."""
     return b"".join((prefix, BODY_A, str(i).encode(), BODY_B, str(ts).encode(), BODY_C))
 
-
-async def publisher_run(cfg: dict, p: int, start_ns: int) -> dict:
-    target = cfg["target"]
-    host, port = cfg["host"], cfg["port"]
-    n_pub = cfg["pub_procs"]
-    n_subs = cfg["subscribers"]
-    rate = cfg["rate"] / n_pub
-    total = int(min(cfg["count"], cfg["rate"] * cfg["duration"]) // n_pub)
-    interval = 1e9 / rate
-    devices = cfg.get("devices") or []
-    sources = cfg.get("sources") or [None]
-    loop = asyncio.get_running_loop()
-
-    ok = 0
-    failed = 0
-    statuses = collections.Counter()
-    first_errors = []
-    resp_lat = array.array("q")
-    lag = array.array("q")
-    backlog = collections.deque()
-    free = collections.deque()
-
-    # Per-channel request heads and body prefixes, built once: the send path only joins bytes.
-    if target == "pushrelay":
-        head = (f"POST /fcm/send HTTP/1.1\r\nHost: {host}\r\nAuthorization: key={cfg['server_key']}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: ").encode()
-        heads = [head] * n_subs
-        prefixes = [f'{{"to":"{d["token"]}",'.encode() for d in devices[:n_subs]]
-    elif target == "nchan":
-        heads = [(f"POST /pub?id=ch{k} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-                  f"Content-Length: ").encode() for k in range(n_subs)]
-        prefixes = [b"{"] * n_subs
-    topics = [f"ch{k}".encode() for k in range(n_subs)]
-
-    def on_done(conn, ts, status, body):
-        nonlocal ok, failed
-        resp_lat.append(now_ns() - ts)
-        statuses[status] += 1
-        good = 200 <= status < 300 and (target != "pushrelay" or SUCCESS_ONE.search(body) is not None)
-        if good:
-            ok += 1
-        else:
-            failed += 1
-            if len(first_errors) < 5:
-                first_errors.append(f"{status} {body[:300]!r}")
-        if not conn.closed:
-            if backlog:
-                send_http(conn, backlog.popleft())
-            else:
-                free.append(conn)
-
-    def send_http(conn, seq):
-        i = seq * n_pub + p
-        k = i % n_subs
-        ts = now_ns()
-        lag.append(ts - (start_ns + int(seq * interval)))
-        body = message_body(i, ts, prefixes[k])
-        data = b"".join((heads[k], str(len(body)).encode(), b"\r\n\r\n", body))
-        conn.request(data, lambda status, rbody: on_done(conn, ts, status, rbody))
-
-    # MQTT: QoS 1 publishes pipelined on a few connections, at most `window` unacknowledged per connection.
-    window = cfg.get("mqtt_window", 256)
-    inflight = {}
-
-    class Pub:
-        pass
-
-    def make_puback(pub):
-        def on_puback(pid):
-            nonlocal ok, failed
-            if pid < 0:
-                pub.closed = True
-                return
-            ts = pub.inflight.pop(pid, None)
-            if ts is None:
-                return
-            resp_lat.append(now_ns() - ts)
-            ok += 1
-            if backlog and len(pub.inflight) < window:
-                send_mqtt(pub, backlog.popleft())
-            elif len(pub.inflight) < window and pub not in free:
-                free.append(pub)
-        return on_puback
-
-    def send_mqtt(pub, seq):
-        i = seq * n_pub + p
-        k = i % n_subs
-        ts = now_ns()
-        lag.append(ts - (start_ns + int(seq * interval)))
-        pub.pid = pub.pid % 65535 + 1
-        pub.inflight[pub.pid] = ts
-        pub.proto.transport.write(mqtt_publish_qos1(pub.pid, topics[k], message_body(i, ts)))
-
-    n_conns = cfg["conns"]
-    if target == "mqtt":
-        for c in range(n_conns):
-            pub = Pub()
-            pub.pid = 0
-            pub.inflight = {}
-            pub.closed = False
-            src = sources[c % len(sources)]
-            _, proto = await loop.create_connection(
-                lambda: MQTTClient(f"pub{p}-{c}-{os.getpid()}", True, None, on_puback=make_puback(pub)),
-                host, port, local_addr=(src, 0) if src else None)
-            if await asyncio.wait_for(proto.ready, 30) != 1:
-                raise RuntimeError("mqtt publisher could not connect")
-            pub.proto = proto
-            free.append(pub)
-        send = send_mqtt
-    else:
-        for c in range(n_conns):
-            free.append(await open_http(host, port, sources[c % len(sources)]))
-        send = send_http
-
-    # Open-loop schedule: message seq is due at start + seq * interval.
-    delay = (start_ns - now_ns()) / 1e9
-    if delay > 0:
-        await asyncio.sleep(delay)
-    hard_end = start_ns + int((cfg["duration"] + cfg.get("drain", 10) + 10) * 1e9)
-    seq = 0
-    cpu0 = sum(os.times()[:2])
-    while True:
-        t = now_ns()
-        if t > hard_end:
-            break
-        due = min(total, int((t - start_ns) / interval) + 1)
-        while seq < due:
-            backlog.append(seq)
-            seq += 1
-        while backlog and free:
-            conn = free.popleft()
-            if target == "mqtt":
-                send(conn, backlog.popleft())
-                if len(conn.inflight) < window:
-                    free.append(conn)
-            else:
-                send(conn, backlog.popleft())
-        if seq >= total and not backlog:
-            break
-        await asyncio.sleep(0.001)  # uvloop timers have 1 ms resolution; shorter sleeps spin
-    send_end = now_ns()
-    # Wait for the last answers, bounded.
-    while ok + failed < seq - len(backlog) and now_ns() < hard_end:
-        await asyncio.sleep(0.005)
-    cpu = sum(os.times()[:2]) - cpu0
-    lag_sorted = sorted(lag)
-    return {
-        "scheduled": total,
-        "sent": len(lag),
-        "ok": ok,
-        "failed": failed,
-        "unsent": total - len(lag),
-        "statuses": dict(statuses),
-        "first_errors": first_errors,
-        "send_s": (send_end - start_ns) / 1e9,
-        "resp": summarize(resp_lat),
-        "lag_p99_us": lag_sorted[int(0.99 * (len(lag_sorted) - 1))] / 1000 if lag_sorted else 0,
-        "lag_max_us": lag_sorted[-1] / 1000 if lag_sorted else 0,
-        "cpu_s": cpu,
-    }
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Coordinator for a latency run
-
-
-def run_latency(cfg: dict) -> dict:
-    """Starts subscriber processes, waits until every stream is open, runs the publishers, drains, merges."""
-    check_loopback(cfg["host"])
-    ctx = mp.get_context("fork")
-    n = cfg["subscribers"]
-    sp = max(1, cfg["sub_procs"])
-    ready_q, result_q, pub_q = ctx.Queue(), ctx.Queue(), ctx.Queue()
-    stop_ev = ctx.Event()
-    counters = [ctx.Value("q", 0, lock=False) for _ in range(sp)]
-    subs = []
-    for j in range(sp):
-        idx = list(range(j, n, sp))
-        pr = ctx.Process(target=subscriber_main, args=(cfg, idx, ready_q, stop_ev, counters[j], result_q),
-                         daemon=True)
-        pr.start()
-        subs.append(pr)
-    pubs = []
-    out = {"config": {k: v for k, v in cfg.items() if k not in ("devices", "server_key")}}
-    try:
-        connected = 0
-        errors = []
-        for _ in range(sp):
-            kind, c, err = ready_q.get(timeout=cfg.get("connect_timeout", 120))
-            connected += c
-            if err:
-                errors.append(err)
-        out["connected"] = connected
-        if connected < n:
-            out["error"] = f"only {connected}/{n} subscribers connected: {errors[:1]}"
-            return out
-        time.sleep(cfg.get("settle", 1.0))
-        start_ns = now_ns() + int(0.3e9)
-        load0 = os.getloadavg()
-        srv0 = proc_cpu(cfg.get("server_pids") or [])
-        thr0 = {p: thread_cpu(p) for p in cfg.get("server_pids") or []}
-        for p in range(cfg["pub_procs"]):
-            pr = ctx.Process(target=publisher_main, args=(cfg, p, start_ns, pub_q), daemon=True)
-            pr.start()
-            pubs.append(pr)
-        pub_results = [pub_q.get(timeout=cfg["duration"] + cfg.get("drain", 10) + 60)
-                       for _ in range(cfg["pub_procs"])]
-        ok = sum(r.get("ok", 0) for r in pub_results)
-        # Drain: wait until the subscribers hold every accepted message, bounded.
-        drain_end = time.monotonic() + cfg.get("drain", 10)
-        while time.monotonic() < drain_end and sum(c.value for c in counters) < ok:
-            time.sleep(0.05)
-        wall = (now_ns() - start_ns) / 1e9
-        srv1 = proc_cpu(cfg.get("server_pids") or [])
-        out["server_threads"] = {p: thread_usage(thr0[p], thread_cpu(p), (now_ns() - start_ns) / 1e9)
-                                 for p in thr0}
-        out["loadavg_during"] = os.getloadavg()
-        out["loadavg_before"] = load0
-        stop_ev.set()
-        sub_results = [result_q.get(timeout=60) for _ in range(sp)]
-    finally:
-        stop_ev.set()
-        for pr in subs + pubs:
-            pr.join(timeout=10)
-            if pr.is_alive():
-                pr.terminate()
-    lat = array.array("q")
-    for r in sub_results:
-        if "lat" in r:
-            lat.frombytes(r.pop("lat"))
-    out["publishers"] = pub_results
-    out["subscribers"] = sub_results
-    out["sent_ok"] = ok
-    out["received"] = sum(r.get("received", 0) for r in sub_results)
-    out["sent"] = sum(r.get("sent", 0) for r in pub_results)
-    # Accepted (answered 2xx) but never received. A message written but cut off before its answer (the publisher's
-    # time limit) may still arrive, so received can exceed the accepted count in an overloaded run.
-    out["missing"] = max(0, ok - out["received"])
-    out["duplicates"] = sum(r.get("duplicates", 0) for r in sub_results)
-    out["latency"] = summarize(lat)
-    send_s = max((r.get("send_s", 0) for r in pub_results), default=0)
-    out["achieved_rate"] = sum(r.get("sent", 0) for r in pub_results) / send_s if send_s else 0
-    out["server_cpu_s"] = srv1 - srv0
-    out["server_cpu_per_msg_us"] = (srv1 - srv0) / ok * 1e6 if ok else 0
-    out["server_cores"] = (srv1 - srv0) / wall if wall else 0
-    out["wall_s"] = wall
-    out["generator_cpu_s"] = {"publishers": [r.get("cpu_s") for r in pub_results],
-                              "subscribers": [r.get("cpu_s") for r in sub_results]}
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1256,22 +985,6 @@ def run_fanout(cfg: dict) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    lat = sub.add_parser("latency", help="send-to-receive latency at a fixed rate")
-    lat.add_argument("--target", choices=["pushrelay", "nchan", "mqtt"], required=True)
-    lat.add_argument("--host", default="127.0.0.1")
-    lat.add_argument("--port", type=int, required=True)
-    lat.add_argument("--subscribers", type=int, default=1000)
-    lat.add_argument("--rate", type=float, default=5000)
-    lat.add_argument("--duration", type=float, default=10)
-    lat.add_argument("--count", type=int, default=10_000_000)
-    lat.add_argument("--sub-procs", type=int, default=1)
-    lat.add_argument("--pub-procs", type=int, default=1)
-    lat.add_argument("--conns", type=int, default=32, help="connections per publisher process")
-    lat.add_argument("--devices", help="JSON file of [{token, secret}] (pushrelay)")
-    lat.add_argument("--server-key", help="server key (pushrelay)")
-    lat.add_argument("--ack-interval", type=float, default=1.0)
-    lat.add_argument("--server-pid", type=int, action="append", default=[])
-    lat.add_argument("--drain", type=float, default=10)
     reg = sub.add_parser("register", help="register PushRelay devices, print JSON")
     reg.add_argument("--host", default="127.0.0.1")
     reg.add_argument("--port", type=int, required=True)
@@ -1279,16 +992,7 @@ def main() -> None:
     reg.add_argument("--project", required=True)
     reg.add_argument("--count", type=int, default=1000)
     args = ap.parse_args()
-    if args.cmd == "latency":
-        cfg = {"target": args.target, "host": args.host, "port": args.port, "subscribers": args.subscribers,
-               "rate": args.rate, "duration": args.duration, "count": args.count, "sub_procs": args.sub_procs,
-               "pub_procs": args.pub_procs, "conns": args.conns, "ack_interval": args.ack_interval,
-               "server_pids": args.server_pid, "drain": args.drain, "server_key": args.server_key}
-        if args.devices:
-            with open(args.devices) as f:
-                cfg["devices"] = json.load(f)
-        print(json.dumps(run_latency(cfg), indent=1))
-    elif args.cmd == "register":
+    if args.cmd == "register":
         loop = new_event_loop()
         devices = loop.run_until_complete(register_devices(args.host, args.port, args.client_key, args.project,
                                                            args.count))

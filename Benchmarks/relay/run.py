@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""Runs the relay benchmark, (a)-(d) of issue 4 and the topic fan-out of issue 6, and prints one table.
+"""Runs the relay benchmark and prints one table, with every peer measured in the same run.
 
-(a) durable single-token sends/s: h2load POSTs the scenario body to /fcm/send; nghttpd with the same flags.
-(b) send-to-receive latency with 1,000 connected listeners at 5,000 and 20,000 msg/s: PushRelay, nginx + nchan
-    and mosquitto, driven by loadgen.py in this same run.
-(c) (a) with 1, 10, 100 and 1,000 tokens per request (registration_ids).
-(d) server memory per idle connected device at 10,000 devices (several client processes, several loopback
-    source addresses), and the projection for 200,000.
-(e) issue 6 fan-out: a topic send to 10,000 / 100,000 subscribers (only if the daemon has topics).
+Issue #10's shapes (goals printed with a verdict at the end):
+  real senders  8 HTTP/1.1 keep-alive sender connections without pipelining (mosquitto: 8 connections, one QoS 1
+                PUBLISH unacknowledged at a time), 1,000 devices each holding a stream (PushRelay: HTTP/1.1 SSE,
+                acknowledged with POST /v1/ack once a second; nchan: EventSource; mosquitto: QoS 1 persistent
+                sessions), messages on an open-loop schedule to random devices for --duration s, at each of
+                --rates (default 5,000 = goal (a) and 20,000 = goal (b)). Driven by relaygen.c (C, two threads);
+                latency counts from each message's scheduled send time; unsent, failed, unanswered and lost
+                messages fail the run; server CPU per delivered message for every system; the generator's CPU.
+  h2load        (c): `h2load -D 10 -c 8 -m 1 --h1` and `-c 16 -m 32` (HTTP/2) POSTing one registered token to
+                /fcm/send; the same flags against nghttpd (HTTP/2) and, for --h1 (nghttpd speaks only HTTP/2),
+                nginx answering a fixed FCM response. A run with a failed request, a non-2xx answer or the wrong
+                protocol (h2c / http/1.1) fails.
+Also: tokens per request (registration_ids of 1, 10, 100, 1,000; the HTTP/2 flags), server memory per idle
+connected device at 10,000 devices (and the projection for 200,000), and issue 6's topic fan-out.
 
 Every server is started here, on loopback, and stopped on exit. Results go to --out as JSON and the table to stdout.
+The exit status is 1 when any measurement failed (the table says which and why).
 """
 from __future__ import annotations
 
@@ -18,6 +26,7 @@ import asyncio
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import sqlite3
@@ -69,36 +78,55 @@ def stop(server) -> None:
 # h2load
 
 
-def h2load(url: str, body_file: str, headers: list, n: int, c: int, m: int, t: int = 1) -> dict:
+def h2load(url: str, body_file: str, headers: list, flags: str, duration: float | None = None,
+           n: int | None = None) -> dict:
+    """One h2load run: `h2load -D duration` (or `-n n`) with flags, -t 1. Sets "failure" when a request failed,
+    was not answered 2xx, or the protocol was not the one asked (h2c without --h1, http/1.1 with it)."""
     loadgen.check_loopback("127.0.0.1")
-    argv = ["h2load", "-n", str(n), "-c", str(c), "-m", str(m), "-t", str(t), "-d", body_file]
+    argv = ["h2load", *(["-D", f"{duration:g}"] if duration else ["-n", str(n)]), *flags.split(), "-t", "1",
+            "-d", body_file]
     for h in headers:
         argv += ["-H", h]
     argv.append(url)
     load0 = os.getloadavg()[0]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     out = p.stdout
-    r = {"argv": " ".join(a if " " not in a else repr(a) for a in argv), "loadavg1": load0}
+    r = {"argv": " ".join(a if " " not in a else repr(a) for a in argv), "flags": flags, "loadavg1": load0}
     m_ = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", out)
     if m_:
         secs = float(m_.group(1)) / (1000 if m_.group(2) == "ms" else 1)
         r.update(seconds=secs, req_per_s=float(m_.group(3)))
-    m_ = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored",
-                   out)
+    m_ = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored"
+                   r"(?:, (\d+) timeout)?", out)
     if m_:
         r.update(done=int(m_.group(3)), succeeded=int(m_.group(4)), failed=int(m_.group(5)),
-                 errored=int(m_.group(6)))
+                 errored=int(m_.group(6)), timeout=int(m_.group(7) or 0))
     m_ = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
     if m_:
-        r.update(s2xx=int(m_.group(1)), s4xx=int(m_.group(3)), s5xx=int(m_.group(4)))
+        r.update(s2xx=int(m_.group(1)), s3xx=int(m_.group(2)), s4xx=int(m_.group(3)), s5xx=int(m_.group(4)))
+    m_ = re.search(r"Application protocol: (\S+)", out)
+    r["protocol"] = m_.group(1) if m_ else None
     m_ = re.search(r"time for request:\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)", out)
     if m_:
         unit = {"us": 1e-3, "ms": 1, "s": 1e3}
         r.update(req_time_min_ms=float(m_.group(1)) * unit[m_.group(2)],
                  req_time_max_ms=float(m_.group(3)) * unit[m_.group(4)],
                  req_time_mean_ms=float(m_.group(5)) * unit[m_.group(6)])
-    if "req_per_s" not in r:
-        r["error"] = (out + p.stderr)[-800:]
+    want = "http/1.1" if "--h1" in flags.split() else "h2c"
+    problems = []
+    if p.returncode != 0:
+        problems.append(f"h2load exited {p.returncode}")
+    if not r.get("done"):
+        problems.append("no request done")
+    if r.get("failed") or r.get("errored") or r.get("timeout"):
+        problems.append(f"{r.get('failed')} failed, {r.get('errored')} errored, {r.get('timeout')} timeout")
+    if r.get("done") and r.get("s2xx") != r.get("done"):
+        problems.append(f"{r.get('done', 0) - r.get('s2xx', 0)} answers not 2xx")
+    if r["protocol"] != want:
+        problems.append(f"protocol {r['protocol']}, not {want}")
+    if problems:
+        r["failure"] = "; ".join(problems)
+        r["output"] = (out + p.stderr)[-1500:]
     return r
 
 
@@ -134,33 +162,78 @@ def register(port: int, project: dict, count: int) -> list:
         loop.close()
 
 
-def latency_cfg(target: str, port: int, rate: int, args, server_pids: list, devices=None, key=None) -> dict:
-    pub_procs = 1 if rate <= args.rate_per_publisher else 2
-    return {
-        "target": target, "host": "127.0.0.1", "port": port, "subscribers": args.listeners, "rate": rate,
-        "duration": args.duration, "count": 10_000_000, "sub_procs": args.sub_procs, "pub_procs": pub_procs,
-        "conns": 2 if target == "mqtt" else args.conns, "ack_interval": args.ack_interval,
-        "server_pids": server_pids, "drain": 10, "devices": devices, "server_key": key,
-        "settle": 1.0,
-    }
+def real_senders(target: str, port: int, rate: int, args, pids: list, devices=None, key=None,
+                 sync_pid: int | None = None, senders: int | None = None) -> dict:
+    """Issue #10's real-sender shape through relaygen (C): 8 keep-alive senders, one request in flight each, on an
+    open-loop schedule to random devices; 1,000 listeners. Server CPU is read between relaygen's "go" and
+    "finished" (sending, draining, the last acknowledgements), and divided by the messages delivered."""
+    senders = senders or args.senders
+    log(f"real senders, {target}: {senders} senders, {args.listeners} listeners, {rate} msg/s for "
+        f"{args.duration} s")
+    argv = [args.relaygen, "--target", target, "--port", str(port), "--rate", str(rate), "--duration",
+            str(args.duration), "--drain", str(args.drain), "--senders", str(senders), "--listeners",
+            str(args.listeners), "--ack-interval", str(args.ack_interval), "--seed", str(args.seed)]
+    if devices is not None:
+        path = os.path.join(args.work_dir, f"devices-{port}.txt")
+        with open(path, "w") as f:
+            f.writelines(f"{d['token']} {d['secret']}\n" for d in devices)
+        argv += ["--devices", path, "--server-key", key]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    out = {"argv": " ".join(argv[:1] + [os.path.basename(a) if a.startswith("/") else a for a in argv[1:]])}
 
+    def line(timeout: float) -> str:
+        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        text = proc.stdout.readline() if ready else ""
+        if not text.strip() or text.startswith("error"):
+            proc.kill()
+            raise RuntimeError(f"relaygen ({target}): {text.strip() or 'no answer within ' + str(timeout) + ' s'}")
+        return text.strip()
 
-def latency(target: str, port: int, rate: int, args, pids: list, devices=None, key=None) -> dict:
-    log(f"(b) {target}: {args.listeners} listeners, {rate} msg/s for {args.duration} s")
-    r = loadgen.run_latency(latency_cfg(target, port, rate, args, pids, devices, key))
-    lat = r.get("latency", {})
-    log(f"    sent ok {r.get('sent_ok')}, received {r.get('received')}, missing {r.get('missing')}, "
-        f"p50 {lat.get('p50_us', 0):.0f} us, p99 {lat.get('p99_us', 0):.0f} us, "
-        f"p999 {lat.get('p999_us', 0):.0f} us, max {lat.get('max_us', 0):.0f} us, "
-        f"achieved {r.get('achieved_rate', 0):.0f}/s, load {r.get('loadavg_during', ['?'])[0]}"
-        + (f" ERROR {r['error']}" if r.get("error") else ""))
-    if r.get("server_threads"):
-        log(f"    server used {r.get('server_cores', 0):.2f} cores; busiest threads "
-            f"{list(r['server_threads'].values())[0][:4]}")
-    for p in r.get("publishers", []):
-        if p.get("first_errors") or p.get("error"):
-            log(f"    publisher errors: {p.get('error') or p.get('first_errors')[:2]}")
-    return r
+    try:
+        line(120)  # "ready": every stream and sender connection is up
+        time.sleep(args.settle)
+        load0 = os.getloadavg()
+        cpu0, thr0 = loadgen.proc_cpu(pids), {p: loadgen.thread_cpu(p) for p in pids}
+        syncs = SyncCounter(sync_pid) if sync_pid else None
+        t0 = time.monotonic()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        line(args.duration + 2 * args.drain + 30)  # "finished"
+        wall = time.monotonic() - t0
+        cpu1 = loadgen.proc_cpu(pids)
+        fsyncs = syncs.stop() if syncs else None
+        out["server_threads"] = {p: loadgen.thread_usage(thr0[p], loadgen.thread_cpu(p), wall) for p in pids}
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        text, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out.update(json.loads(text))
+    out["loadavg_before"], out["loadavg_after"] = load0, os.getloadavg()
+    out["server_cpu_s"] = cpu1 - cpu0
+    out["server_cores"] = (cpu1 - cpu0) / wall
+    out["server_cpu_per_delivered_us"] = (cpu1 - cpu0) / out["received"] * 1e6 if out["received"] else None
+    if fsyncs:
+        out["fsyncs"] = fsyncs
+        out["sends_per_fsync"] = out["ok"] / fsyncs
+    problems = [f"{out[k]:,} {k}" for k in ("unsent", "failed", "unanswered", "lost") if out.get(k)]
+    if out.get("lost_streams"):
+        problems.append(f"{out['lost_streams']} streams closed")
+    if out.get("ack", {}).get("failed"):
+        problems.append(f"{out['ack']['failed']} acknowledgements failed ({out['ack']['first_error']})")
+    if out["received"] < out["scheduled"] and not problems:
+        problems.append(f"only {out['received']:,} of {out['scheduled']:,} delivered")
+    if problems:
+        out["failure"] = "; ".join(problems) + (f" (first error: {out['first_error']})" if out.get("first_error")
+                                                else "")
+    lat, lag, g = out["latency"], out["schedule_lag"], out["generator"]
+    log(f"    sent {out['sent']:,}/{out['scheduled']:,} ({out['send_rate']:,.0f}/s), ok {out['ok']:,}, received "
+        f"{out['received']:,}; latency from schedule p50 {lat.get('p50_us', 0):,.0f} p99 {lat.get('p99_us', 0):,.0f} "
+        f"max {lat.get('max_us', 0):,.0f} us; lag p99 {lag.get('p99_us', 0):,.0f} us; server "
+        f"{out['server_cores']:.2f} cores, {out['server_cpu_per_delivered_us'] or 0:.1f} us/msg; generator "
+        f"{g['cores']:.2f} cores" + (f"; FAILED: {out['failure']}" if out.get("failure") else ""))
+    return out
 
 
 def idle(target: str, port: int, pids: list, args, devices=None) -> dict:
@@ -185,38 +258,55 @@ def perf_record(pid: int, seconds: float, out_dir: str, name: str) -> subprocess
 
 
 def perf_summary(out_dir: str, name: str, limit: int = 25) -> str:
+    """The daemon's samples by thread, by object, then by symbol (self time, >= 1 %)."""
     data = os.path.join(out_dir, f"perf-{name}.data")
     if not os.path.exists(data):
         return ""
-    p = subprocess.run(["perf", "report", "-i", data, "--no-demangle", "--no-children", "--sort", "dso,symbol",
-                        "--stdio",
-                        "--percent-limit", "1", "-g", "none"], capture_output=True, text=True, timeout=300,
-                       stdin=subprocess.DEVNULL)
-    text = p.stdout
-    try:  # Swift symbols are mangled; swift-demangle (with the toolchain) makes them readable
-        text = subprocess.run(["swift-demangle", "--simplified"], input=text, capture_output=True, text=True,
-                              timeout=120).stdout or text
-    except (OSError, subprocess.SubprocessError):
-        pass
-    lines = [ln[:200] for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
-    return "\n".join(lines[:limit])
+
+    def report(sort: str, lines: int) -> str:
+        p = subprocess.run(["perf", "report", "-i", data, "--no-demangle", "--no-children", "--sort", sort,
+                            "--stdio", "--percent-limit", "1", "-g", "none"], capture_output=True, text=True,
+                           timeout=300, stdin=subprocess.DEVNULL)
+        text = p.stdout
+        try:  # Swift symbols are mangled; swift-demangle (with the toolchain) makes them readable
+            text = subprocess.run(["swift-demangle", "--simplified"], input=text, capture_output=True, text=True,
+                                  timeout=120).stdout or text
+        except (OSError, subprocess.SubprocessError):
+            pass
+        kept = [ln.rstrip()[:200] for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+        return "\n".join(kept[:lines])
+
+    return (f"by thread:\n{report('comm', 10)}\nby object:\n{report('dso', 12)}\n"
+            f"by symbol:\n{report('dso,symbol', limit)}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The phases
 
 
-def phase_nghttpd(work: str, body_file: str, args, res: dict) -> None:
-    s = start(servers.start_nghttpd(work, FCM_RESPONSE))
-    log(f"(a) nghttpd ceiling on :{s.port}")
-    res["a_nghttpd"] = h2load(f"http://127.0.0.1:{s.port}/fcm/send", body_file,
-                              ["Content-Type: application/json", "Authorization: key=none"],
-                              args.h2_n, args.h2_c, args.h2_m)
-    log(f"    {res['a_nghttpd'].get('req_per_s')} req/s")
-    stop(s)
+def phase_ceilings(work: str, body_file: str, args, res: dict) -> None:
+    """The C servers with the same h2load flags: nghttpd (HTTP/2) and, for --h1, nginx (one worker) answering
+    the fixed FCM response, since nghttpd speaks only HTTP/2."""
+    headers = ["Content-Type: application/json", "Authorization: key=none"]
+    res["c_ceiling"] = {}
+    for flags in args.h2load:
+        h1 = "--h1" in flags.split()
+        s = start(servers.start_nginx_fixed(work, "/fcm/send", FCM_RESPONSE) if h1
+                  else servers.start_nghttpd(work, FCM_RESPONSE))
+        name = "nginx (1 worker)" if h1 else "nghttpd"
+        cpu0 = loadgen.proc_cpu([s.pid])
+        r = h2load(f"http://127.0.0.1:{s.port}/fcm/send", body_file, headers, flags, args.h2_duration)
+        r["server"] = name
+        r["server_cpu_per_request_us"] = ((loadgen.proc_cpu([s.pid]) - cpu0) / r["done"] * 1e6
+                                          if r.get("done") else None)
+        res["c_ceiling"][flags] = r
+        log(f"(c) {name}, h2load {flags}: {r.get('req_per_s')} req/s"
+            + (f" FAILED: {r['failure']}" if r.get("failure") else ""))
+        stop(s)
 
 
 def phase_pushrelay_sends(work: str, args, res: dict) -> None:
+    """(c): durable single-token sends with each h2load shape; then tokens per request (registration_ids)."""
     data = os.path.join(work, "pushrelay-sends")
     s = start(servers.start_pushrelay(args.pushrelay_bin, work, data))
     project = servers.pushrelay_project(args.pushrelay_bin, data, "bench")
@@ -227,49 +317,53 @@ def phase_pushrelay_sends(work: str, args, res: dict) -> None:
     # Check the answer once before measuring: a 200 that is not success:1 would make the figure meaningless.
     status, body = post_json(s.port, "/fcm/send", {"Authorization": f"key={key}"},
                              {**SCENARIO_BODY, "to": devices[0]["token"]})
-    res["a_check"] = {"status": status, "body": body[:300].decode(errors="replace")}
-    log(f"(a) pushrelay check: {status} {body[:200]!r}")
+    res["c_check"] = {"status": status, "body": body[:300].decode(errors="replace")}
+    log(f"(c) pushrelay check: {status} {body[:200]!r}")
+    if status != 200 or b'"success":1' not in body:
+        raise RuntimeError(f"/fcm/send answered {status} {body[:200]!r}")
     body_file = os.path.join(work, "single.json")
     with open(body_file, "w") as f:
         json.dump({**SCENARIO_BODY, "to": devices[0]["token"]}, f)
-    rec = perf_record(s.pid, 8, work, "sends") if args.perf else None
-    cpu0 = loadgen.proc_cpu([s.pid])
-    thr0 = loadgen.thread_cpu(s.pid)
-    c0 = commit_stats(s.port)
-    syncs = SyncCounter(s.pid)
-    t0 = time.monotonic()
-    res["a_pushrelay"] = h2load(url, body_file, headers, args.h2_n, args.h2_c, args.h2_m)
-    wall = time.monotonic() - t0
-    n_sync = syncs.stop()
-    res["a_pushrelay"]["fsyncs"] = n_sync
-    if n_sync:
-        res["a_pushrelay"]["sends_per_fsync"] = res["a_pushrelay"].get("done", 0) / n_sync
-        log(f"    {n_sync} fsync/fdatasync calls: {res['a_pushrelay']['sends_per_fsync']:.1f} sends per sync")
-    res["a_pushrelay"]["commits"] = commit_delta(c0, commit_stats(s.port), res["a_pushrelay"].get("done", 0), wall)
-    log(f"    commits: {res['a_pushrelay']['commits']}")
-    res["a_pushrelay"]["server_cpu_s"] = loadgen.proc_cpu([s.pid]) - cpu0
-    res["a_pushrelay"]["server_cores"] = res["a_pushrelay"]["server_cpu_s"] / wall
-    res["a_pushrelay"]["server_threads"] = loadgen.thread_usage(thr0, loadgen.thread_cpu(s.pid), wall)
-    log(f"    daemon used {res['a_pushrelay']['server_cores']:.2f} cores; busiest threads "
-        f"{res['a_pushrelay']['server_threads'][:4]}")
-    if rec:
-        rec.wait(timeout=60)
-        res["a_perf"] = perf_summary(work, "sends")
-    log(f"(a) pushrelay: {res['a_pushrelay'].get('req_per_s')} req/s "
-        f"({res['a_pushrelay'].get('s2xx')} 2xx, {res['a_pushrelay'].get('s5xx')} 5xx)")
-    res["c"] = []
+    res["c_pushrelay"] = {}
+    for flags in args.h2load:
+        tag = re.sub(r"[^a-z0-9]+", "", flags)
+        rec = perf_record(s.pid, 8, work, f"sends-{tag}") if args.perf else None
+        cpu0 = loadgen.proc_cpu([s.pid])
+        thr0 = loadgen.thread_cpu(s.pid)
+        c0 = commit_stats(s.port)
+        syncs = SyncCounter(s.pid)
+        t0 = time.monotonic()
+        r = h2load(url, body_file, headers, flags, args.h2_duration)
+        wall = time.monotonic() - t0
+        r["fsyncs"] = syncs.stop()
+        if r["fsyncs"]:
+            r["sends_per_fsync"] = r.get("done", 0) / r["fsyncs"]
+        r["commits"] = commit_delta(c0, commit_stats(s.port), r.get("done", 0), wall)
+        r["server_cpu_s"] = loadgen.proc_cpu([s.pid]) - cpu0
+        r["server_cores"] = r["server_cpu_s"] / wall
+        r["server_cpu_per_request_us"] = r["server_cpu_s"] / r["done"] * 1e6 if r.get("done") else None
+        r["server_threads"] = loadgen.thread_usage(thr0, loadgen.thread_cpu(s.pid), wall)
+        if rec:
+            rec.wait(timeout=60)
+            r["perf"] = perf_summary(work, f"sends-{tag}")
+        res["c_pushrelay"][flags] = r
+        log(f"(c) pushrelay, h2load {flags}: {r.get('req_per_s')} req/s, {r.get('server_cpu_per_request_us') or 0:.1f}"
+            f" us CPU/send, {r['server_cores']:.2f} cores, {r.get('sends_per_fsync') or 0:.1f} sends/fsync; busiest "
+            f"threads {r['server_threads'][:4]}" + (f" FAILED: {r['failure']}" if r.get("failure") else ""))
+    batch_flags = [f for f in args.h2load if "--h1" not in f.split()][-1:] or args.h2load[-1:]
+    res["tokens"] = []
     for k in args.tokens_per_request:
-        n = max(args.h2_c * 4, args.c_tokens // k)
+        n = max(64, args.c_tokens // k)
         bf = os.path.join(work, f"multi-{k}.json")
         with open(bf, "w") as f:
             json.dump({**SCENARIO_BODY, "registration_ids": [d["token"] for d in devices[:k]]}, f)
-        r = h2load(url, bf, headers, n, args.h2_c, args.h2_m)
+        r = h2load(url, bf, headers, batch_flags[0], n=n)
         r["tokens_per_request"] = k
         r["tokens_per_s"] = r.get("req_per_s", 0) * k
-        res["c"].append(r)
-        log(f"(c) {k} tokens/request: {r.get('req_per_s')} req/s = {r['tokens_per_s']:.0f} tokens/s "
-            f"({r.get('s2xx')} 2xx)")
-    res["a_data_dir_bytes"] = du(data)
+        res["tokens"].append(r)
+        log(f"tokens per request {k}: {r.get('req_per_s')} req/s = {r['tokens_per_s']:.0f} tokens/s"
+            + (f" FAILED: {r['failure']}" if r.get("failure") else ""))
+    res["c_data_dir_bytes"] = du(data)
     stop(s)
 
 
@@ -357,28 +451,19 @@ def du(path: str) -> int:
 def phase_peer(name: str, starter, args, res: dict) -> None:
     """A fresh server for every measurement, so that no run inherits another's buffers or backlog."""
     target = "nchan" if name == "nchan" else "mqtt"
-    res[f"b_{name}"] = {}
+    res[f"real_{name}"] = {}
     for rate in args.rates:
         s = start(starter())
-        res[f"b_{name}"][str(rate)] = latency(target, s.port, rate, args, [s.pid])
+        res[f"real_{name}"][str(rate)] = real_senders(target, s.port, rate, args, [s.pid])
         stop(s)
-    if name == "nchan" and args.ceiling:
-        # The generator's own ceiling: as fast as it can, against the fastest server here.
+    if name == "mosquitto" and args.generator_check:
+        # The generator's own reach: the highest rate asked, with enough senders that mosquitto's answer time does
+        # not bound it (8 senders allow 8 / answer time). Not a goal; it shows the generator is not the limit.
         s = start(starter())
-        cfg = latency_cfg(target, s.port, args.ceiling, args, [s.pid])
-        cfg["pub_procs"] = 1
-        cfg["duration"] = 5
-        log(f"generator ceiling: nchan, asking for {args.ceiling} msg/s from one publisher process for 5 s")
-        r = loadgen.run_latency(cfg)
+        r = real_senders(target, s.port, max(args.rates), args, [s.pid], senders=args.generator_check)
+        r["senders"] = args.generator_check
+        res["generator_check"] = r
         stop(s)
-        pub = (r.get("publishers") or [{}])[0]
-        res["generator_ceiling"] = {"requested": args.ceiling, "achieved": r.get("achieved_rate"),
-                                    "publisher_cpu_s": pub.get("cpu_s"), "publisher_send_s": pub.get("send_s"),
-                                    "subscriber_cpu_s": r.get("generator_cpu_s", {}).get("subscribers"),
-                                    "received": r.get("received"), "sent_ok": r.get("sent_ok"),
-                                    "latency": r.get("latency")}
-        log(f"    achieved {r.get('achieved_rate', 0):.0f} msg/s; publisher CPU {pub.get('cpu_s')} s over "
-            f"{pub.get('send_s', 0):.1f} s")
     if args.idle_clients:
         s = start(starter())
         res[f"d_{name}"] = idle(target, s.port, [s.pid], args)
@@ -393,28 +478,22 @@ def pushrelay_with_devices(work: str, args, name: str, count: int) -> tuple:
 
 
 def phase_pushrelay_stream(work: str, args, res: dict) -> None:
-    """(d) on a daemon with 10,000 devices; (b) on a fresh daemon per rate, like the peers."""
+    """Idle memory on a daemon with 10,000 devices; the real-sender shape on a fresh daemon per rate."""
     if args.idle_clients:
         s, project, devices = pushrelay_with_devices(work, args, "pushrelay-idle", args.idle_clients)
         res["d_pushrelay"] = idle("pushrelay", s.port, [s.pid], args, devices)
         stop(s)
-    res["b_pushrelay"] = {}
+    res["real_pushrelay"] = {}
     for rate in args.rates:
         s, project, devices = pushrelay_with_devices(work, args, f"pushrelay-{rate}", args.listeners)
         rec = perf_record(s.pid, min(8, args.duration), work, f"stream-{rate}") if args.perf else None
         c0 = commit_stats(s.port)
-        syncs = SyncCounter(s.pid)
-        r = latency("pushrelay", s.port, rate, args, [s.pid], devices, project["server_key"])
-        r["fsyncs"] = syncs.stop()
-        if r["fsyncs"]:
-            log(f"    {r['fsyncs']} fsync/fdatasync calls (sends and acks): "
-                f"{r.get('sent_ok', 0) / r['fsyncs']:.1f} sends per sync")
-        r["commits"] = commit_delta(c0, commit_stats(s.port), r.get("sent_ok", 0), r.get("wall_s", 0))
-        log(f"    commits (sends and acks): {r['commits']}")
-        res["b_pushrelay"][str(rate)] = r
+        r = real_senders("pushrelay", s.port, rate, args, [s.pid], devices, project["server_key"], sync_pid=s.pid)
+        r["commits"] = commit_delta(c0, commit_stats(s.port), r.get("ok", 0), r["generator"]["wall_s"])
+        res["real_pushrelay"][str(rate)] = r
         if rec:
             rec.wait(timeout=60)
-            res[f"b_perf_{rate}"] = perf_summary(work, f"stream-{rate}")
+            res[f"real_perf_{rate}"] = perf_summary(work, f"stream-{rate}")
         stop(s)
 
 
@@ -500,95 +579,179 @@ def ratio(a, b) -> str:
     return f"{a / b:.2f}x"
 
 
+def cell(r: dict, text: str) -> str:
+    """A figure, or FAILED with the reason when the measurement that made it failed."""
+    return f"FAILED ({r['failure']})" if r.get("failure") else text
+
+
+def failures(res: dict) -> list:
+    out = [f"phase {k}: {v}" for k, v in res.get("errors", {}).items()]
+    for key in ("c_ceiling", "c_pushrelay"):
+        for flags, r in res.get(key, {}).items():
+            if r.get("failure"):
+                out.append(f"{key} h2load {flags}: {r['failure']}")
+    for r in res.get("tokens", []):
+        if r.get("failure"):
+            out.append(f"{r['tokens_per_request']} tokens per request: {r['failure']}")
+    for t in SYSTEMS:
+        for rate, r in res.get(f"real_{t}", {}).items():
+            if r.get("failure"):
+                out.append(f"{t} at {rate} msg/s: {r['failure']}")
+    if res.get("generator_check", {}).get("failure"):
+        out.append(f"generator check: {res['generator_check']['failure']}")
+    return out
+
+
+SYSTEMS = ("pushrelay", "nchan", "mosquitto")
+
+
 def table(res: dict, args) -> str:
-    rows = ["| measure | PushRelay | nginx+nchan | mosquitto | PushRelay vs peers |", "|---|---|---|---|---|"]
-    a_pr = res.get("a_pushrelay", {}).get("req_per_s")
-    a_ng = res.get("a_nghttpd", {}).get("req_per_s")
-    rows.append(f"| (a) durable single-token sends/s (h2load -n {args.h2_n} -c {args.h2_c} -m {args.h2_m} -t 1) | "
-                f"{fmt(a_pr)} | nghttpd (no store): {fmt(a_ng)} | | {ratio(a_pr, a_ng)} of nghttpd |")
-    if res.get("a_pushrelay", {}).get("sends_per_fsync"):
-        rows.append(f"| (a) sends per fsync (group commit) | {fmt(res['a_pushrelay']['sends_per_fsync'], 1)} | | | |")
-    a_cpu = res.get("a_pushrelay", {}).get("server_cpu_s")
-    if a_cpu and res.get("a_pushrelay", {}).get("done"):
-        rows.append(f"| (a) daemon CPU per send (us) / cores used | {fmt(a_cpu / res['a_pushrelay']['done'] * 1e6, 1)}"
-                    f" / {fmt(res['a_pushrelay'].get('server_cores'), 2)} | | | |")
+    rows = ["| measure | PushRelay | nginx+nchan | mosquitto |", "|---|---|---|---|"]
     for rate in args.rates:
-        b = {t: res.get(f"b_{t}", {}).get(str(rate), {}) for t in ("pushrelay", "nchan", "mosquitto")}
+        b = {t: res.get(f"real_{t}", {}).get(str(rate), {}) for t in SYSTEMS}
+        if not any(b.values()):
+            continue
+        rows.append(f"| **real senders, {rate:,} msg/s asked** for {args.duration:g} s: {args.senders} keep-alive "
+                    f"senders, 1 request in flight each; {args.listeners:,} listeners; random devices | | | |")
+
+        def row(label: str, f, failing: bool = False) -> None:
+            """failing: the figure is marked when its run failed (it is then not the asked shape's figure)."""
+            rows.append(f"| {label} | " + " | ".join(
+                "n/a" if not b[t] else (f(b[t]) + (" (FAILED)" if failing and b[t].get("failure") else ""))
+                for t in SYSTEMS) + " |")
+
+        row("delivered / scheduled, send rate (msg/s)",
+            lambda r: cell(r, f"{fmt(r['received'])} / {fmt(r['scheduled'])}, {fmt(r['send_rate'])}/s"
+                              + (" (not the full rate)" if r["send_rate"] < 0.99 * rate else "")))
+        row("unsent / failed / unanswered / lost",
+            lambda r: " / ".join(fmt(r[k]) for k in ("unsent", "failed", "unanswered", "lost")))
         for q in ("p50", "p99", "p999", "max"):
-            v = {t: b[t].get("latency", {}).get(f"{q}_us") for t in b}
-            v = {t: (x / 1000 if x is not None else None) for t, x in v.items()}
-            rows.append(f"| (b) {q} send-to-receive at {rate:,} msg/s, {args.listeners:,} listeners (ms) | "
-                        f"{fmt(v['pushrelay'], 2)} | {fmt(v['nchan'], 2)} | {fmt(v['mosquitto'], 2)} | "
-                        f"{ratio(v['pushrelay'], v['nchan'])} of nchan, {ratio(v['pushrelay'], v['mosquitto'])} "
-                        f"of mosquitto |")
-        miss = {t: (b[t].get("missing"), b[t].get("achieved_rate")) for t in b}
-        rows.append(f"| (b) at {rate:,} msg/s: missing / achieved send rate | "
-                    + " | ".join(f"{fmt(m)} / {fmt(r)}" for m, r in miss.values()) + " | |")
-        ans = {t: [p.get("resp", {}).get("p50_us") for p in b[t].get("publishers", [])] for t in b}
-        ans = {t: (max(x for x in v if x is not None) / 1000 if any(x is not None for x in v) else None)
-               for t, v in ans.items()}
-        rows.append(f"| (b) p50 publisher answer time at {rate:,} msg/s (ms; PushRelay: durable commit) | "
-                    f"{fmt(ans['pushrelay'], 2)} | {fmt(ans['nchan'], 2)} | {fmt(ans['mosquitto'], 2)} | |")
-        cpu = {t: b[t].get("server_cpu_per_msg_us") for t in b}
-        rows.append(f"| (b) server CPU per message at {rate:,} msg/s (us) | {fmt(cpu['pushrelay'], 1)} | "
-                    f"{fmt(cpu['nchan'], 1)} | {fmt(cpu['mosquitto'], 1)} | |")
-    for c in res.get("c", []):
-        rows.append(f"| (c) {c['tokens_per_request']} tokens/request (registration_ids): requests/s, tokens/s | "
-                    f"{fmt(c.get('req_per_s'))} req/s, {fmt(c.get('tokens_per_s'))} tokens/s | | | |")
-    d = {t: res.get(f"d_{t}", {}) for t in ("pushrelay", "nchan", "mosquitto")}
+            row(f"{q} send-to-receive from the scheduled time (ms)",
+                lambda r, q=q: fmt(r["latency"].get(f"{q}_us", 0) / 1000, 2), True)
+        row("p99 schedule lag: wait for a free sender (ms)",
+            lambda r: fmt(r["schedule_lag"].get("p99_us", 0) / 1000, 2))
+        row("p99 send-to-receive from the write (ms; what the old generator reported)",
+            lambda r: fmt(r["latency_from_write"].get("p99_us", 0) / 1000, 2))
+        row("p50 / p99 answer to the sender (ms)",
+            lambda r: f"{fmt(r['answer'].get('p50_us', 0) / 1000, 2)} / {fmt(r['answer'].get('p99_us', 0) / 1000, 2)}")
+        row("server CPU per delivered message (us) / cores",
+            lambda r: f"{fmt(r['server_cpu_per_delivered_us'], 1)} / {fmt(r['server_cores'], 2)}", True)
+        row("sends per fsync (PushRelay: every send and acknowledgement is committed)",
+            lambda r: fmt(r.get("sends_per_fsync"), 1) if r.get("sends_per_fsync") else "")
+        row("generator CPU (cores)", lambda r: fmt(r["generator"]["cores"], 2))
+    gc = res.get("generator_check")
+    if gc:
+        rows.append(f"| generator check: mosquitto, {gc['rate']:,.0f} msg/s asked from {gc['senders']} senders: "
+                    f"send rate / generator CPU | | | {cell(gc, fmt(gc['send_rate']) + '/s')} / "
+                    f"{fmt(gc['generator']['cores'], 2)} cores |")
+    for flags in args.h2load:
+        pr = res.get("c_pushrelay", {}).get(flags, {})
+        ce = res.get("c_ceiling", {}).get(flags, {})
+        if not pr and not ce:
+            continue
+        rows.append(f"| (c) durable single-token sends/s, `h2load -D {args.h2_duration:g} {flags} -t 1` | "
+                    + cell(pr, f"{fmt(pr.get('req_per_s'))}; {fmt(pr.get('server_cpu_per_request_us'), 1)} us CPU/send,"
+                               f" {fmt(pr.get('server_cores'), 2)} cores, "
+                               f"{fmt(pr.get('sends_per_fsync'), 1)} sends/fsync"
+                           if pr else "n/a")
+                    + f" | {ce.get('server', 'ceiling')} (no store): "
+                    + cell(ce, f"{fmt(ce.get('req_per_s'))}; {fmt(ce.get('server_cpu_per_request_us'), 1)} us CPU/req"
+                           if ce else "n/a") + " | |")
+    for r in res.get("tokens", []):
+        rows.append(f"| {r['tokens_per_request']} tokens/request (registration_ids, `{r['flags']}`): requests/s, "
+                    f"tokens/s | " + cell(r, f"{fmt(r.get('req_per_s'))} req/s, {fmt(r.get('tokens_per_s'))} tokens/s")
+                    + " | | |")
+    d = {t: res.get(f"d_{t}", {}) for t in SYSTEMS}
     per = {t: d[t].get("pss_per_client_kb") for t in d}
-    rows.append(f"| (d) memory per idle connected device at {args.idle_clients:,} (kB, PSS delta) | "
-                f"{fmt(per['pushrelay'], 2)} | {fmt(per['nchan'], 2)} | {fmt(per['mosquitto'], 2)} | "
-                f"{ratio(per['pushrelay'], per['nchan'])} of nchan, {ratio(per['pushrelay'], per['mosquitto'])} "
-                f"of mosquitto |")
-    proj = {}
-    for t in d:
-        if per[t] is not None and d[t].get("before"):
-            proj[t] = (d[t]["before"]["pss_kb"] + per[t] * 200_000) / 1024
-    rows.append("| (d) projection for 200,000 devices (MB: base + 200,000 x per device) | "
-                + " | ".join(fmt(proj.get(t)) for t in ("pushrelay", "nchan", "mosquitto")) + " | |")
+    if any(per.values()):
+        rows.append(f"| memory per idle connected device at {args.idle_clients:,} (kB, PSS delta) | "
+                    + " | ".join(fmt(per[t], 2) for t in SYSTEMS) + " |")
+        proj = {t: (d[t]["before"]["pss_kb"] + per[t] * 200_000) / 1024 if per[t] is not None and d[t].get("before")
+                else None for t in d}
+        rows.append("| projection for 200,000 devices (MB: base + 200,000 x per device) | "
+                    + " | ".join(fmt(proj.get(t)) for t in SYSTEMS) + " |")
     fo = res.get("e_fanout")
     if isinstance(fo, list):
         for r in fo:
             rows.append(f"| (issue 6) topic with {r['subscribers']:,} subscribers: answer ms / last of "
                         f"{r.get('received', 0):,} listeners ms / all queues ms / peak PSS MB | "
                         f"{fmt(r['answer']['ms'], 1)} / {fmt(r.get('last_listener_ms'), 1)} / "
-                        f"{fmt(r.get('queues_ms'), 1)} / {fmt(r['memory_peak_kb']['pss_kb'] / 1024)} | | | |")
+                        f"{fmt(r.get('queues_ms'), 1)} / {fmt(r['memory_peak_kb']['pss_kb'] / 1024)} | | |")
     elif isinstance(fo, dict):
-        rows.append(f"| (issue 6) topic fan-out | {fo.get('skipped')} | | | |")
-    gc = res.get("generator_ceiling")
-    if gc:
-        rows.append(f"| generator ceiling (one publisher process vs nchan, msg/s) | | {fmt(gc.get('achieved'))} | | |")
+        rows.append(f"| (issue 6) topic fan-out | {fo.get('skipped')} | | |")
     return "\n".join(rows)
+
+
+def goals(res: dict, args) -> str:
+    """Issue #10's goals against this run's figures: met, missed (with the figure), or not measured."""
+    def real(t, rate):
+        return res.get(f"real_{t}", {}).get(str(rate))
+
+    def full(r):
+        return (r and not r.get("failure") and r["received"] == r["scheduled"]
+                and r["send_rate"] >= 0.99 * r["rate"])
+
+    rows = ["| goal (issue #10) | this run | verdict |", "|---|---|---|"]
+    pr, nc, mq = real("pushrelay", 5000), real("nchan", 5000), real("mosquitto", 5000)
+    if pr:
+        p99 = pr["latency"].get("p99_us", 1e12) / 1000
+        cpu = pr.get("server_cpu_per_delivered_us") or 1e12
+        peers = [x.get("server_cpu_per_delivered_us") for x in (nc, mq) if x and not x.get("failure")]
+        ok = full(pr) and p99 <= 2 and peers and cpu < min(peers) and args.duration >= 10
+        rows.append(f"| (a) 5,000 msg/s for >= 10 s, full rate, p99 <= 2 ms, CPU/msg below nchan's and mosquitto's "
+                    f"(target <= 50 us) | {'full rate' if full(pr) else 'NOT the full rate: ' + pr.get('failure', '')}"
+                    f"; p99 {p99:,.2f} ms; {cpu:,.1f} us/msg vs nchan "
+                    f"{fmt(nc and nc.get('server_cpu_per_delivered_us'), 1)}"
+                    f", mosquitto {fmt(mq and mq.get('server_cpu_per_delivered_us'), 1)}; {args.duration:g} s | "
+                    f"{'met' if ok else 'missed'}{' (CPU <= 50 us too)' if ok and cpu <= 50 else ''} |")
+    pr = real("pushrelay", 20000)
+    if pr:
+        p99 = pr["latency"].get("p99_us", 1e12) / 1000
+        ok = full(pr) and p99 <= 5
+        rows.append(f"| (b) 20,000 msg/s, full rate, p99 <= 5 ms | "
+                    f"{'full rate' if full(pr) else 'NOT the full rate: ' + pr.get('failure', '')}; "
+                    f"p99 {p99:,.2f} ms | "
+                    f"{'met' if ok else 'missed'} |")
+    for flags, want in (("-c 8 -m 1 --h1", 20000), ("-c 16 -m 32", 50000)):
+        r = res.get("c_pushrelay", {}).get(flags)
+        if r:
+            ok = not r.get("failure") and (r.get("req_per_s") or 0) >= want
+            rows.append(f"| (c) >= {want:,} durable sends/s at `{flags}` | "
+                        + cell(r, f"{fmt(r.get('req_per_s'))}/s") + f" | {'met' if ok else 'missed'} |")
+    return "\n".join(rows) if len(rows) > 2 else ""
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pushrelay-bin", help="the release binary; without it only the peers are measured")
+    ap.add_argument("--relaygen", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "relaygen"),
+                    help="the compiled relaygen.c (run-relay.sh builds it)")
     ap.add_argument("--out", default="relay-results.json")
     ap.add_argument("--work", help="working directory (default: a new temporary one, removed at the end)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary working directory")
     ap.add_argument("--listeners", type=int, default=1000)
+    ap.add_argument("--senders", type=int, default=8, help="sender connections, one request in flight each")
     ap.add_argument("--rates", type=int, nargs="*", default=[5000, 20000])
     ap.add_argument("--duration", type=float, default=10)
-    ap.add_argument("--sub-procs", type=int, default=2)
-    ap.add_argument("--conns", type=int, default=32, help="HTTP connections per publisher process")
-    ap.add_argument("--rate-per-publisher", type=int, default=10000)
+    ap.add_argument("--drain", type=float, default=10, help="seconds allowed after the schedule for late messages")
+    ap.add_argument("--settle", type=float, default=1.0, help="seconds between the connections and the first send")
+    ap.add_argument("--seed", type=int, default=1, help="the random devices: the same sequence for every system")
     ap.add_argument("--ack-interval", type=float, default=1.0)
-    ap.add_argument("--h2-n", type=int, default=200_000)
-    ap.add_argument("--h2-c", type=int, default=8)
-    ap.add_argument("--h2-m", type=int, default=32)
-    ap.add_argument("--c-tokens", type=int, default=50_000, help="(c): tokens per h2load run (requests x k)")
-    ap.add_argument("--tokens-per-request", type=int, nargs="+", default=[1, 10, 100, 1000])
+    ap.add_argument("--generator-check", type=int, default=64, metavar="SENDERS",
+                    help="after mosquitto's runs, the highest rate again from this many senders (0: skip)")
+    ap.add_argument("--h2load", nargs="+", default=["-c 8 -m 1 --h1", "-c 16 -m 32"],
+                    help="(c): h2load flag sets, each run against PushRelay and a C server")
+    ap.add_argument("--h2-duration", type=float, default=10)
+    ap.add_argument("--c-tokens", type=int, default=50_000, help="tokens per h2load run (requests x k)")
+    ap.add_argument("--tokens-per-request", type=int, nargs="*", default=[1, 10, 100, 1000])
     ap.add_argument("--idle-clients", type=int, default=10_000)
     ap.add_argument("--idle-procs", type=int, default=4)
     ap.add_argument("--idle-sources", type=int, default=4)
-    ap.add_argument("--ceiling", type=int, default=40000, help="0 skips the generator-ceiling run")
-    ap.add_argument("--perf", action="store_true", help="sample the daemon with perf during (a) and (b)")
+    ap.add_argument("--perf", action="store_true", help="sample the daemon with perf during (c) and the real senders")
     ap.add_argument("--fanout-sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--fanout-listeners", type=int, default=10_000)
-    ap.add_argument("--only", nargs="+", default=["nghttpd", "sends", "nchan", "mosquitto", "stream", "fanout"],
-                    help="phases: nghttpd sends nchan mosquitto stream fanout")
+    ap.add_argument("--only", nargs="+", default=["ceilings", "sends", "nchan", "mosquitto", "stream", "fanout"],
+                    help="phases: ceilings sends nchan mosquitto stream fanout")
     args = ap.parse_args()
 
     def on_signal(signum, frame):
@@ -599,15 +762,16 @@ def main() -> int:
     signal.signal(signal.SIGINT, on_signal)
     work = args.work or tempfile.mkdtemp(prefix="pushrelay-bench-", dir=os.environ.get("BENCH_TMP"))
     os.makedirs(work, exist_ok=True)
+    args.work_dir = work
     res = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "loadavg_start": os.getloadavg(),
-           "nproc": os.cpu_count(), "args": vars(args), "uvloop": loadgen.uvloop is not None}
+           "nproc": os.cpu_count(), "args": vars(args)}
     res["fdatasync_ms_start"] = fdatasync_ms(work)
     log(f"fdatasync (ms) at start: {res['fdatasync_ms_start']}")
     body_file = os.path.join(work, "scenario.json")
     with open(body_file, "w") as f:
         json.dump({**SCENARIO_BODY, "to": "eeDh2Sd5HknG1zdC1w1UBD:APA91bFKGr99Cpj7q1Es0oexCeoXf9qinT6GuI-pvCouR8AK"
                                        "ueLR1zNc_QZVv_U7t068XGEbPheXZwLF5fvUNZ8c018jv6vMP-1tAQojY6Q4tDV3ySXN"}, f)
-    phases = [("nghttpd", lambda: phase_nghttpd(work, body_file, args, res)),
+    phases = [("ceilings", lambda: phase_ceilings(work, body_file, args, res)),
               ("sends", lambda: phase_pushrelay_sends(work, args, res) if args.pushrelay_bin else None),
               ("nchan", lambda: phase_peer("nchan", lambda: servers.start_nchan(work), args, res)),
               ("mosquitto", lambda: phase_peer("mosquitto", lambda: servers.start_mosquitto(work), args, res)),
@@ -631,18 +795,26 @@ def main() -> int:
             res["fdatasync_ms_end"] = fdatasync_ms(work)
         except OSError:
             pass
+        res["failures"] = failures(res)
         with open(args.out, "w") as f:
             json.dump(res, f, indent=1, default=str)
         if not args.work and not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    t = table(res, args)
-    print(t)
+    print(table(res, args))
+    print()
+    print(goals(res, args))
     print(f"\nfdatasync 4 kB (ms): start {res.get('fdatasync_ms_start')}, end {res.get('fdatasync_ms_end')}")
-    print(f"load average at start {res['loadavg_start']}, at end {res['loadavg_end']}; "
-          f"uvloop {'on' if res['uvloop'] else 'off'}; JSON: {args.out}")
-    for k in ("a_perf", *[f"b_perf_{r}" for r in args.rates]):
-        if res.get(k):
-            print(f"\nperf ({k}), self time by symbol:\n{res[k]}")
+    print(f"load average at start {res['loadavg_start']}, at end {res['loadavg_end']} ({res['nproc']} cores, shared); "
+          f"JSON: {args.out}")
+    for key, value in res.items():
+        if key.startswith("real_perf_") and value:
+            print(f"\nperf ({key}), self time:\n{value}")
+    for flags, r in res.get("c_pushrelay", {}).items():
+        if r.get("perf"):
+            print(f"\nperf (h2load {flags}), self time:\n{r['perf']}")
+    if res["failures"]:
+        print("\nFAILED:\n  " + "\n  ".join(res["failures"]))
+        return 1
     return 0
 
 

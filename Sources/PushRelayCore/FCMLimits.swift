@@ -13,6 +13,11 @@ public enum FCMLimits {
     public static let defaultTimeToLive: Int64 = 2_419_200
     /// Topic references in one `condition`.
     public static let maxConditionTopics = 5
+    /// The longest `condition`, in bytes: five topics of the longest name with operators, parentheses and spaces
+    /// fit; anything longer is refused before it is parsed.
+    public static let maxConditionLength = 8192
+    /// How deep `!` and `(` may nest in a `condition` (together). Five topics never need more than a few levels.
+    public static let maxConditionNesting = 16
     /// The longest topic name.
     public static let maxTopicNameLength = 900
 }

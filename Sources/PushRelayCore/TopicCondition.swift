@@ -11,6 +11,11 @@
 /// `&&` binds tighter than `||`, as in C. `!` is an extension (some FCM libraries generate it; Google never
 /// documented it). At most ``FCMLimits/maxConditionTopics`` topic references (5); names follow ``TopicName``.
 /// A malformed condition throws ``TopicConditionError``, which the send answers as `InvalidParameters`.
+///
+/// Hostile input is bounded before any work: a condition longer than ``FCMLimits/maxConditionLength`` bytes is
+/// refused unread, and `!` and `(` together nest at most ``FCMLimits/maxConditionNesting`` deep, so parsing, the
+/// tree's teardown and ``evaluate(subscribedTopics:)`` (an iterative walk of a postfix program) never recurse
+/// deeper than a few dozen frames whatever the input.
 public struct TopicCondition: Sendable, Hashable, CustomStringConvertible {
     /// A node of the expression tree.
     public indirect enum Expression: Sendable, Hashable {
@@ -30,26 +35,51 @@ public struct TopicCondition: Sendable, Hashable, CustomStringConvertible {
     public let topics: Set<String>
     /// The condition as sent.
     public let text: String
+    /// The expression in postfix order, which ``evaluate(subscribedTopics:)`` runs with a stack.
+    private let program: [Instruction]
+
+    /// One step of the postfix program.
+    fileprivate enum Instruction: Sendable, Hashable {
+        case topic(String)
+        case not
+        case and
+        case or
+    }
+
+    private init(expression: Expression, topics: Set<String>, text: String, program: [Instruction]) {
+        self.expression = expression
+        self.topics = topics
+        self.text = text
+        self.program = program
+    }
 
     /// Parses a condition.
     public static func parse(_ text: String) throws(TopicConditionError) -> TopicCondition {
+        guard text.utf8.count <= FCMLimits.maxConditionLength else {
+            throw TopicConditionError("longer than \(FCMLimits.maxConditionLength) bytes", at: FCMLimits.maxConditionLength)
+        }
         var parser = TopicConditionParser(bytes: Array(text.utf8))
         let expression = try parser.parseCondition()
-        return TopicCondition(expression: expression, topics: parser.topics, text: text)
+        return TopicCondition(expression: expression, topics: parser.topics, text: text, program: parser.program)
     }
 
     /// Whether a device subscribed to `subscribedTopics` receives the message.
     public func evaluate(subscribedTopics: Set<String>) -> Bool {
-        Self.evaluate(expression, subscribedTopics)
-    }
-
-    private static func evaluate(_ expression: Expression, _ subscribed: Set<String>) -> Bool {
-        switch expression {
-        case .topic(let name): subscribed.contains(name)
-        case .not(let inner): !evaluate(inner, subscribed)
-        case .and(let lhs, let rhs): evaluate(lhs, subscribed) && evaluate(rhs, subscribed)
-        case .or(let lhs, let rhs): evaluate(lhs, subscribed) || evaluate(rhs, subscribed)
+        var stack: [Bool] = []
+        stack.reserveCapacity(program.count)
+        for instruction in program {
+            switch instruction {
+            case .topic(let name): stack.append(subscribedTopics.contains(name))
+            case .not: stack.append(!stack.removeLast())
+            case .and:
+                let rhs = stack.removeLast()
+                stack.append(stack.removeLast() && rhs)
+            case .or:
+                let rhs = stack.removeLast()
+                stack.append(stack.removeLast() || rhs)
+            }
         }
+        return stack.last ?? false
     }
 
     /// Whether a device with no subscription at all would match (only possible with `!`); a fan-out must then
@@ -74,13 +104,16 @@ public struct TopicConditionError: Error, Sendable, Hashable, CustomStringConver
     public var description: String { reason }
 }
 
-/// Recursive-descent parser for ``TopicCondition``.
+/// Recursive-descent parser for ``TopicCondition``; its recursion is bounded by ``FCMLimits/maxConditionNesting``
+/// (each `!` and `(` counts one level) and by the topic limit (each `&&`/`||` needs a further topic).
 struct TopicConditionParser {
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
     private(set) var topics: Set<String> = []
     private var topicCount = 0
+    /// The expression in postfix order, built as the parser reduces.
+    fileprivate var program: [TopicCondition.Instruction] = []
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
@@ -93,29 +126,47 @@ struct TopicConditionParser {
 
     private mutating func parseOr() throws(TopicConditionError) -> TopicCondition.Expression {
         var lhs = try parseAnd()
-        while consume("||") { lhs = .or(lhs, try parseAnd()) }
+        while consume("||") {
+            lhs = .or(lhs, try parseAnd())
+            program.append(.or)
+        }
         return lhs
     }
 
     private mutating func parseAnd() throws(TopicConditionError) -> TopicCondition.Expression {
         var lhs = try parseUnary()
-        while consume("&&") { lhs = .and(lhs, try parseUnary()) }
+        while consume("&&") {
+            lhs = .and(lhs, try parseUnary())
+            program.append(.and)
+        }
         return lhs
     }
 
     private mutating func parseUnary() throws(TopicConditionError) -> TopicCondition.Expression {
         skipSpaces()
-        if consume("!") { return .not(try parseUnary()) }
+        if consume("!") {
+            try enterLevel()
+            let inner = try parseUnary()
+            depth -= 1
+            program.append(.not)
+            return .not(inner)
+        }
         if consume("(") {
-            depth += 1
-            // Five topics need at most a few levels; the bound keeps hostile input from recursing deeply.
-            guard depth <= 16 else { throw TopicConditionError("too many parentheses", at: index) }
+            try enterLevel()
             let inner = try parseOr()
             guard consume(")") else { throw TopicConditionError("expected \")\", found \(found())", at: index) }
             depth -= 1
             return inner
         }
         return try parseTopic()
+    }
+
+    /// One more level of `!` or `(`; five topics need only a few, the bound keeps hostile input from recursing.
+    private mutating func enterLevel() throws(TopicConditionError) {
+        depth += 1
+        guard depth <= FCMLimits.maxConditionNesting else {
+            throw TopicConditionError("nested deeper than \(FCMLimits.maxConditionNesting) levels", at: index - 1)
+        }
     }
 
     private mutating func parseTopic() throws(TopicConditionError) -> TopicCondition.Expression {
@@ -140,6 +191,7 @@ struct TopicConditionParser {
             throw TopicConditionError("more than \(FCMLimits.maxConditionTopics) topics", at: start - 1)
         }
         topics.insert(name)
+        program.append(.topic(name))
         return .topic(name)
     }
 

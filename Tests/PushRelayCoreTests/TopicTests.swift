@@ -100,4 +100,67 @@ struct TopicTests {
         let deep = String(repeating: "(", count: 1000) + "'a' in topics" + String(repeating: ")", count: 1000)
         #expect(throws: TopicConditionError.self) { try TopicCondition.parse(deep) }
     }
+
+    /// The input that crashed the daemon (SIGSEGV): 200,000 `!` recursed once each in the parser. It is now refused
+    /// by its length before anything is parsed.
+    @Test func longNegationChainIsRefusedByLength() {
+        let hostile = String(repeating: "!", count: 200_000) + "'a' in topics"
+        do {
+            _ = try TopicCondition.parse(hostile)
+            Issue.record("accepted a 200,000-byte condition")
+        } catch {
+            #expect(error.reason == "Invalid condition: longer than 8192 bytes at position 8192")
+        }
+    }
+
+    /// Within the length limit, `!` and `(` share one nesting bound.
+    @Test(arguments: ["!", "(", "!("])
+    func nestingIsBounded(opener: String) throws {
+        func condition(levels: Int) -> String {
+            let open = String(repeating: opener, count: levels / opener.count)
+            let close = String(repeating: ")", count: open.filter { $0 == "(" }.count)
+            return open + "'a' in topics" + close
+        }
+        let limit = FCMLimits.maxConditionNesting
+        let deepest = try TopicCondition.parse(condition(levels: limit))
+        #expect(deepest.topics == ["a"])
+        do {
+            _ = try TopicCondition.parse(condition(levels: limit + opener.count))
+            Issue.record("accepted nesting deeper than \(limit)")
+        } catch {
+            #expect(error.reason.hasPrefix("Invalid condition: nested deeper than \(limit) levels at position"))
+        }
+        // A chain of 8,000 `!` fits the length limit and is refused by the nesting bound, not by the stack.
+        #expect(throws: TopicConditionError.self) {
+            try TopicCondition.parse(String(repeating: opener, count: 8000 / opener.count) + "'a' in topics")
+        }
+    }
+
+    /// Five topics of the longest name, with operators, parentheses and `!`, fit the length limit.
+    @Test func longestLegitimateConditionFits() throws {
+        let names = (1...5).map { "\($0)" + String(repeating: "n", count: FCMLimits.maxTopicNameLength - 1) }
+        let text = "!(" + names.map { "( '\($0)' in topics )" }.joined(separator: " && ") + ")"
+        let condition = try TopicCondition.parse(text)
+        #expect(condition.topics.count == 5)
+        #expect(condition.evaluate(subscribedTopics: []))
+        #expect(!condition.evaluate(subscribedTopics: Set(names)))
+    }
+
+    /// The iterative evaluator agrees with a direct walk of the tree on every subset of three topics.
+    @Test func postfixEvaluationMatchesTheTree() throws {
+        let text = "!('a' in topics && !('b' in topics || !'c' in topics)) || 'a' in topics && 'c' in topics"
+        let condition = try TopicCondition.parse(text)
+        func walk(_ expression: TopicCondition.Expression, _ subscribed: Set<String>) -> Bool {
+            switch expression {
+            case .topic(let name): subscribed.contains(name)
+            case .not(let inner): !walk(inner, subscribed)
+            case .and(let lhs, let rhs): walk(lhs, subscribed) && walk(rhs, subscribed)
+            case .or(let lhs, let rhs): walk(lhs, subscribed) || walk(rhs, subscribed)
+            }
+        }
+        for mask in 0..<8 {
+            let subscribed = Set(["a", "b", "c"].enumerated().filter { mask & (1 << $0.offset) != 0 }.map(\.element))
+            #expect(condition.evaluate(subscribedTopics: subscribed) == walk(condition.expression, subscribed))
+        }
+    }
 }

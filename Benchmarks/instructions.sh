@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Instructions per send: a cost figure that a noisy, shared machine cannot blur (issue #10).
+#
+#   Benchmarks/instructions.sh                      # 2,000 and 500 sends; prints instructions per send
+#   SENDS=4000 BASE=1000 Benchmarks/instructions.sh
+#   PUSHRELAY_BIN=/path/to/pushrelay Benchmarks/instructions.sh   # another binary (default: the release build)
+#   KEEP=dir Benchmarks/instructions.sh             # keep the callgrind outputs (callgrind_annotate them)
+#   TOP=40 Benchmarks/instructions.sh               # functions listed by instructions per send (default 25)
+#
+# The daemon runs under `valgrind --tool=callgrind` (every thread, one count) on loopback with a fresh data directory.
+# One device is registered; then `h2load -n COUNT -c 1 -m 1 --h1` POSTs COUNT single-token sends (the seed scenario's
+# body) to /fcm/send on one HTTP/1.1 keep-alive connection, one request at a time, every answer checked (200,
+# success 1); then SIGTERM, and callgrind's total of instructions executed. This is done twice, with SENDS and
+# BASE sends: startup, registration and shutdown are the same in both runs, so
+#     instructions per send = (I(SENDS) - I(BASE)) / (SENDS - BASE).
+# The device is offline, so its queue passes the 100-message limit every 100 sends (both counts are multiples of 100:
+# the queue policy's work is in the figure, as in production). One request at a time means one commit per send.
+# The count does not depend on the load of the machine; it moves with the code (and the toolchain, SQLite,
+# libnghttp2 versions). Wall time: a few minutes (the daemon runs ~50x slower under callgrind).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. Benchmarks/lib/h2load-checked.sh
+
+sends=${SENDS:-2000}
+base=${BASE:-500}
+[ "$sends" -gt "$base" ] || { echo "SENDS ($sends) must be greater than BASE ($base)" >&2; exit 2; }
+
+for tool in valgrind h2load curl python3 cc strip; do
+  command -v "$tool" > /dev/null || {
+    echo "instructions: $tool is missing; installing valgrind, nghttp2-client, curl, gcc, binutils" >&2
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends valgrind nghttp2-client \
+      curl gcc libc6-dev binutils > /dev/null
+    break
+  }
+done
+
+if [ -n "${PUSHRELAY_BIN:-}" ]; then
+  bin=$PUSHRELAY_BIN
+else
+  if [ "${PUSHRELAY_SKIP_BUILD:-0}" != 1 ]; then
+    swift build -c release --product pushrelay --scratch-path .build-release >&2
+  fi
+  bin="$(swift build -c release --scratch-path .build-release --show-bin-path)/pushrelay"
+fi
+
+work=$(mktemp -d)
+daemon=""
+# valgrind 3.19 cannot read the toolchain's DWARF 5 ("Possibly corrupted debuginfo file"): measure a copy without
+# debug sections (the same code; function names stay in the symbol table), with the sigsuspend shim preloaded.
+cp "$bin" "$work/pushrelay"
+strip --strip-debug "$work/pushrelay"
+cc -O2 -shared -fPIC -o "$work/sigsuspend-shim.so" Benchmarks/lib/valgrind-sigsuspend-shim.c -ldl
+cleanup() {
+  [ -z "$daemon" ] || kill -KILL "$daemon" 2> /dev/null || true
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/callgrind.* "$KEEP"/ 2> /dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Runs the daemon under callgrind, sends COUNT single-token sends, stops it; prints the total instructions.
+measure() { # count
+  local count=$1 dir="$work/data-$1" out="$work/callgrind.$1"
+  mkdir -p "$dir"
+  local project
+  project=$("$work/pushrelay" project create bench --data-dir "$dir" --json)
+  LD_PRELOAD="$work/sigsuspend-shim.so" valgrind --tool=callgrind --callgrind-out-file="$out" --dump-instr=no \
+    --collect-jumps=no "$work/pushrelay" serve --listen 127.0.0.1:0 --data-dir "$dir" --log-level warning > "$work/daemon-$count.log" 2>&1 &
+  daemon=$!
+  local port=""
+  for _ in $(seq 1 600); do # up to 120 s: startup under callgrind is slow
+    port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$work/daemon-$count.log" 2> /dev/null | head -1 |
+      sed 's/.*://') || true
+    [ -n "$port" ] && break
+    kill -0 "$daemon" 2> /dev/null || { cat "$work/daemon-$count.log" >&2; exit 1; }
+    sleep 0.2
+  done
+  [ -n "$port" ] || { echo "the daemon did not listen within 120 s" >&2; cat "$work/daemon-$count.log" >&2; exit 1; }
+
+  local keys client_key server_key project_name device token
+  keys=$(python3 -c 'import json,sys; p=json.loads(sys.argv[1]); print(p["client_key"], p["server_key"], p["project"])' \
+    "$project")
+  read -r client_key server_key project_name <<< "$keys"
+  device=$(curl -sf --max-time 60 -H "Authorization: key=$client_key" -H 'Content-Type: application/json' \
+    -d "{\"project\":\"$project_name\",\"app\":\"bench\",\"platform\":\"ios\"}" "http://127.0.0.1:$port/v1/register")
+  token=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["token"])' "$device")
+  python3 - "$token" > "$work/send.json" << 'PY'
+import json, sys
+print(json.dumps({"to": sys.argv[1], "priority": "high", "content_available": True, "notification": {
+    "body": "Status do pedido", "title": "Provedor de Mensagens", "orderInfo": {
+        "infoReason": "Status de pedido", "orderID": 3, "userEmail": "matilde@siecola.com.br",
+        "newOrderStatus": "Novo pedido"}}}))
+PY
+  local answer
+  answer=$(curl -sf --max-time 60 -H "Authorization: key=$server_key" -H 'Content-Type: application/json' \
+    -d @"$work/send.json" "http://127.0.0.1:$port/fcm/send")
+  case $answer in *'"success":1'*) ;; *) echo "the check send answered: $answer" >&2; exit 1 ;; esac
+  # count - 1 more sends: with the check above, COUNT sends in all.
+  h2load_checked http/1.1 -n $((count - 1)) -c 1 -m 1 --h1 -t 1 -d "$work/send.json" \
+    -H 'Content-Type: application/json' -H "Authorization: key=$server_key" \
+    "http://127.0.0.1:$port/fcm/send" > "$work/h2load-$count.txt"
+  kill -TERM "$daemon"
+  wait "$daemon" || true
+  daemon=""
+  local total
+  total=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p; s/^summary: *\([0-9]*\).*/\1/p' "$out" | head -1)
+  [ -n "$total" ] || { echo "no instruction total in $out" >&2; exit 1; }
+  echo "$total"
+}
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+i_base=$(measure "$base")
+i_sends=$(measure "$sends")
+callgrind_annotate --threshold=100 "$work/callgrind.$base" > "$work/annotate.$base" 2> /dev/null || true
+callgrind_annotate --threshold=100 "$work/callgrind.$sends" > "$work/annotate.$sends" 2> /dev/null || true
+python3 - "$sends" "$base" "$i_sends" "$i_base" "$bin" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+  "$work/annotate.$sends" "$work/annotate.$base" "${TOP:-25}" "$work/" << 'PY' |
+import re, sys
+sends, base, i_sends, i_base = map(int, sys.argv[1:5])
+print(f"binary {sys.argv[5]}")
+print(f"daemon instructions: {i_base:,} with {base:,} sends, {i_sends:,} with {sends:,} sends "
+      f"(h2load -c 1 -m 1 --h1, single-token /fcm/send, one offline device)")
+per = (i_sends - i_base) / (sends - base)
+print(f"instructions per send: {per:,.0f}   "
+      f"(load average {sys.argv[6]} before, {sys.argv[7]} after: it does not move this figure)")
+
+
+def functions(path):  # callgrind_annotate's self cost per function
+    out = {}
+    try:
+        for line in open(path, errors="replace"):
+            m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*\S)", line)
+            if m and "PROGRAM TOTALS" not in m.group(2):
+                out[m.group(2)] = out.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
+    except OSError:
+        pass
+    return out
+
+
+a, b = functions(sys.argv[8]), functions(sys.argv[9])
+diff = sorted(((a.get(k, 0) - b.get(k, 0)) / (sends - base), k) for k in set(a) | set(b))[::-1]
+top = int(sys.argv[10])
+if diff:
+    objects = {}
+    for v, k in diff:
+        m = re.search(r"\[([^\]]*)\]$", k)
+        name = (m.group(1).rsplit("/", 1)[-1] if m else "(no object named)")
+        objects[name] = objects.get(name, 0) + v
+    print("\nper send, by object (self instructions):")
+    for name, v in sorted(objects.items(), key=lambda x: -x[1]):
+        if abs(v) >= per * 0.005:
+            print(f"{v:>10,.0f}  {v / per * 100:5.1f}%  {name}")
+if diff and top:
+    print(f"\nper send, by function (self instructions, the difference of the two runs; top {top}):")
+    for v, k in diff[:top]:
+        print(f"{v:>10,.0f}  {v / per * 100:5.1f}%  {k.replace(sys.argv[11], '')}")
+PY
+  if command -v swift-demangle > /dev/null; then swift-demangle --simplified; else cat; fi | cut -c1-200
