@@ -36,7 +36,7 @@ extension ProjectCommand {
             let publicPEM = try key.publicKey.pem
             let keyID = ServiceAccountFile.newPrivateKeyID()
             let email = ServiceAccountFile.clientEmail(project: name)
-            let store = try store.open()
+            let store = try await store.open()
             do {
                 _ = try await store.addServiceAccountKey(
                     project: name, keyID: keyID, clientEmail: email, publicKeyPEM: publicPEM)
@@ -97,7 +97,7 @@ extension ProjectCommand {
         @Flag(help: "Print one JSON object per line.") var json = false
 
         func run() async throws {
-            let store = try store.open()
+            let store = try await store.open()
             let keys = try await store.serviceAccountKeys(project: name)
             await store.close()
             let format = ISO8601DateFormatter()
@@ -130,7 +130,7 @@ extension ProjectCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            let store = try store.open()
+            let store = try await store.open()
             let revoked = try await store.revokeServiceAccountKey(project: name, keyID: keyID)
             await store.close()
             guard revoked else { throw ValidationError("project \(name) has no valid key \(keyID)") }

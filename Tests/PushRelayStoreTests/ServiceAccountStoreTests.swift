@@ -1,13 +1,14 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import PushRelayStore
 
 /// Service-account keys and access tokens in the store, and the migration of a version-1 database.
 @Suite struct ServiceAccountStoreTests {
-    @Test func keysTokensRevocationAndExpiry() async throws {
+    @Test(arguments: StoreKind.allCases) func keysTokensRevocationAndExpiry(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
             let clock = FakeClock()
-            try await withStore(in: directory, clock: clock) { store in
+            try await withStore(kind, in: directory, clock: clock) { store in
                 _ = try await store.createProject(name: "shop")
                 let first = try await store.addServiceAccountKey(
                     project: "shop", keyID: "k1", clientEmail: "a@shop", publicKeyPEM: "PEM1")
@@ -44,26 +45,43 @@ import Testing
         }
     }
 
-    @Test func aVersion1DatabaseIsMigrated() async throws {
+    @Test(arguments: StoreKind.allCases) func aVersion1DatabaseIsMigrated(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in _ = try await store.createProject(name: "shop") }
+            try await withStore(kind, in: directory) { store in _ = try await store.createProject(name: "shop") }
             // Back to the version-1 schema, as a database of the previous release.
-            let connection = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
-            try connection.execute("DROP TABLE access_tokens; DROP TABLE service_account_keys; PRAGMA user_version = 1;")
-            connection.close()
-            try await withStore(in: directory) { store in
+            switch kind {
+            case .sqlite:
+                let connection = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
+                try connection.execute(
+                    "DROP TABLE access_tokens; DROP TABLE service_account_keys; PRAGMA user_version = 1;")
+                connection.close()
+            case .postgres:
+                let result = try await TestPostgres.shared.psql(
+                    "DROP TABLE access_tokens; DROP TABLE service_account_keys; "
+                        + "DELETE FROM pushrelay_migrations WHERE version = 2;",
+                    database: databaseName(for: directory))
+                #expect(result.status == 0, "\(result.stderr)")
+            }
+            try await withStore(kind, in: directory) { store in
                 #expect(try await store.project(named: "shop") != nil)
                 let key = try await store.addServiceAccountKey(
                     project: "shop", keyID: "k1", clientEmail: "a@shop", publicKeyPEM: "PEM")
                 try await store.issueAccessToken("t", key: key, expiresAt: Date().addingTimeInterval(60))
                 #expect(try await store.authenticateAccessToken("t")?.name == "shop")
             }
-            let reopened = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
-            let version = try reopened.statement("PRAGMA user_version")
-            _ = try version.step()
-            #expect(version.int64(0) == SQLiteSchema.version)
-            try version.run()
-            reopened.close()
+            switch kind {
+            case .sqlite:
+                let reopened = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
+                let version = try reopened.statement("PRAGMA user_version")
+                _ = try version.step()
+                #expect(version.int64(0) == SQLiteSchema.version)
+                try version.run()
+                reopened.close()
+            case .postgres:
+                let result = try await TestPostgres.shared.psql(
+                    "SELECT max(version) FROM pushrelay_migrations", database: databaseName(for: directory))
+                #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\(PostgresSchema.version)")
+            }
         }
     }
 }

@@ -90,7 +90,29 @@ enum PostgresSchema {
             created_at bigint NOT NULL,
             body bytea NOT NULL
         );
+        """,
+        // 2: FCM HTTP v1. Service-account keys (only the public key) and the access tokens issued for them (SHA-256
+        // hashes). A revoked key keeps its row and loses its tokens.
         """
+        CREATE TABLE service_account_keys (
+            key_id text PRIMARY KEY,
+            project_id bigint NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            client_email text NOT NULL,
+            public_key text NOT NULL,
+            created_at bigint NOT NULL,
+            revoked_at bigint
+        );
+        CREATE INDEX service_account_keys_project ON service_account_keys (project_id);
+
+        CREATE TABLE access_tokens (
+            token_hash bytea PRIMARY KEY,
+            key_id text NOT NULL REFERENCES service_account_keys (key_id) ON DELETE CASCADE,
+            project_id bigint NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            expires_at bigint NOT NULL
+        );
+        CREATE INDEX access_tokens_key ON access_tokens (key_id);
+        CREATE INDEX access_tokens_expiry ON access_tokens (expires_at);
+        """,
     ]
 
     /// A migration's statements (each ends with `;` at the end of a line).

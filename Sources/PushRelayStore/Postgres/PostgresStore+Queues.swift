@@ -86,6 +86,7 @@ extension PostgresStore {
                 RETURNING project_id
                 """
             ).count
+            try await write.run("DELETE FROM access_tokens WHERE expires_at <= \(write.nowMicros)")
             return report
         }
     }
