@@ -40,7 +40,11 @@ import Testing
                 }
             }
             // Nothing of a token in clear in the database.
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: directory + "/pushrelay.sqlite"))
+            let bytes: Data
+            switch kind {
+            case .sqlite: bytes = try Data(contentsOf: URL(fileURLWithPath: directory + "/pushrelay.sqlite"))
+            case .postgres: bytes = Data(try await TestPostgres.shared.dump(database: databaseName(for: directory)).utf8)
+            }
             #expect(bytes.range(of: Data("token-3".utf8)) == nil)
         }
     }
