@@ -26,6 +26,8 @@ public final class RelayApplication: Sendable {
 
     let store: any PushStore
     let hub = DeliveryHub()
+    /// Answers and deliveries from the store's writer to the event loops, one wake-up per loop per batch.
+    let handoff = EventLoopHandoff()
     let options: Options
     let logger: Logger
     /// The relay's metrics; the daemon records TLS handshakes through it.
@@ -51,8 +53,9 @@ public final class RelayApplication: Sendable {
         let readiness = Readiness()
         self.readiness = readiness
         let hub = self.hub
+        let handoff = self.handoff
         self.router = Self.makeRouter(
-            store: store, hub: hub, options: options, metrics: metrics, exporter: exporter, readiness: readiness,
+            store: store, hub: hub, handoff: handoff, options: options, metrics: metrics, exporter: exporter, readiness: readiness,
             logger: logger)
         store.setCommitObserver { committed in hub.deliver(committed) }
     }
@@ -60,6 +63,7 @@ public final class RelayApplication: Sendable {
     static func makeRouter(
         store: any PushStore,
         hub: DeliveryHub,
+        handoff: EventLoopHandoff,
         options: Options,
         metrics: RelayMetrics,
         exporter: PrometheusExporter,
@@ -67,12 +71,13 @@ public final class RelayApplication: Sendable {
         logger: Logger
     ) -> HTTPRouter {
         let router = HTTPRouter()
+        let path = MessagePath(store: store, hub: hub, metrics: metrics, handoff: handoff)
         let send = SendRoute(
-            store: store, hub: hub, metrics: metrics, logger: logger,
+            store: store, path: path, metrics: metrics, logger: logger,
             maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds,
             readiness: readiness)
-        router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
-        router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
+        router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .promised(send.handle))
+        router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .promised(send.handle))
 
         let devices = DeviceRoutes(store: store, hub: hub, metrics: metrics, logger: logger)
         router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(devices.register))

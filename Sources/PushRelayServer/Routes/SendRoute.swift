@@ -13,7 +13,7 @@ import PushRelayStore
 /// after the commit; a store that cannot commit gives `Unavailable` with `Retry-After` and nothing is stored.
 struct SendRoute: Sendable {
     let store: any PushStore
-    let hub: DeliveryHub
+    let path: MessagePath
     let metrics: RelayMetrics
     let logger: Logger
     let maxBodyBytes: Int
@@ -22,50 +22,135 @@ struct SendRoute: Sendable {
     /// past this check finish their commit and get their ids.
     var readiness: Readiness? = nil
 
-    func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
-        let encoding = Self.encoding(of: request.head)
-        if readiness?.current == .draining {
-            metrics.sendRejected(FCMError.Code.unavailable)
-            return Self.answer(
-                FCMHTTPAnswer(
-                    error: FCMError(code: .unavailable), encoding: encoding, retryAfterSeconds: retryAfterSeconds)
-            )
+    /// The event-loop path (a `.promised` route): when the server key and every token are in memory, the send
+    /// is parsed, validated, committed through ``MessagePath`` and answered without a task; the answer is
+    /// completed on this connection's loop after the commit. Anything else (a look-up that must read the store,
+    /// a topic or condition send) continues in a task through ``handle(_:)``.
+    func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: EventLoopPromise<HTTPServerResponse>) {
+        let head = request.head
+        let key: Substring
+        switch authorize(head) {
+        case .answer(let response):
+            promise.succeed(response)
+            return
+        case .key(let found):
+            key = found
         }
-        guard let header = request.head.headerFields.firstValue(for: .authorization),
-            let key = AuthorizationHeader.serverKey(header)
-        else {
-            metrics.sendRejected(FCMError.Code.authentication)
-            return Self.answer(FCMHTTPAnswer(error: .missingAuthentication, encoding: encoding))
+        guard let project = store.cachedProject(serverKey: String(key)) else {
+            promise.completeWithTask { try await self.handle(request) }
+            return
+        }
+        let send: FCMSendRequest
+        switch parse(body, head) {
+        case .answer(let response):
+            promise.succeed(response)
+            return
+        case .send(let parsed):
+            send = parsed
+        }
+        guard case .tokens(let recipients) = send.addressing else {
+            promise.completeWithTask { try await self.dispatch(send, project: project) }
+            return
+        }
+        var tokenSend = TokenSend(recipients: recipients)
+        guard let devices = store.cachedDevices(tokens: tokenSend.tokens) else {
+            let unresolved = tokenSend
+            promise.completeWithTask { try await self.sendToTokens(send, unresolved, project: project) }
+            return
+        }
+        tokenSend.resolve(devices, send: send, project: project)
+        let resolved = tokenSend
+        guard !tokenSend.messages.isEmpty else {
+            promise.succeed(answered(tokenSend.response(), encoding: send.encoding))
+            return
+        }
+        let encoding = send.encoding
+        path.commit(resolved.messages, on: promise.futureResult.eventLoop) { result in
+            switch result {
+            case .success(let outcomes):
+                promise.succeed(answered(resolved.response(outcomes: outcomes), encoding: encoding))
+            case .failure(let error):
+                guard let error = error as? StoreError, error.code == .unavailable || error.code == .closed else {
+                    promise.fail(error)
+                    return
+                }
+                promise.succeed(unavailable(encoding, error))
+            }
+        }
+    }
+
+    /// The task path: the same send, for look-ups that read the store.
+    func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        let key: Substring
+        switch authorize(request.head) {
+        case .answer(let response): return response
+        case .key(let found): key = found
         }
         let project: Project?
         do {
             project = try await store.authenticateServerKey(String(key))
         } catch {
-            return unavailable(encoding, error)
+            return unavailable(Self.encoding(of: request.head), error)
         }
         guard let project else {
             metrics.sendRejected(FCMError.Code.authentication)
-            return Self.answer(FCMHTTPAnswer(error: .invalidAuthentication, encoding: encoding))
+            return Self.answer(FCMHTTPAnswer(error: .invalidAuthentication, encoding: Self.encoding(of: request.head)))
         }
-
         let body = try await request.body.collect(upTo: maxBodyBytes)
-        let send: FCMSendRequest
+        switch parse(body, request.head) {
+        case .answer(let response): return response
+        case .send(let send): return try await dispatch(send, project: project)
+        }
+    }
+
+    private enum Authorization {
+        case key(Substring)
+        case answer(HTTPServerResponse)
+    }
+
+    /// Draining and the `Authorization` header's form; the key itself is checked by the caller.
+    private func authorize(_ head: HTTPRequest) -> Authorization {
+        if readiness?.current == .draining {
+            metrics.sendRejected(FCMError.Code.unavailable)
+            return .answer(
+                Self.answer(
+                    FCMHTTPAnswer(
+                        error: FCMError(code: .unavailable), encoding: Self.encoding(of: head),
+                        retryAfterSeconds: retryAfterSeconds)))
+        }
+        guard let header = head.headerFields.firstValue(for: .authorization),
+            let key = AuthorizationHeader.serverKey(header)
+        else {
+            metrics.sendRejected(FCMError.Code.authentication)
+            return .answer(Self.answer(FCMHTTPAnswer(error: .missingAuthentication, encoding: Self.encoding(of: head))))
+        }
+        return .key(key)
+    }
+
+    private enum Parsed {
+        case send(FCMSendRequest)
+        case answer(HTTPServerResponse)
+    }
+
+    private func parse(_ body: ByteBuffer, _ head: HTTPRequest) -> Parsed {
         do {
-            send = try FCMSendRequest.parse(
-                body: Array(body.readableBytesView),
-                contentType: request.head.headerFields.firstValue(for: .contentType)
-            )
+            return .send(
+                try FCMSendRequest.parse(
+                    body: Array(body.readableBytesView),
+                    contentType: head.headerFields.firstValue(for: .contentType)
+                ))
         } catch {
             metrics.sendRejected(error.code)
-            return Self.answer(FCMHTTPAnswer(error: error, encoding: encoding))
+            return .answer(Self.answer(FCMHTTPAnswer(error: error, encoding: Self.encoding(of: head))))
         }
-        let senderID = SenderID(UInt64(project.senderID))
+    }
 
+    private func dispatch(_ send: FCMSendRequest, project: Project) async throws -> HTTPServerResponse {
+        let senderID = SenderID(UInt64(project.senderID))
         do {
             switch send.addressing {
             case .tokens(let recipients):
-                let response = try await sendToTokens(send, recipients: recipients, project: project, senderID: senderID)
-                return Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
+                return try await sendToTokens(send, TokenSend(recipients: recipients), project: project)
             case .topic(let topic):
                 let response = try await sendToTopic(send, target: .topic(topic.name), project: project, senderID: senderID)
                 return Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
@@ -88,69 +173,24 @@ struct SendRoute: Sendable {
 
     private func sendToTokens(
         _ send: FCMSendRequest,
-        recipients: [FCMRecipient],
-        project: Project,
-        senderID: SenderID
-    ) async throws -> FCMSendResponse {
-        var results = [FCMSendResponse.Result?](repeating: nil, count: recipients.count)
-        var lookups: [(index: Int, token: String)] = []
-        lookups.reserveCapacity(recipients.count)
-        for (index, recipient) in recipients.enumerated() {
-            if let error = recipient.error {
-                results[index] = .error(error)
-            } else {
-                lookups.append((index, recipient.token))
-            }
+        _ tokenSend: TokenSend,
+        project: Project
+    ) async throws -> HTTPServerResponse {
+        var tokenSend = tokenSend
+        do {
+            let devices = tokenSend.lookups.isEmpty ? [] : try await store.resolveTokens(tokenSend.tokens)
+            tokenSend.resolve(devices, send: send, project: project)
+            let outcomes = tokenSend.messages.isEmpty ? [] : try await path.commit(tokenSend.messages)
+            return answered(tokenSend.response(outcomes: outcomes), encoding: send.encoding)
+        } catch let error as StoreError where error.code == .unavailable || error.code == .closed {
+            return unavailable(send.encoding, error)
         }
+    }
 
-        var targets: [(index: Int, device: Device)] = []
-        if !lookups.isEmpty {
-            let devices = try await store.resolveTokens(lookups.map(\.token))
-            for (lookup, device) in zip(lookups, devices) {
-                guard let device else {
-                    results[lookup.index] = .error(FCMError(code: .notRegistered))
-                    continue
-                }
-                guard device.project == project.id else {
-                    results[lookup.index] = .error(FCMError(code: .mismatchSenderId))
-                    continue
-                }
-                if let package = send.restrictedPackageName, package != device.app {
-                    results[lookup.index] = .error(FCMError(code: .invalidPackageName))
-                    continue
-                }
-                targets.append((lookup.index, device))
-            }
-        }
-
-        if send.dryRun {
-            // Validated, not delivered: FCM answers a placeholder id.
-            for target in targets { results[target.index] = .dryRun }
-        } else if !targets.isEmpty {
-            let envelope = Envelope(request: send, senderID: senderID)
-            let ttl = Duration.seconds(send.timeToLive)
-            let messages = targets.map {
-                NewMessage(device: $0.device.id, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl)
-            }
-            let started = ContinuousClock.now
-            let outcomes = try await store.enqueue(messages)
-            metrics.recordCommit(duration: ContinuousClock.now - started)
-            for (target, outcome) in zip(targets, outcomes) {
-                switch outcome {
-                case .stored(let id):
-                    results[target.index] = .messageID(id)
-                case .transient(let id):
-                    hub.deliverTransient(TransientMessage(id: id, body: envelope.body), to: target.device.id)
-                    results[target.index] = .messageID(id)
-                case .deviceNotFound:
-                    results[target.index] = .error(FCMError(code: .notRegistered))
-                }
-            }
-        }
-
-        let final = results.map { $0 ?? .error(FCMError(code: .internalServerError)) }
-        metrics.sendAnswered(final)
-        return FCMSendResponse(multicastID: .generate(), results: final)
+    /// The 200 answer of a token send, counted.
+    private func answered(_ response: FCMSendResponse, encoding: FCMSendRequest.Encoding) -> HTTPServerResponse {
+        metrics.sendAnswered(response.results)
+        return Self.answer(FCMHTTPAnswer(response, encoding: encoding))
     }
 
     private func sendToTopic(
