@@ -4,8 +4,8 @@
 # Usage: Benchmarks/store-bench.sh [extra bench options, e.g. --messages 400000 --concurrency 1024 --fan-out 100000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release --product pushrelay >/dev/null
-bin="$(swift build -c release --show-bin-path)/pushrelay"
+swift build -c release --product pushrelay --scratch-path .build-release >/dev/null
+bin="$(swift build -c release --scratch-path .build-release --show-bin-path)/pushrelay"
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/time -f "process: %e s wall, %U s user, %S s sys, max RSS %M kB" \
   "$bin" store-debug bench --devices 10000 --messages 200000 --concurrency 512 --fan-out 10000 "$@"

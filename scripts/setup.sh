@@ -16,7 +16,7 @@ apt_packages=(libnghttp2-dev libssl-dev libsqlite3-dev pkg-config)
 if [ "$want_test" = 1 ]; then
   # The test peers. (The benchmarks' own peers, nginx + nchan and mosquitto, are installed by the benchmark
   # scripts, not here: the test suite does not need them.)
-  apt_packages+=(nghttp2-client nghttp2-server curl openssl sqlite3 python3-venv systemd dpkg-dev)
+  apt_packages+=(nghttp2-client nghttp2-server curl openssl sqlite3 python3-venv systemd dpkg-dev chromium)
 fi
 
 missing=()

@@ -308,7 +308,7 @@ static int64_t find_lg_i(const char *p, size_t n) {
     if (!m) return -1;
     const char *e = p + n;
     m += 4;
-    while (m < e && (*m < '0' || *m > '9') && m < p + n) {
+    while (m < e && (*m < '0' || *m > '9')) {
         if (*m != '"' && *m != ':' && *m != ' ' && *m != '\\') return -1;
         m++;
     }
@@ -411,8 +411,8 @@ static void answered(struct sender *s, int status, const char *body, size_t blen
     s->seq = -1;
 }
 
-/* Reads what the server answered on one sender connection; frees the connection when its answer is complete. */
-/* One read per readiness event (epoll is level-triggered: what is left wakes it again), one syscall less per answer. */
+/* Reads what the server answered on one sender connection; frees the connection when its answer is complete.
+ * One read per readiness event (epoll is level-triggered: what is left wakes it again), one syscall less per answer. */
 static int sender_readable(struct sender *s) {
     buf_reserve(&s->in, 8192);
     ssize_t r = read(s->fd, s->in.p + s->in.len, s->in.cap - s->in.len);
@@ -738,8 +738,9 @@ static void listener_bytes(struct listener *l, const char *p, size_t n, int64_t 
         const char *e = memmem(l->head.p, l->head.len, "\r\n\r\n", 4);
         if (!e) return;
         size_t hl = (size_t)(e - l->head.p) + 4;
-        int status = atoi(l->head.p + 9);
-        if (status != 200) fail("a stream was answered %s", l->head.p);
+        char status[4] = {0};
+        memcpy(status, l->head.p + 9, 3);
+        if (strcmp(status, "200") != 0) fail("a stream was answered HTTP %s", status);
         const char *te = find_header(l->head.p, hl, "transfer-encoding:");
         l->chunked = te && strncasecmp(te + strspn(te, " "), "chunked", 7) == 0;
         l->ready = 1;

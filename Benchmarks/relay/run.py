@@ -258,21 +258,26 @@ def perf_record(pid: int, seconds: float, out_dir: str, name: str) -> subprocess
 
 
 def perf_summary(out_dir: str, name: str, limit: int = 25) -> str:
+    """The daemon's samples by thread, by object, then by symbol (self time, >= 1 %)."""
     data = os.path.join(out_dir, f"perf-{name}.data")
     if not os.path.exists(data):
         return ""
-    p = subprocess.run(["perf", "report", "-i", data, "--no-demangle", "--no-children", "--sort", "dso,symbol",
-                        "--stdio",
-                        "--percent-limit", "1", "-g", "none"], capture_output=True, text=True, timeout=300,
-                       stdin=subprocess.DEVNULL)
-    text = p.stdout
-    try:  # Swift symbols are mangled; swift-demangle (with the toolchain) makes them readable
-        text = subprocess.run(["swift-demangle", "--simplified"], input=text, capture_output=True, text=True,
-                              timeout=120).stdout or text
-    except (OSError, subprocess.SubprocessError):
-        pass
-    lines = [ln[:200] for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
-    return "\n".join(lines[:limit])
+
+    def report(sort: str, lines: int) -> str:
+        p = subprocess.run(["perf", "report", "-i", data, "--no-demangle", "--no-children", "--sort", sort,
+                            "--stdio", "--percent-limit", "1", "-g", "none"], capture_output=True, text=True,
+                           timeout=300, stdin=subprocess.DEVNULL)
+        text = p.stdout
+        try:  # Swift symbols are mangled; swift-demangle (with the toolchain) makes them readable
+            text = subprocess.run(["swift-demangle", "--simplified"], input=text, capture_output=True, text=True,
+                                  timeout=120).stdout or text
+        except (OSError, subprocess.SubprocessError):
+            pass
+        kept = [ln.rstrip()[:200] for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+        return "\n".join(kept[:lines])
+
+    return (f"by thread:\n{report('comm', 10)}\nby object:\n{report('dso', 12)}\n"
+            f"by symbol:\n{report('dso,symbol', limit)}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -642,6 +647,8 @@ def table(res: dict, args) -> str:
     for flags in args.h2load:
         pr = res.get("c_pushrelay", {}).get(flags, {})
         ce = res.get("c_ceiling", {}).get(flags, {})
+        if not pr and not ce:
+            continue
         rows.append(f"| (c) durable single-token sends/s, `h2load -D {args.h2_duration:g} {flags} -t 1` | "
                     + cell(pr, f"{fmt(pr.get('req_per_s'))}; {fmt(pr.get('server_cpu_per_request_us'), 1)} us CPU/send,"
                                f" {fmt(pr.get('server_cores'), 2)} cores, "
@@ -711,7 +718,7 @@ def goals(res: dict, args) -> str:
             ok = not r.get("failure") and (r.get("req_per_s") or 0) >= want
             rows.append(f"| (c) >= {want:,} durable sends/s at `{flags}` | "
                         + cell(r, f"{fmt(r.get('req_per_s'))}/s") + f" | {'met' if ok else 'missed'} |")
-    return "\n".join(rows)
+    return "\n".join(rows) if len(rows) > 2 else ""
 
 
 def main() -> int:
@@ -801,10 +808,10 @@ def main() -> int:
           f"JSON: {args.out}")
     for key, value in res.items():
         if key.startswith("real_perf_") and value:
-            print(f"\nperf ({key}), self time by symbol:\n{value}")
+            print(f"\nperf ({key}), self time:\n{value}")
     for flags, r in res.get("c_pushrelay", {}).items():
         if r.get("perf"):
-            print(f"\nperf (h2load {flags}), self time by symbol:\n{r['perf']}")
+            print(f"\nperf (h2load {flags}), self time:\n{r['perf']}")
     if res["failures"]:
         print("\nFAILED:\n  " + "\n  ".join(res["failures"]))
         return 1

@@ -61,22 +61,21 @@ def _spawn(name: str, argv: list, workdir: str, env: dict | None = None) -> tupl
     return proc, log
 
 
-def start_nchan(workdir: str, workers: int | str = "auto") -> Server:
-    """nginx in the foreground with its own prefix: /pub?id=<ch> publishes, /sub/<ch> is an EventSource."""
-    prefix = os.path.join(workdir, "nginx")
+def _start_nginx(name: str, workdir: str, main: str, events: str, http: str, server: str) -> Server:
+    """nginx in the foreground with its own prefix under workdir; main, events, http and server are the blocks'
+    own directives (the port is filled in for {port} in server)."""
+    prefix = os.path.join(workdir, name)
     for d in ("logs", "tmp"):
         os.makedirs(os.path.join(prefix, d), exist_ok=True)
     os.chmod(os.path.join(prefix, "tmp"), 0o777)
     port = free_port()
     conf = f"""
-load_module {NCHAN_MODULE};
-worker_processes {workers};
-worker_rlimit_nofile 20000;
+{main}
 daemon off;
 master_process on;
 pid {prefix}/nginx.pid;
 error_log {prefix}/logs/error.log warn;
-events {{ worker_connections 16000; use epoll; multi_accept on; }}
+events {{ {events} }}
 http {{
     access_log off;
     client_body_temp_path {prefix}/tmp/body;
@@ -86,71 +85,48 @@ http {{
     scgi_temp_path {prefix}/tmp/scgi;
     keepalive_requests 100000000;
     keepalive_timeout 600s;
-    nchan_max_reserved_memory 512M;
+    {http}
     server {{
         listen 127.0.0.1:{port} backlog=4096;
-        location = /pub {{
-            nchan_publisher;
-            nchan_channel_id $arg_id;
-            nchan_message_buffer_length 200;
-            nchan_message_timeout 5m;
-        }}
-        location ~ ^/sub/([A-Za-z0-9_]+)$ {{
-            nchan_subscriber eventsource;
-            nchan_channel_id $1;
-            nchan_eventsource_ping_interval 30;
-        }}
+        {server}
     }}
 }}
 """
     path = os.path.join(prefix, "nginx.conf")
     with open(path, "w") as f:
         f.write(conf)
-    proc, log = _spawn("nginx", ["nginx", "-p", prefix, "-c", path, "-e", f"{prefix}/logs/error.log"], workdir)
+    proc, log = _spawn(name, ["nginx", "-p", prefix, "-c", path, "-e", f"{prefix}/logs/error.log"], workdir)
     wait_port(port, proc)
-    return Server("nchan", proc, port, workdir, log)
+    return Server(name, proc, port, workdir, log)
+
+
+def start_nchan(workdir: str, workers: int | str = "auto") -> Server:
+    """nginx + nchan: /pub?id=<ch> publishes, /sub/<ch> is an EventSource."""
+    server = _start_nginx("nginx", workdir,
+                          f"load_module {NCHAN_MODULE};\nworker_processes {workers};\nworker_rlimit_nofile 20000;",
+                          "worker_connections 16000; use epoll; multi_accept on;",
+                          "nchan_max_reserved_memory 512M;", """
+        location = /pub {
+            nchan_publisher;
+            nchan_channel_id $arg_id;
+            nchan_message_buffer_length 200;
+            nchan_message_timeout 5m;
+        }
+        location ~ ^/sub/([A-Za-z0-9_]+)$ {
+            nchan_subscriber eventsource;
+            nchan_channel_id $1;
+            nchan_eventsource_ping_interval 30;
+        }""")
+    server.name = "nchan"
+    return server
 
 
 def start_nginx_fixed(workdir: str, path: str, response: bytes) -> Server:
     """nginx, one worker, answering POST <path> with a fixed JSON body over HTTP/1.1 keep-alive: the C ceiling for
     `h2load --h1` (nghttpd speaks only HTTP/2)."""
-    prefix = os.path.join(workdir, "nginx-fixed")
-    for d in ("logs", "tmp"):
-        os.makedirs(os.path.join(prefix, d), exist_ok=True)
-    port = free_port()
     body = response.decode().replace("\\", "\\\\").replace("'", "\\'")
-    conf = f"""
-worker_processes 1;
-daemon off;
-master_process on;
-pid {prefix}/nginx.pid;
-error_log {prefix}/logs/error.log warn;
-events {{ worker_connections 4096; use epoll; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/tmp/body;
-    proxy_temp_path {prefix}/tmp/proxy;
-    fastcgi_temp_path {prefix}/tmp/fastcgi;
-    uwsgi_temp_path {prefix}/tmp/uwsgi;
-    scgi_temp_path {prefix}/tmp/scgi;
-    keepalive_requests 100000000;
-    keepalive_timeout 600s;
-    server {{
-        listen 127.0.0.1:{port} backlog=4096;
-        location = {path} {{
-            default_type application/json;
-            return 200 '{body}';
-        }}
-    }}
-}}
-"""
-    conf_path = os.path.join(prefix, "nginx.conf")
-    with open(conf_path, "w") as f:
-        f.write(conf)
-    proc, log = _spawn("nginx-fixed", ["nginx", "-p", prefix, "-c", conf_path, "-e", f"{prefix}/logs/error.log"],
-                       workdir)
-    wait_port(port, proc)
-    return Server("nginx-fixed", proc, port, workdir, log)
+    return _start_nginx("nginx-fixed", workdir, "worker_processes 1;", "worker_connections 4096; use epoll;", "",
+                        f"location = {path} {{ default_type application/json; return 200 '{body}'; }}")
 
 
 def start_mosquitto(workdir: str) -> Server:

@@ -1,3 +1,5 @@
+import PushRelayWire
+
 /// Generators for the secrets and numbers of projects and devices. Every secret carries at least 128 random bits
 /// from `SystemRandomNumberGenerator` (the OS's CSPRNG) unless a test passes its own generator.
 public enum Credentials {

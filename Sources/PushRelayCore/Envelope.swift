@@ -1,3 +1,5 @@
+import PushRelayWire
+
 /// The device-visible message: what FCM hands an iOS app as `userInfo`, as one line of JSON.
 ///
 /// Built once per send from a validated request (``init(request:senderID:)``) and stored as ``body``: a JSON

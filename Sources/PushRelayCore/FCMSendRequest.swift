@@ -1,3 +1,5 @@
+public import PushRelayWire
+
 /// A parsed and validated FCM legacy send request (`POST /fcm/send`), from JSON or from the form-encoded
 /// plain-text variant.
 ///

@@ -1,5 +1,6 @@
 public import HTTPTypes
 public import NIOCore
+import PushRelayWire
 
 /// How a route handles its requests.
 public enum HTTPHandler: Sendable {
@@ -116,7 +117,7 @@ public struct HTTPRouter: HTTPServerResponder {
             if let child = node.children[segment] {
                 node = child
             } else if let capture = node.capture {
-                parameters[capture.name] = String(segment).removingPercentEncodingForPath()
+                parameters[capture.name] = PercentDecoding.decode(segment, plus: .plus) ?? String(segment)
                 node = capture.node
             } else if let rest = node.restCapture {
                 parameters[rest.name] = remaining.joined(separator: "/")
@@ -139,24 +140,5 @@ public struct HTTPRouter: HTTPServerResponder {
             return .matched(entry.handler, maxBodyBytes: entry.maxBodyBytes, pathParameters: parameters)
         }
         return .methodNotAllowed
-    }
-}
-
-extension String {
-    /// Percent-decodes a path segment (`+` stays a plus); the segment as it is when it is not valid.
-    func removingPercentEncodingForPath() -> String {
-        guard contains("%") else { return self }
-        var bytes: [UInt8] = []
-        var iterator = utf8.makeIterator()
-        while let byte = iterator.next() {
-            if byte == UInt8(ascii: "%"), let h = iterator.next(), let l = iterator.next(),
-                let value = UInt8(String(decoding: [h, l], as: UTF8.self), radix: 16)
-            {
-                bytes.append(value)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self) ?? self
     }
 }

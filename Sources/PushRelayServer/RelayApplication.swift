@@ -20,6 +20,13 @@ public final class RelayApplication: Sendable {
         public var retryAfterSeconds: Int = 10
         /// How often expired and acknowledged messages are purged. Default 60 s.
         public var purgeInterval: Duration = .seconds(60)
+        /// Whether `/metrics` is served (`metrics_enabled`); when false the route does not exist (404).
+        public var metricsEnabled: Bool = true
+        /// How often the store's figures behind `/metrics` (queue depth) and `/readyz` (store readable) are
+        /// refreshed (`metrics_interval`); neither route reads the store itself. Default 10 s.
+        public var statisticsInterval: Duration = .seconds(10)
+        /// Web origins allowed to call the device routes from a browser (CORS); `*` for any. Default none.
+        public var corsAllowedOrigins: [String] = []
 
         public init() {}
     }
@@ -33,6 +40,7 @@ public final class RelayApplication: Sendable {
     /// The relay's metrics; the daemon records TLS handshakes through it.
     public let metrics: RelayMetrics
     let readiness: Readiness
+    let snapshot: StoreStatisticsSnapshot
 
     /// The routes: FCM send, device, Instance ID and operations.
     public let router: HTTPRouter
@@ -54,9 +62,11 @@ public final class RelayApplication: Sendable {
         self.readiness = readiness
         let hub = self.hub
         let handoff = self.handoff
+        let snapshot = StoreStatisticsSnapshot()
+        self.snapshot = snapshot
         self.router = Self.makeRouter(
-            store: store, hub: hub, handoff: handoff, options: options, metrics: metrics, exporter: exporter, readiness: readiness,
-            logger: logger)
+            store: store, hub: hub, handoff: handoff, options: options, metrics: metrics, exporter: exporter,
+            readiness: readiness, snapshot: snapshot, logger: logger)
         store.setCommitObserver { committed in hub.deliver(committed) }
     }
 
@@ -68,6 +78,7 @@ public final class RelayApplication: Sendable {
         metrics: RelayMetrics,
         exporter: PrometheusExporter,
         readiness: Readiness,
+        snapshot: StoreStatisticsSnapshot,
         logger: Logger
     ) -> HTTPRouter {
         let router = HTTPRouter()
@@ -80,10 +91,16 @@ public final class RelayApplication: Sendable {
         router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .promised(send.handle))
 
         let devices = DeviceRoutes(store: store, hub: hub, metrics: metrics, logger: logger)
-        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(devices.register))
-        router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(devices.unregister))
-        router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(devices.stream))
-        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .collected(devices.acknowledge))
+        let tickets = StreamTicketRoutes(store: store, devices: devices, logger: logger)
+        let cors = CORSPolicy(allowedOrigins: options.corsAllowedOrigins)
+        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(cors.wrap(devices.register)))
+        router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(cors.wrap(devices.unregister)))
+        router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(cors.wrap(tickets.stream)))
+        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .collected(cors.wrap(devices.acknowledge)))
+        router.add(.post, "/v1/stream-ticket", maxBodyBytes: 0, .collected(cors.wrap(tickets.issue)))
+        for path in ["/v1/register", "/v1/stream", "/v1/ack", "/v1/stream-ticket"] {
+            router.add(.options, path, maxBodyBytes: 0, .collected(cors.preflight))
+        }
 
         let iid = InstanceIDRoutes(store: store, logger: logger)
         router.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: true) })
@@ -94,13 +111,17 @@ public final class RelayApplication: Sendable {
         router.add(.post, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: true) })
         router.add(.delete, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: false) })
 
-        let operations = OperationsRoutes(
-            store: store, hub: hub, metrics: metrics, exporter: exporter, readiness: readiness)
+        let operations = OperationsRoutes(exporter: exporter, readiness: readiness, snapshot: snapshot)
         router.add(.get, "/healthz", maxBodyBytes: 0, .immediate { _, _ in OperationsRoutes.healthy })
         router.add(.get, "/readyz", maxBodyBytes: 0, .collected(operations.ready))
-        router.add(.get, "/metrics", maxBodyBytes: 0, .collected(operations.metrics))
+        if options.metricsEnabled {
+            router.add(.get, "/metrics", maxBodyBytes: 0, .collected(operations.metrics))
+        }
         return router
     }
+
+    /// Takes the first statistics snapshot (before ``markReady()``, so `/readyz` and `/metrics` have figures at once).
+    public func refreshStatistics() async { await snapshot.refresh(store: store, metrics: metrics) }
 
     /// Marks the relay ready (listeners bound, store open) for `/readyz`.
     public func markReady() { readiness.set(.ready) }
@@ -112,11 +133,20 @@ public final class RelayApplication: Sendable {
         hub.drain()
     }
 
-    /// Runs the periodic work (heartbeats, purge) until cancelled.
+    /// Runs the periodic work (heartbeats, purge, statistics) until cancelled.
     public func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.heartbeatLoop() }
             group.addTask { await self.purgeLoop() }
+            group.addTask { await self.statisticsLoop() }
+        }
+    }
+
+    /// One snapshot per interval however many clients read `/metrics` and `/readyz`.
+    private func statisticsLoop() async {
+        while !Task.isCancelled {
+            await snapshot.refresh(store: store, metrics: metrics)
+            do { try await Task.sleep(for: options.statisticsInterval) } catch { return }
         }
     }
 

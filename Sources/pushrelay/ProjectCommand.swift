@@ -4,6 +4,7 @@ import Logging
 import PushRelayCore
 import PushRelayServer
 import PushRelayStore
+import PushRelayWire
 
 /// `pushrelay project create|list|rotate-key|delete`: manages projects in the data directory directly (the store is
 /// shared with a running daemon, which sees changes at once).

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HTTPTypes
 import PushRelayCore
+import PushRelayWire
 
 /// `pushrelay send`: posts an FCM legacy message to `/fcm/send`, built from flags or given raw, and prints the
 /// relay's answer.

@@ -67,8 +67,11 @@ struct ServeCommand: AsyncParsableCommand {
 
         var options = RelayApplication.Options()
         options.heartbeatInterval = configuration.heartbeatInterval
+        options.corsAllowedOrigins = configuration.corsAllowedOrigins
         options.maxSendBodyBytes = configuration.maxSendBodySize
         options.purgeInterval = configuration.purgeInterval
+        options.metricsEnabled = configuration.metricsEnabled
+        options.statisticsInterval = configuration.metricsInterval
         let relay = RelayApplication(store: store, options: options, exporter: exporter, logger: logger)
         let router = relay.router
         if benchRoutes {
@@ -103,6 +106,7 @@ struct ServeCommand: AsyncParsableCommand {
             print("pushrelay listening on \(scheme)://\(Self.format(address))")
         }
         fflush(nil)  // tests and scripts read the line through a pipe
+        await relay.refreshStatistics()
         relay.markReady()
         try? notifier.ready(status: "listening on \(addresses.map(Self.format).joined(separator: ", "))")
 

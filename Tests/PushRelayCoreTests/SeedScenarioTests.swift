@@ -1,4 +1,5 @@
 import PushRelayCore
+import PushRelayWire
 import Testing
 
 /// The shop scenario of seed-scenario.md, exactly as written there.

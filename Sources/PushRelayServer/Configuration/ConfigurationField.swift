@@ -39,10 +39,14 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case logFormat = "log_format"
     /// ``PushRelayConfiguration/metricsEnabled``.
     case metricsEnabled = "metrics_enabled"
+    /// ``PushRelayConfiguration/metricsInterval``.
+    case metricsInterval = "metrics_interval"
     /// ``PushRelayConfiguration/shutdownDrainTimeout``.
     case shutdownDrainTimeout = "shutdown_drain_timeout"
     /// ``PushRelayConfiguration/maxConnections``.
     case maxConnections = "max_connections"
+    /// ``PushRelayConfiguration/corsAllowedOrigins``.
+    case corsAllowedOrigins = "cors_allowed_origins"
 
     /// The key in the config file, e.g. `heartbeat_interval`.
     public var key: String { rawValue }
@@ -80,8 +84,10 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .logLevel: "trace, debug, info, notice, warning, error, critical"
         case .logFormat: "text or json"
         case .metricsEnabled: "serve /metrics: true or false"
+        case .metricsInterval: "how often the store's figures behind /metrics and /readyz are refreshed, e.g. 10s"
         case .shutdownDrainTimeout: "time allowed to drain on SIGTERM, e.g. 20s"
         case .maxConnections: "connections accepted at once"
+        case .corsAllowedOrigins: "web origins allowed on the device routes, e.g. https://shop.example.com (none)"
         }
     }
 

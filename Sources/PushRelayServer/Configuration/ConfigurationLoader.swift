@@ -248,6 +248,10 @@ private struct Builder {
             configuration.listen = try Parse.list(raw).map { text throws(Parse.Failure) in
                 try Parse.listenAddress(text)
             }
+        case .corsAllowedOrigins:
+            configuration.corsAllowedOrigins = try Parse.list(raw).map { text throws(Parse.Failure) in
+                try Parse.origin(text)
+            }
         case .listenTLS:
             configuration.listenTLS = try Parse.list(raw).map { text throws(Parse.Failure) in
                 try Parse.listenAddress(text)
@@ -295,6 +299,8 @@ private struct Builder {
             configuration.logFormat = try Parse.choice(raw, as: PushRelayConfiguration.LogFormat.self)
         case .metricsEnabled:
             configuration.metricsEnabled = try Parse.boolean(raw)
+        case .metricsInterval:
+            configuration.metricsInterval = try Parse.duration(raw)
         case .shutdownDrainTimeout:
             configuration.shutdownDrainTimeout = try Parse.duration(raw)
         case .maxConnections:
@@ -449,5 +455,5 @@ private struct Builder {
 
 extension ConfigurationField {
     /// Whether the value is a list (comma-separated in the environment, repeatable as a flag).
-    var isList: Bool { self == .listen || self == .listenTLS }
+    var isList: Bool { self == .listen || self == .listenTLS || self == .corsAllowedOrigins }
 }

@@ -66,6 +66,10 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Whether `/metrics` is served. Key `metrics_enabled`. Default `true`.
     public var metricsEnabled: Bool
 
+    /// How often the store's figures behind `/metrics` (queue depth) and `/readyz` (store readable) are refreshed;
+    /// neither route reads the store per request. Key `metrics_interval`. Default 10 s.
+    public var metricsInterval: Duration
+
     /// On SIGTERM, how long in-flight sends and commits may take before the daemon closes anyway.
     /// Key `shutdown_drain_timeout`. Default 20 s; keep it below the unit's `TimeoutStopSec=` (30 s).
     public var shutdownDrainTimeout: Duration
@@ -73,6 +77,12 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Connections accepted at once, over all listeners; beyond it new ones are closed at accept.
     /// Key `max_connections`. Default 200 000; needs `LimitNOFILE=` above it.
     public var maxConnections: Int
+
+    /// Web origins (`https://shop.example.com`, `http://localhost:3000`, or `*` for any) that may call the device
+    /// routes from a browser: CORS preflight and `Access-Control-Allow-Origin` on `/v1/register`, `/v1/stream`,
+    /// `/v1/ack` and `/v1/stream-ticket`. Key `cors_allowed_origins`. Default none: browsers on other origins are
+    /// refused.
+    public var corsAllowedOrigins: [String]
 
     /// The configuration with every field at its default, for the given environment (`STATE_DIRECTORY`).
     public init(environment: [String: String] = [:]) {
@@ -94,8 +104,10 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.logLevel = .info
         self.logFormat = .text
         self.metricsEnabled = true
+        self.metricsInterval = .seconds(10)
         self.shutdownDrainTimeout = .seconds(20)
         self.maxConnections = 200_000
+        self.corsAllowedOrigins = []
     }
 
     /// `$STATE_DIRECTORY` when systemd set it (first entry if several), else `/var/lib/pushrelay`.

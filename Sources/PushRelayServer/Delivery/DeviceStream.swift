@@ -4,6 +4,7 @@ import NIOCore
 import PushRelayCore
 import PushRelayHTTP
 import PushRelayStore
+import PushRelayWire
 
 /// One device's live event stream: writes the backlog, then every message as its commit returns (handed over by
 /// the commit observer, not read back from the store), heartbeats in between, until the peer goes away, another
@@ -52,7 +53,9 @@ final class DeviceStream: @unchecked Sendable {
         metrics.streamOpened()
         logger.debug("stream opened", metadata: logMetadata)
         // A comment first, so that the client sees the response start at once.
-        writer.write(ByteBuffer(string: ": connected\n\n")) { _ in }
+        var connected = ByteBuffer()
+        ServerSentEventEncoder.appendComment("connected", to: &connected)
+        writer.write(connected) { _ in }
         // Attaching posts the backlog read, which wakes the stream: that first pump runs after this returns.
         let (subscription, newDevice) = hub.attach(device: device.id) { [self] in
             eventLoop.execute { self.pump() }
@@ -177,7 +180,7 @@ final class DeviceStream: @unchecked Sendable {
         }
         if delivered > 0 { metrics.messagesDelivered(count: delivered) }
         if heartbeat && buffer.readableBytes == 0 {
-            buffer.writeStaticString(":\n\n")
+            buffer.writeBytes(ServerSentEventEncoder.heartbeat)
         }
         return buffer
     }
@@ -212,13 +215,9 @@ final class DeviceStream: @unchecked Sendable {
         metrics.recordSendToDeliver(duration: .microseconds(Int64(now - id.rawValue)))
     }
 
-    /// `id: <id>\ndata: <envelope>\n\n`. The envelope is one line of JSON, so one `data:` line carries it.
+    /// `id: <id>\ndata: <envelope>\n\n`, as the wire module's encoder writes it (the client's parser reads it).
     static func appendEvent(id: MessageID, envelope: [UInt8], to buffer: inout ByteBuffer) {
-        buffer.writeStaticString("id: ")
-        buffer.writeString(id.description)
-        buffer.writeStaticString("\ndata: ")
-        buffer.writeBytes(envelope)
-        buffer.writeStaticString("\n\n")
+        ServerSentEventEncoder.appendEvent(id: id.description, data: envelope, to: &buffer)
     }
 }
 

@@ -5,6 +5,7 @@ import NIOCore
 import PushRelayCore
 import PushRelayHTTP
 import PushRelayStore
+import PushRelayWire
 
 /// The device side of the API: register, unregister, the event stream, acknowledgements, and the device's own
 /// topic subscriptions.

@@ -5,6 +5,7 @@ import NIOCore
 import PushRelayCore
 import PushRelayHTTP
 import PushRelayStore
+import PushRelayWire
 
 /// The Instance ID server API for topics, authenticated with the server key, and the device's own topic routes,
 /// authenticated with the device secret (what the FCM client SDK's `subscribe(toTopic:)` does).

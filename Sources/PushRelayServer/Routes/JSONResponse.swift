@@ -2,6 +2,7 @@ import HTTPTypes
 import NIOCore
 import PushRelayCore
 import PushRelayHTTP
+import PushRelayWire
 
 /// JSON answers of the device and Instance ID APIs. Errors are `{"error": "<CODE>", "message": "<why>"}`.
 enum JSONResponse {

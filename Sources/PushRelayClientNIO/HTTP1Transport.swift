@@ -3,12 +3,11 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import PushRelayClient
 
 /// The HTTP/1.1 transport on SwiftNIO: one TCP connection (TLS when the URL is `https`) per request.
 ///
-/// The fallback of ``HTTP2Transport`` when the server offers no HTTP/2. This file, ``HTTP2Transport`` and
-/// ``IdleReadTimeoutHandler`` are the library's only NIO code; an Apple-platform build would replace them with
-/// another ``PushTransport``.
+/// The fallback of ``HTTP2Transport`` when the server offers no HTTP/2.
 struct HTTP1Transport: PushTransport {
     /// A complete response larger than this is refused (the relay's answers are small).
     static let maximumResponseSize = 1 << 20
@@ -18,22 +17,23 @@ struct HTTP1Transport: PushTransport {
     let connectTimeout: Duration
     /// How long a non-streaming request may stay silent before it fails.
     let requestTimeout: Duration
-    let tlsHandlerFactory: PushClientConfiguration.TLSHandlerFactory?
+    let tlsHandlerFactory: HTTP2Transport.TLSHandlerFactory?
     let group: any EventLoopGroup
 
     /// Creates the transport for the configuration's server URL.
     ///
     /// - Throws: ``PushClientError`` when the URL is not `http(s)://host[:port]` or is `https` without a TLS factory.
-    init(configuration: PushClientConfiguration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton)
-        throws
-    {
+    init(
+        configuration: PushClientConfiguration, tlsHandlerFactory: HTTP2Transport.TLSHandlerFactory? = nil,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws {
         let url = configuration.serverURL
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = url.host, !host.isEmpty
         else {
             throw PushClientError(code: .invalidConfiguration, message: "server URL must be http(s)://host[:port]")
         }
-        if scheme == "https" && configuration.tlsHandlerFactory == nil {
+        if scheme == "https" && tlsHandlerFactory == nil {
             throw PushClientError(code: .tlsNotConfigured, message: "an https server URL needs a TLS handler factory")
         }
         // URL.host keeps the brackets of an IPv6 literal on some platforms.
@@ -41,7 +41,7 @@ struct HTTP1Transport: PushTransport {
         self.port = url.port ?? (scheme == "https" ? 443 : 80)
         self.connectTimeout = configuration.connectTimeout
         self.requestTimeout = max(configuration.connectTimeout, .seconds(30))
-        self.tlsHandlerFactory = scheme == "https" ? configuration.tlsHandlerFactory : nil
+        self.tlsHandlerFactory = scheme == "https" ? tlsHandlerFactory : nil
         self.group = group
     }
 

@@ -1,8 +1,9 @@
 import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
-import NIOCore
 import NIOPosix
+public import NIOCore
+public import PushRelayClient
 import PushRelayHTTP
 
 /// The default transport: one long-lived HTTP/2 connection (PushRelayHTTP's `HTTP2Client`, libnghttp2) carries the
@@ -18,7 +19,19 @@ import PushRelayHTTP
 /// deadlines (the idle timeout for the stream's body, which starts once the head arrived;
 /// ``HTTP1Transport/requestTimeout`` for everything else); a deadline that passes closes the connection, which
 /// ends the pending read.
-final class HTTP2Transport: PushTransport {
+///
+/// ```swift
+/// let transport = try HTTP2Transport(configuration: configuration,
+///                                    tlsHandlerFactory: { host in tls.makeHandler(serverHostname: host) })
+/// let client = try PushClient(configuration: configuration, transport: transport)
+/// ```
+public final class HTTP2Transport: PushTransport {
+    /// Makes the TLS channel handler for a connection to the given host name (used for SNI and verification).
+    ///
+    /// The transport adds the handler first in the pipeline of every `https` connection. It is the seam where the
+    /// PushRelayTLS handler (OpenSSL) plugs in; without it, `https` URLs are refused.
+    public typealias TLSHandlerFactory = @Sendable (_ hostname: String) throws -> any ChannelHandler
+
     /// The states of the transport's one connection.
     private enum Connection {
         case http2(HTTP2Client)
@@ -36,11 +49,18 @@ final class HTTP2Transport: PushTransport {
 
     /// Creates the transport for the configuration's server URL. Opens no connection.
     ///
-    /// - Throws: ``PushClientError`` when the URL is not `http(s)://host[:port]` or is `https` without a TLS factory.
-    init(configuration: PushClientConfiguration, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton)
-        throws
-    {
-        let fallback = try HTTP1Transport(configuration: configuration, group: group)
+    /// - Parameters:
+    ///   - tlsHandlerFactory: Makes the TLS handler of `https` connections (e.g. PushRelayTLS's
+    ///     `TLSClientContext.makeHandler(serverHostname:)`, with ALPN `h2` and `http/1.1`).
+    ///   - group: The event loops the connections run on; `nil` for SwiftNIO's shared singleton group.
+    /// - Throws: `PushClientError` when the URL is not `http(s)://host[:port]` or is `https` without a TLS factory.
+    public init(
+        configuration: PushClientConfiguration, tlsHandlerFactory: TLSHandlerFactory? = nil,
+        group: (any EventLoopGroup)? = nil
+    ) throws {
+        let group = group ?? MultiThreadedEventLoopGroup.singleton
+        let fallback = try HTTP1Transport(configuration: configuration, tlsHandlerFactory: tlsHandlerFactory,
+                                          group: group)
         self.fallback = fallback
         self.host = fallback.host
         self.port = fallback.port
@@ -63,7 +83,7 @@ final class HTTP2Transport: PushTransport {
         self.pool = ConnectionPool()
     }
 
-    func send(_ request: TransportRequest) async throws -> TransportResponse {
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
         guard let (client, response) = try await open(request) else { return try await fallback.send(request) }
         let body = response.body
         let buffer: ByteBuffer
@@ -84,7 +104,7 @@ final class HTTP2Transport: PushTransport {
                                  body: Array(buffer.readableBytesView))
     }
 
-    func withStreamingResponse(
+    public func withStreamingResponse(
         to request: TransportRequest,
         idleTimeout: Duration,
         _ body: (_ status: Int, _ reader: TransportBodyReader) async throws -> Void
@@ -127,16 +147,16 @@ final class HTTP2Transport: PushTransport {
     }
 
     /// What the transport speaks now: `h2` on an open HTTP/2 connection, `http/1.1` after falling back, else `nil`.
-    var negotiatedProtocol: String? {
+    public var negotiatedProtocol: String? {
         get async { await pool.negotiatedProtocol }
     }
 
     /// How many HTTP/2 connections the transport has opened so far.
-    var connectionsOpened: Int {
+    public var connectionsOpened: Int {
         get async { await pool.opened }
     }
 
-    func shutdown() async {
+    public func shutdown() async {
         await pool.shutdown()
         await fallback.shutdown()
     }

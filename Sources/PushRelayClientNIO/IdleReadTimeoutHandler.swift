@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import PushRelayClient
 
 /// Declares an HTTP/1.1 response dead when it stays silent: fires a
 /// ``PushClientError/Code-swift.struct/heartbeatTimeout`` error and closes the connection.

@@ -1,15 +1,3 @@
-/// One event of a `text/event-stream`, as dispatched by a blank line.
-struct ServerSentEvent: Sendable, Hashable {
-    /// The `event:` field; `message` when the event named none.
-    var type: String = "message"
-    /// The `data:` lines joined with `\n`.
-    var data: String = ""
-    /// The last event id seen on the stream so far, including this event's `id:` field.
-    var lastEventID: String?
-    /// Whether this event carried an `id:` field itself.
-    var hasOwnID: Bool = false
-}
-
 /// An incremental parser of `text/event-stream` (the WHATWG "server-sent events" format).
 ///
 /// Feed it the bytes of the response body in whatever chunks they arrive; it returns what each chunk completed.
@@ -17,9 +5,11 @@ struct ServerSentEvent: Sendable, Hashable {
 /// Lines starting with `:` are comments, which the relay sends as heartbeats. `data:` lines accumulate; `id:` sets
 /// the last event id (unless it contains NUL); `retry:` with only digits sets the reconnection time; a blank line
 /// dispatches the event when it has data. A UTF-8 byte order mark at the start is skipped.
-struct ServerSentEventParser: Sendable {
+///
+/// ``ServerSentEventEncoder`` writes what this parser reads; the tests hold the two against each other.
+public struct ServerSentEventParser: Sendable {
     /// What a chunk of bytes completed.
-    enum Output: Sendable, Hashable {
+    public enum Output: Sendable, Hashable {
         /// An event with data.
         case event(ServerSentEvent)
         /// A comment line (the text after `:`): a heartbeat.
@@ -29,7 +19,7 @@ struct ServerSentEventParser: Sendable {
     }
 
     /// The parser refuses a line longer than this many bytes (protection against a stream without line ends).
-    let maximumLineLength: Int
+    public let maximumLineLength: Int
 
     private var line: [UInt8] = []
     private var lastByteWasCR = false
@@ -38,19 +28,19 @@ struct ServerSentEventParser: Sendable {
     private var dataLines: [String] = []
     private var hasData = false
     private var eventHasID = false
-    private(set) var lastEventID: String?
+    public private(set) var lastEventID: String?
 
     /// Creates a parser; `lastEventID` is the id to report until the stream sets one.
-    init(lastEventID: String? = nil, maximumLineLength: Int = 1 << 20) {
+    public init(lastEventID: String? = nil, maximumLineLength: Int = 1 << 20) {
         self.lastEventID = lastEventID
         self.maximumLineLength = maximumLineLength
     }
 
     /// A line exceeded ``maximumLineLength``.
-    struct LineTooLong: Error, Hashable {}
+    public struct LineTooLong: Error, Hashable {}
 
     /// Consumes `bytes` and returns what they completed, in order.
-    mutating func feed(_ bytes: some Sequence<UInt8>) throws -> [Output] {
+    public mutating func feed(_ bytes: some Sequence<UInt8>) throws -> [Output] {
         var outputs: [Output] = []
         for byte in bytes {
             if atStreamStart {

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import PushRelayClient
+import PushRelayWire
 
 @Suite("ServerSentEventParser")
 struct ServerSentEventParserTests {

@@ -1,9 +1,10 @@
-/// Base64url without padding (RFC 4648 §5), for random identifiers.
-enum Base64URL {
-    static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+/// Base64url without padding (RFC 4648 §5): random identifiers (tokens, secrets, stream tickets) and the
+/// `HTTP2-Settings` header of an h2c upgrade.
+public enum Base64URL {
+    public static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// Encodes `bytes` without padding.
-    static func encode(_ bytes: [UInt8]) -> String {
+    public static func encode(_ bytes: [UInt8]) -> String {
         var output: [UInt8] = []
         output.reserveCapacity((bytes.count * 4 + 2) / 3)
         var index = 0
@@ -27,7 +28,7 @@ enum Base64URL {
 
     /// Whether `byte` is in the base64url alphabet `[A-Za-z0-9_-]` (a bitmap test, no branches per class).
     @inline(__always)
-    static func isAlphabetByte(_ byte: UInt8) -> Bool {
+    public static func isAlphabetByte(_ byte: UInt8) -> Bool {
         // Bits 0…63 and 64…127 of the set: '-' (45), '0'…'9' (48…57) | 'A'…'Z' (65…90), '_' (95), 'a'…'z' (97…122).
         let low: UInt64 = (1 << 45) | (0x3FF << 48)
         let high: UInt64 = (0x3FF_FFFF << 1) | (1 << 31) | (0x3FF_FFFF << 33)
@@ -36,7 +37,7 @@ enum Base64URL {
     }
 
     /// `count` random bytes.
-    static func randomBytes(_ count: Int, using generator: inout some RandomNumberGenerator) -> [UInt8] {
+    public static func randomBytes(_ count: Int, using generator: inout some RandomNumberGenerator) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count + 8)
         while bytes.count < count {
@@ -50,12 +51,39 @@ enum Base64URL {
     }
 
     /// A random character of `[A-Za-z0-9]`, the alphabet without `-` and `_` (log2 62 ≈ 5.95 random bits).
-    static func randomAlphanumeric(using generator: inout some RandomNumberGenerator) -> UInt8 {
+    public static func randomAlphanumeric(using generator: inout some RandomNumberGenerator) -> UInt8 {
         alphabet[Int(generator.next(upperBound: UInt64(62)))]
     }
 
     /// A random base64url string of `count` characters (6 random bits each).
-    static func randomString(length: Int, using generator: inout some RandomNumberGenerator) -> String {
+    public static func randomString(length: Int, using generator: inout some RandomNumberGenerator) -> String {
         String(decoding: randomBytes(length, using: &generator).map { alphabet[Int($0 & 63)] }, as: UTF8.self)
+    }
+
+    /// Decodes base64url, or standard base64 (`+` and `/`), with or without `=` padding; `nil` for any other byte.
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        var output: [UInt8] = []
+        output.reserveCapacity(text.utf8.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for byte in text.utf8 {
+            let value: UInt8
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = byte - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = byte - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "-"), UInt8(ascii: "+"): value = 62
+            case UInt8(ascii: "_"), UInt8(ascii: "/"): value = 63
+            case UInt8(ascii: "="): continue
+            default: return nil
+            }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        return output
     }
 }
