@@ -112,7 +112,7 @@ public final class RelayApplication: Sendable {
             router.add(method, "/v1/projects", maxBodyBytes: options.maxSendBodyBytes, .collected(v1.handle))
         }
 
-        let devices = DeviceRoutes(store: store, hub: hub, metrics: metrics, logger: logger)
+        let devices = DeviceRoutes(store: store, hub: hub, handoff: handoff, metrics: metrics, logger: logger)
         let tickets = StreamTicketRoutes(store: store, devices: devices, logger: logger)
         let cors = CORSPolicy(allowedOrigins: options.corsAllowedOrigins)
         router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(cors.wrap(devices.register)))

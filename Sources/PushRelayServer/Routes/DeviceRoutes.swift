@@ -12,6 +12,8 @@ import PushRelayWire
 struct DeviceRoutes: Sendable {
     let store: any PushStore
     let hub: DeliveryHub
+    /// How committed rows reach the streams' event loops: one wake-up per loop per commit.
+    let handoff: EventLoopHandoff
     let metrics: RelayMetrics
     let logger: Logger
 
@@ -78,6 +80,7 @@ struct DeviceRoutes: Sendable {
             senderID: SenderID(UInt64(project.senderID)),
             store: store,
             hub: hub,
+            handoff: handoff,
             metrics: metrics,
             logger: logger
         )
