@@ -95,9 +95,15 @@ struct SendRoute: Sendable {
         var results = [FCMSendResponse.Result?](repeating: nil, count: recipients.count)
         var lookups: [(index: Int, token: String)] = []
         lookups.reserveCapacity(recipients.count)
+        // A token repeated in `registration_ids` is sent once; its copies answer the first one's result.
+        var firstIndex: [String: Int] = [:]
+        var duplicates: [(index: Int, first: Int)] = []
         for (index, recipient) in recipients.enumerated() {
             if let error = recipient.error {
                 results[index] = .error(error)
+            } else if recipients.count > 1, let first = firstIndex.updateValue(index, forKey: recipient.token) {
+                firstIndex[recipient.token] = first
+                duplicates.append((index, first))
             } else {
                 lookups.append((index, recipient.token))
             }
@@ -148,6 +154,7 @@ struct SendRoute: Sendable {
             }
         }
 
+        for duplicate in duplicates { results[duplicate.index] = results[duplicate.first] }
         let final = results.map { $0 ?? .error(FCMError(code: .internalServerError)) }
         metrics.sendAnswered(final)
         return FCMSendResponse(multicastID: .generate(), results: final)
