@@ -60,6 +60,8 @@ let package = Package(
             dependencies: ["COpenSSL", nio, nioConcurrency, logging],
             swiftSettings: swiftSettings
         ),
+        // RSA keys and RS256 signatures on libcrypto (service accounts, the JWTs of `/token`).
+        .target(name: "PushRelayCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         // The domain: FCM model, validation, envelope, ids, queue policy, topic conditions. No I/O.
         .target(name: "PushRelayCore", dependencies: ["PushRelayWire"], swiftSettings: swiftSettings),
         // Storage protocol and the SQLite implementation.
@@ -72,7 +74,7 @@ let package = Package(
         .target(
             name: "PushRelayServer",
             dependencies: [
-                "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS", "PushRelayWire",
+                "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS", "PushRelayWire", "PushRelayCrypto",
                 nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle, metrics, prometheus,
             ],
             swiftSettings: swiftSettings
@@ -95,7 +97,7 @@ let package = Package(
             name: "pushrelay",
             dependencies: [
                 "PushRelayServer", "PushRelayClient", "PushRelayClientNIO", "PushRelayWire", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
-                httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
+                "PushRelayCrypto", httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
             ],
             swiftSettings: swiftSettings
         ),
@@ -119,6 +121,10 @@ let package = Package(
         .testTarget(name: "PushRelayWireTests", dependencies: ["PushRelayWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PushRelayCoreTests", dependencies: ["PushRelayCore", "PushRelayWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushRelayCryptoTests", dependencies: ["PushRelayCrypto", "PushRelayCore", "PushRelayWire"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PushRelayStoreTests",
             dependencies: ["PushRelayStore", "PushRelayCore", "PushRelayWire", "TestSupport"],

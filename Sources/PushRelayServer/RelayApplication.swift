@@ -30,6 +30,9 @@ public final class RelayApplication: Sendable {
         public var statisticsInterval: Duration = .seconds(10)
         /// Web origins allowed to call the device routes from a browser (CORS); `*` for any. Default none.
         public var corsAllowedOrigins: [String] = []
+        /// The public base URL (`public_url`): `/token` accepts JWTs whose audience is `<publicURL>/token`.
+        /// ``RelayApplication/publicURL`` can change it once the listeners are bound.
+        public var publicURL: String = "http://127.0.0.1:8080"
 
         public init() {}
     }
@@ -45,6 +48,9 @@ public final class RelayApplication: Sendable {
 
     /// The routes: FCM send, device, Instance ID and operations.
     public let router: HTTPRouter
+    /// The public base URL that `/token` checks audiences against; set it once the listeners are bound when
+    /// `public_url` is not configured.
+    public let publicURL: PublicURL
 
     /// The relay on an opened store. `exporter` renders `/metrics`; the relay's metrics are recorded through its
     /// factory (bootstrap the process-wide metrics system with it to export other libraries' metrics too).
@@ -64,9 +70,11 @@ public final class RelayApplication: Sendable {
         let hub = self.hub
         let snapshot = StoreStatisticsSnapshot()
         self.snapshot = snapshot
+        let publicURL = PublicURL(options.publicURL)
+        self.publicURL = publicURL
         self.router = Self.makeRouter(
             store: store, hub: hub, options: options, metrics: metrics, exporter: exporter, readiness: readiness,
-            snapshot: snapshot, logger: logger)
+            snapshot: snapshot, publicURL: publicURL, logger: logger)
         store.setCommitObserver { committed in hub.deliver(committed) }
     }
 
@@ -78,6 +86,7 @@ public final class RelayApplication: Sendable {
         exporter: PrometheusExporter,
         readiness: Readiness,
         snapshot: StoreStatisticsSnapshot,
+        publicURL: PublicURL,
         logger: Logger
     ) -> HTTPRouter {
         let router = HTTPRouter()
@@ -87,6 +96,17 @@ public final class RelayApplication: Sendable {
             readiness: readiness)
         router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
         router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
+
+        // FCM HTTP v1: the service accounts' token endpoint and everything under /v1/projects/.
+        let token = TokenRoute(store: store, publicURL: publicURL, logger: logger)
+        router.add(.post, "/token", maxBodyBytes: 64 * 1024, .collected(token.handle))
+        let v1 = V1ProjectRoutes(
+            store: store, dispatcher: SendDispatcher(store: store, hub: hub, metrics: metrics), metrics: metrics,
+            logger: logger, retryAfterSeconds: options.retryAfterSeconds, readiness: readiness)
+        for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
+            router.add(method, "/v1/projects/{path*}", maxBodyBytes: options.maxSendBodyBytes, .collected(v1.handle))
+            router.add(method, "/v1/projects", maxBodyBytes: options.maxSendBodyBytes, .collected(v1.handle))
+        }
 
         let devices = DeviceRoutes(
             store: store, hub: hub, metrics: metrics, logger: logger, maxBodyBytes: options.maxRequestBodyBytes)

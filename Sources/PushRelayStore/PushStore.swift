@@ -1,3 +1,4 @@
+public import Foundation
 public import PushRelayCore
 /// Where PushRelay keeps projects, devices, topic subscriptions and the per-device message queues.
 ///
@@ -36,6 +37,32 @@ public protocol PushStore: Sendable {
 
     /// The project if `key` is its client key, or nil.
     func authenticateClientKey(_ key: String, project name: String) async throws -> Project?
+
+    // MARK: Service accounts (FCM HTTP v1)
+
+    /// Adds a service-account key to a project: its id (`private_key_id`), the account's client email and the public
+    /// key PEM (the private key is never given to the store). A project may hold several keys.
+    /// Throws ``StoreError/Code/notFound`` for an unknown project, ``StoreError/Code/alreadyExists`` for a used id.
+    func addServiceAccountKey(
+        project name: String, keyID: String, clientEmail: String, publicKeyPEM: String
+    ) async throws -> ServiceAccountKey
+
+    /// The project's service-account keys, revoked ones included, oldest first.
+    func serviceAccountKeys(project name: String) async throws -> [ServiceAccountKey]
+
+    /// The key with this id (revoked or not), or nil.
+    func serviceAccountKey(id: String) async throws -> ServiceAccountKey?
+
+    /// Revokes a key of the project: it signs no more grants and the access tokens issued for it stop working at
+    /// once. Returns false if the project has no such valid key.
+    func revokeServiceAccountKey(project name: String, keyID: String) async throws -> Bool
+
+    /// Stores an access token issued for `key` (its SHA-256 hash only) until `expiresAt`. Throws
+    /// ``StoreError/Code/notFound`` if the key was revoked meanwhile.
+    func issueAccessToken(_ token: String, key: ServiceAccountKey, expiresAt: Date) async throws
+
+    /// The project an unexpired access token of a valid key sends for, or nil (answer 401).
+    func authenticateAccessToken(_ token: String) async throws -> Project?
 
     // MARK: Devices
 

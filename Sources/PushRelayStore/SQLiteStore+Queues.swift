@@ -95,6 +95,9 @@ extension SQLiteStore {
             try keys.bind(transaction.nowMicros, at: 1)
             try keys.run()
             report.expiredServerKeys = connection.changes
+            let tokens = try connection.statement("DELETE FROM access_tokens WHERE expires_at <= ?1")
+            try tokens.bind(transaction.nowMicros, at: 1)
+            try tokens.run()
             transaction.discardQueueStates()
             return report
         }

@@ -6,13 +6,16 @@ import PushRelayServer
 import PushRelayStore
 import PushRelayWire
 
-/// `pushrelay project create|list|rotate-key|delete`: manages projects in the data directory directly (the store is
+/// `pushrelay project create|list|rotate-key|delete|service-account|service-account-keys|revoke-service-account-key`: manages projects in the data directory directly (the store is
 /// shared with a running daemon, which sees changes at once).
 struct ProjectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "project",
         abstract: "Create, list, rotate keys of, and delete projects.",
-        subcommands: [Create.self, List.self, RotateKey.self, Delete.self]
+        subcommands: [
+            Create.self, List.self, RotateKey.self, Delete.self, ServiceAccountCommand.self, ServiceAccountKeys.self,
+            RevokeServiceAccountKey.self,
+        ]
     )
 
     struct StoreOptions: ParsableArguments {

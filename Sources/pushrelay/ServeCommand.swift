@@ -73,6 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
         options.metricsEnabled = configuration.metricsEnabled
         options.maxRequestBodyBytes = configuration.maxRequestBodySize
         options.statisticsInterval = configuration.metricsInterval
+        options.publicURL = configuration.effectivePublicURL()
         let relay = RelayApplication(store: store, options: options, exporter: exporter, logger: logger)
         let router = relay.router
         if benchRoutes {
@@ -106,6 +107,14 @@ struct ServeCommand: AsyncParsableCommand {
             let scheme = index < configuration.listen.count ? "http" : "https"
             print("pushrelay listening on \(scheme)://\(Self.format(address))")
         }
+        if configuration.publicURL == nil {
+            // The token URI names the first TLS listener, else the first cleartext one, with its bound port.
+            let first = configuration.listenTLS.isEmpty ? 0 : configuration.listen.count
+            if first < addresses.count, let port = addresses[first].port {
+                relay.publicURL.set(configuration.effectivePublicURL(boundPort: port))
+            }
+        }
+        print("pushrelay token endpoint \(relay.publicURL.tokenURI)")
         fflush(nil)  // tests and scripts read the line through a pipe
         await relay.refreshStatistics()
         relay.markReady()

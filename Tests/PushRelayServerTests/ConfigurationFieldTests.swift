@@ -181,6 +181,13 @@ let fieldCases: [FieldCase] = [
         flag: ("*", #"["*"]"#),
         invalid: ["shop.example.com", "https://shop.example.com/", "ftp://x", "https://Shop.example.com", "https://"]
     ),
+    FieldCase(
+        field: .publicURL,
+        file: ("\"https://push.example.com/\"", "\"https://push.example.com\""),
+        environment: ("http://10.0.0.5:8080", "\"http://10.0.0.5:8080\""),
+        flag: ("https://relay.example:8443", "\"https://relay.example:8443\""),
+        invalid: ["push.example.com", "ftp://x", "http://a b"]
+    ),
 ]
 
 extension String {

@@ -47,6 +47,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case maxConnections = "max_connections"
     /// ``PushRelayConfiguration/corsAllowedOrigins``.
     case corsAllowedOrigins = "cors_allowed_origins"
+    /// ``PushRelayConfiguration/publicURL``.
+    case publicURL = "public_url"
 
     /// The key in the config file, e.g. `heartbeat_interval`.
     public var key: String { rawValue }
@@ -88,6 +90,7 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .shutdownDrainTimeout: "time allowed to drain on SIGTERM, e.g. 20s"
         case .maxConnections: "connections accepted at once"
         case .corsAllowedOrigins: "web origins allowed on the device routes, e.g. https://shop.example.com (none)"
+        case .publicURL: "base URL senders reach this relay at (token_uri of service accounts)"
         }
     }
 

@@ -305,6 +305,17 @@ private struct Builder {
             configuration.shutdownDrainTimeout = try Parse.duration(raw)
         case .maxConnections:
             configuration.maxConnections = try Parse.integer(raw, in: 1...10_000_000)
+        case .publicURL:
+            var url = try Parse.text(raw)
+            while url.hasSuffix("/") { url.removeLast() }
+            if url.isEmpty {
+                configuration.publicURL = nil
+            } else {
+                guard url.hasPrefix("http://") || url.hasPrefix("https://"), url.count > 8, !url.contains(" ") else {
+                    throw Parse.Failure("must be an http:// or https:// URL, e.g. https://push.example.com")
+                }
+                configuration.publicURL = url
+            }
         }
     }
 

@@ -44,6 +44,7 @@ extension PushRelayConfiguration {
         case .shutdownDrainTimeout: return Self.quote(Self.renderDuration(shutdownDrainTimeout))
         case .maxConnections: return String(maxConnections)
         case .corsAllowedOrigins: return Self.renderList(corsAllowedOrigins)
+        case .publicURL: return publicURL.map(Self.quote)
         }
     }
 

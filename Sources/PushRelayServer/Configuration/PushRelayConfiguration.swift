@@ -84,6 +84,11 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// refused.
     public var corsAllowedOrigins: [String]
 
+    /// The base URL senders reach this relay at, without a trailing `/`: service-account files name
+    /// `<public_url>/token` as their `token_uri`, and `/token` accepts only JWTs with that audience. Key `public_url`.
+    /// Default: none, derived from the first listener (``effectivePublicURL(boundPort:)``).
+    public var publicURL: String?
+
     /// The configuration with every field at its default, for the given environment (`STATE_DIRECTORY`).
     public init(environment: [String: String] = [:]) {
         self.listen = [ListenAddress(host: "127.0.0.1", port: 8080)]
@@ -93,6 +98,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.dataDirectory = Self.defaultDataDirectory(environment: environment)
         self.store = .sqlite
         self.postgresURL = nil
+        self.publicURL = nil
         self.heartbeatInterval = .seconds(25)
         self.idleTimeout = .seconds(120)
         self.maxSendBodySize = 512 * 1024
@@ -116,6 +122,19 @@ public struct PushRelayConfiguration: Sendable, Equatable {
             return String(first)
         }
         return "/var/lib/pushrelay"
+    }
+
+    /// ``publicURL`` if set, else the URL of the first TLS listener (`https://`), else of the first cleartext one
+    /// (`http://`), with the port it is bound to (`boundPort`, for port 0) and `localhost` for a wildcard host.
+    public func effectivePublicURL(boundPort: Int? = nil) -> String {
+        if let publicURL { return publicURL }
+        let isTLS = !listenTLS.isEmpty
+        guard var address = listenTLS.first ?? listen.first else { return "http://localhost" }
+        if let boundPort { address.port = boundPort }
+        var host = address.host
+        if host == "0.0.0.0" || host == "::" || host.isEmpty { host = "localhost" }
+        if host.contains(":") { host = "[\(host)]" }
+        return (isTLS ? "https://" : "http://") + host + ":" + String(address.port)
     }
 
     /// Every listen address below 1024, which needs `CAP_NET_BIND_SERVICE` (and the unit's `AmbientCapabilities=`).
