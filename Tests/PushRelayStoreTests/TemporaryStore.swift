@@ -38,6 +38,8 @@ struct StoreOptions {
     var automaticFanOut: Bool?
     var fanOutBatchSize: Int?
     var authRecheckInterval: Duration?
+    /// SQLite only (the PostgreSQL writer's queue is not bounded yet).
+    var maxPendingWrites: Int?
 }
 
 /// A store with the writer hooks the suites use.
@@ -91,6 +93,7 @@ func openStore(
         if let value = options.automaticFanOut { configuration.automaticFanOut = value }
         if let value = options.fanOutBatchSize { configuration.fanOutBatchSize = value }
         if let value = options.authRecheckInterval { configuration.authRecheckInterval = value }
+        if let value = options.maxPendingWrites { configuration.maxPendingWrites = value }
         return try SQLiteStore(configuration: configuration)
     case .postgres:
         let url = try await TestPostgres.shared.database(named: databaseName(for: directory))

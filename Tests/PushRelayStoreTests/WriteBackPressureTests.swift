@@ -9,7 +9,7 @@ struct WriteBackPressureTests {
     @Test("a full write queue refuses at once with unavailable; the waiting writes commit, the refused one is not stored")
     func fullQueueRefusesAtOnce() async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory, configure: { $0.maxPendingWrites = 4 }) { store in
+            try await withStore(.sqlite, in: directory, configure: { $0.maxPendingWrites = 4 }) { store in
                 let fixture = try await makeFixture(store)
                 store.suspendWriter()
                 let results = NIOLockedValueBox<[Int: Result<[EnqueueResult], any Error>]>([:])
@@ -61,7 +61,7 @@ struct WriteBackPressureTests {
     @Test("the hot path's look-ups answer from memory only, and forget what a deletion invalidates")
     func memoryOnlyLookups() async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(.sqlite, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let key = fixture.credentials.serverKey
                 let token = fixture.registration.device.token
