@@ -36,6 +36,8 @@ public final class RelayApplication: Sendable {
 
     let store: any PushStore
     let hub = DeliveryHub()
+    /// Answers and deliveries from the store's writer to the event loops, one wake-up per loop per batch.
+    let handoff = EventLoopHandoff()
     let options: Options
     let logger: Logger
     /// The relay's metrics; the daemon records TLS handshakes through it.
@@ -65,19 +67,21 @@ public final class RelayApplication: Sendable {
         let readiness = Readiness()
         self.readiness = readiness
         let hub = self.hub
+        let handoff = self.handoff
         let snapshot = StoreStatisticsSnapshot()
         self.snapshot = snapshot
         let publicURL = PublicURL(options.publicURL)
         self.publicURL = publicURL
         self.router = Self.makeRouter(
-            store: store, hub: hub, options: options, metrics: metrics, exporter: exporter, readiness: readiness,
-            snapshot: snapshot, publicURL: publicURL, logger: logger)
+            store: store, hub: hub, handoff: handoff, options: options, metrics: metrics, exporter: exporter,
+            readiness: readiness, snapshot: snapshot, publicURL: publicURL, logger: logger)
         store.setCommitObserver { committed in hub.deliver(committed) }
     }
 
     static func makeRouter(
         store: any PushStore,
         hub: DeliveryHub,
+        handoff: EventLoopHandoff,
         options: Options,
         metrics: RelayMetrics,
         exporter: PrometheusExporter,
@@ -87,18 +91,21 @@ public final class RelayApplication: Sendable {
         logger: Logger
     ) -> HTTPRouter {
         let router = HTTPRouter()
+        let dispatcher = SendDispatcher(
+            store: store, path: MessagePath(store: store, hub: hub, metrics: metrics, handoff: handoff),
+            metrics: metrics)
         let send = SendRoute(
-            store: store, hub: hub, metrics: metrics, logger: logger,
+            store: store, dispatcher: dispatcher, metrics: metrics, logger: logger,
             maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds,
             readiness: readiness)
-        router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
-        router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
+        router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .promised(send.handle))
+        router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .promised(send.handle))
 
         // FCM HTTP v1: the service accounts' token endpoint and everything under /v1/projects/.
         let token = TokenRoute(store: store, publicURL: publicURL, logger: logger)
         router.add(.post, "/token", maxBodyBytes: 64 * 1024, .collected(token.handle))
         let v1 = V1ProjectRoutes(
-            store: store, dispatcher: SendDispatcher(store: store, hub: hub, metrics: metrics), metrics: metrics,
+            store: store, dispatcher: dispatcher, metrics: metrics,
             logger: logger, retryAfterSeconds: options.retryAfterSeconds, readiness: readiness)
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
             router.add(method, "/v1/projects/{path*}", maxBodyBytes: options.maxSendBodyBytes, .collected(v1.handle))

@@ -48,6 +48,16 @@ final class AuthCache: Sendable {
         }
     }
 
+    /// True when an epoch check is due (or none was made yet); unlike ``epochCheckDue(interval:)`` it claims
+    /// nothing: a memory-only lookup asks it and leaves the check to the next lookup that may read the database.
+    func epochCheckPending(interval: Duration) -> Bool {
+        let now = ContinuousClock.now
+        return self.state.withLockedValue { state in
+            guard let last = state.lastCheck, state.epoch != nil else { return true }
+            return now - last >= interval
+        }
+    }
+
     /// Records the epoch read from the database; clears the cache if it moved.
     func observe(epoch: Int64) {
         self.state.withLockedValue { state in

@@ -133,6 +133,21 @@ public protocol PushStore: Sendable {
     /// condition the compiler rejects.
     func enqueueTopicMessage(_ message: NewTopicMessage) async throws -> MessageID
 
+    // MARK: The hot path without tasks
+
+    /// The project of this server key when the answer is in memory and current, else nil (then ask
+    /// ``authenticateServerKey(_:)``). Never does I/O and never waits: the event-loop send path calls it.
+    func cachedProject(serverKey key: String) -> Project?
+
+    /// The devices of these tokens, in order, when every one of them is in memory; else nil (then ask
+    /// ``resolveTokens(_:)``). Never does I/O and never waits.
+    func cachedDevices(tokens: [String]) -> [Device]?
+
+    /// ``enqueue(_:)`` without a task: `completion` gets the results once the commit is durable (or the error),
+    /// on the store's writer thread, or at once on the caller's thread when nothing needs storing or the store is
+    /// closed. It must be quick: hand the result over, do not wait.
+    func enqueue(_ messages: [NewMessage], completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void)
+
     // MARK: Notification and lifecycle
 
     /// Sets the function called after every commit that appended to device queues, with the appended rows
@@ -149,6 +164,26 @@ public protocol PushStore: Sendable {
 }
 
 extension PushStore {
+    /// Nothing in memory: every send takes the async path.
+    public func cachedProject(serverKey key: String) -> Project? { nil }
+
+    /// Nothing in memory: every send takes the async path.
+    public func cachedDevices(tokens: [String]) -> [Device]? { nil }
+
+    /// Runs ``enqueue(_:)`` in a task.
+    public func enqueue(
+        _ messages: [NewMessage],
+        completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void
+    ) {
+        Task {
+            do {
+                completion(.success(try await self.enqueue(messages)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
+
     /// Rotates the server key with the default grace period of 24 hours.
     public func rotateServerKey(project name: String) async throws -> String {
         try await self.rotateServerKey(project: name, gracePeriod: .seconds(86_400))

@@ -2,17 +2,8 @@ public import PushRelayCore
 extension SQLiteStore {
     /// See ``PushStore/enqueue(_:)``.
     public func enqueue(_ messages: [NewMessage]) async throws -> [EnqueueResult] {
-        if messages.allSatisfy({ $0.timeToLive <= .zero }) {
-            // Nothing to store: number them for the live delivery without a commit.
-            return messages.map { _ in .transient(self.nextTransientMessageID()) }
-        }
-        return try await self.writer.write { transaction in
-            var results: [EnqueueResult] = []
-            results.reserveCapacity(messages.count)
-            for message in messages {
-                results.append(try transaction.enqueue(message))
-            }
-            return results
+        try await withCheckedThrowingContinuation { continuation in
+            self.enqueue(messages) { continuation.resume(with: $0) }
         }
     }
 

@@ -14,7 +14,7 @@ import PushRelayStore
 /// after the commit; a store that cannot commit gives `Unavailable` with `Retry-After` and nothing is stored.
 struct SendRoute: Sendable {
     let store: any PushStore
-    let hub: DeliveryHub
+    let dispatcher: SendDispatcher
     let metrics: RelayMetrics
     let logger: Logger
     let maxBodyBytes: Int
@@ -23,23 +23,53 @@ struct SendRoute: Sendable {
     /// past this check finish their commit and get their ids.
     var readiness: Readiness? = nil
 
-    private var dispatcher: SendDispatcher { SendDispatcher(store: store, hub: hub, metrics: metrics) }
+    /// The event-loop path (a `.promised` route): when the server key and every token are in memory, the send is
+    /// parsed, validated, committed and answered without a task (``SendDispatcher/dispatchFromMemory(_:project:on:completion:)``);
+    /// the answer is completed on this connection's loop after the commit. Anything else (a look-up that must
+    /// read the store, a topic or condition send) continues in a task through ``handle(_:)``.
+    func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: EventLoopPromise<HTTPServerResponse>) {
+        let head = request.head
+        let key: Substring
+        switch authorize(head) {
+        case .answer(let response):
+            promise.succeed(response)
+            return
+        case .key(let found):
+            key = found
+        }
+        guard let project = store.cachedProject(serverKey: String(key)) else {
+            promise.completeWithTask { try await self.handle(request) }
+            return
+        }
+        let send: FCMSendRequest
+        switch parse(body, head) {
+        case .answer(let response):
+            promise.succeed(response)
+            return
+        case .send(let parsed):
+            send = parsed
+        }
+        let inMemory = dispatcher.dispatchFromMemory(send, project: project, on: promise.futureResult.eventLoop) {
+            result in
+            do {
+                promise.succeed(answer(try result.get(), send))
+            } catch {
+                do { promise.succeed(try failure(error, send)) } catch { promise.fail(error) }
+            }
+        }
+        if !inMemory {
+            promise.completeWithTask { try await self.dispatch(send, project: project) }
+        }
+    }
 
+    /// The task path: the same send, for look-ups that read the store.
     func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        let key: Substring
+        switch authorize(request.head) {
+        case .answer(let response): return response
+        case .key(let found): key = found
+        }
         let encoding = Self.encoding(of: request.head)
-        if readiness?.current == .draining {
-            metrics.sendRejected(FCMError.Code.unavailable)
-            return Self.answer(
-                FCMHTTPAnswer(
-                    error: FCMError(code: .unavailable), encoding: encoding, retryAfterSeconds: retryAfterSeconds)
-            )
-        }
-        guard let header = request.head.headerFields.firstValue(for: .authorization),
-            let key = AuthorizationHeader.serverKey(header)
-        else {
-            metrics.sendRejected(FCMError.Code.authentication)
-            return Self.answer(FCMHTTPAnswer(error: .missingAuthentication, encoding: encoding))
-        }
         let project: Project?
         do {
             project = try await store.authenticateServerKey(String(key))
@@ -50,27 +80,78 @@ struct SendRoute: Sendable {
             metrics.sendRejected(FCMError.Code.authentication)
             return Self.answer(FCMHTTPAnswer(error: .invalidAuthentication, encoding: encoding))
         }
-
         let body = try await request.body.collect(upTo: maxBodyBytes)
-        let send: FCMSendRequest
+        switch parse(body, request.head) {
+        case .answer(let response): return response
+        case .send(let send): return try await dispatch(send, project: project)
+        }
+    }
+
+    private func dispatch(_ send: FCMSendRequest, project: Project) async throws -> HTTPServerResponse {
         do {
-            send = try FCMSendRequest.parse(
-                body: Array(body.readableBytesView),
-                contentType: request.head.headerFields.firstValue(for: .contentType)
-            )
+            return answer(try await dispatcher.dispatch(send, project: project), send)
+        } catch {
+            return try failure(error, send)
+        }
+    }
+
+    private func answer(_ outcome: SendDispatcher.Outcome, _ send: FCMSendRequest) -> HTTPServerResponse {
+        switch outcome {
+        case .tokens(let response): Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
+        case .topic(let response): Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
+        }
+    }
+
+    /// The answer for a dispatch error; rethrows what is not the client's or the store's (a 500).
+    private func failure(_ error: any Error, _ send: FCMSendRequest) throws -> HTTPServerResponse {
+        if let error = error as? FCMError {
+            return Self.answer(FCMHTTPAnswer(error: error, encoding: send.encoding))
+        }
+        if let error = error as? StoreError, error.code == .unavailable || error.code == .closed {
+            return unavailable(send.encoding, error)
+        }
+        throw error
+    }
+
+    private enum Authorization {
+        case key(Substring)
+        case answer(HTTPServerResponse)
+    }
+
+    /// Draining and the `Authorization` header's form; the key itself is checked by the caller.
+    private func authorize(_ head: HTTPRequest) -> Authorization {
+        if readiness?.current == .draining {
+            metrics.sendRejected(FCMError.Code.unavailable)
+            return .answer(
+                Self.answer(
+                    FCMHTTPAnswer(
+                        error: FCMError(code: .unavailable), encoding: Self.encoding(of: head),
+                        retryAfterSeconds: retryAfterSeconds)))
+        }
+        guard let header = head.headerFields.firstValue(for: .authorization),
+            let key = AuthorizationHeader.serverKey(header)
+        else {
+            metrics.sendRejected(FCMError.Code.authentication)
+            return .answer(Self.answer(FCMHTTPAnswer(error: .missingAuthentication, encoding: Self.encoding(of: head))))
+        }
+        return .key(key)
+    }
+
+    private enum Parsed {
+        case send(FCMSendRequest)
+        case answer(HTTPServerResponse)
+    }
+
+    private func parse(_ body: ByteBuffer, _ head: HTTPRequest) -> Parsed {
+        do {
+            return .send(
+                try FCMSendRequest.parse(
+                    body: Array(body.readableBytesView),
+                    contentType: head.headerFields.firstValue(for: .contentType)
+                ))
         } catch {
             metrics.sendRejected(error.code)
-            return Self.answer(FCMHTTPAnswer(error: error, encoding: encoding))
-        }
-        do {
-            switch try await dispatcher.dispatch(send, project: project) {
-            case .tokens(let response): return Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
-            case .topic(let response): return Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
-            }
-        } catch let error as FCMError {
-            return Self.answer(FCMHTTPAnswer(error: error, encoding: send.encoding))
-        } catch let error as StoreError where error.code == .unavailable || error.code == .closed {
-            return unavailable(send.encoding, error)
+            return .answer(Self.answer(FCMHTTPAnswer(error: error, encoding: Self.encoding(of: head))))
         }
     }
 

@@ -1,4 +1,5 @@
 import Logging
+import NIOCore
 import PushRelayCore
 import PushRelayStore
 
@@ -7,9 +8,13 @@ import PushRelayStore
 /// envelope once, commit every copy in one group commit (or the topic message row), hand time-to-live-0 copies to
 /// live streams, and give each target its message id. Routes parse and answer in their own wire format; everything
 /// between is here, once.
+///
+/// Two ways in: ``dispatchFromMemory(_:project:on:completion:)`` for the event-loop path (every token in memory: no
+/// task, the answer completed on the loop after the commit), and ``dispatch(_:project:)`` for everything else (a
+/// task; look-ups may read the store). Both run ``TokenSend`` and ``MessagePath``, so they answer alike.
 struct SendDispatcher: Sendable {
     let store: any PushStore
-    let hub: DeliveryHub
+    let path: MessagePath
     let metrics: RelayMetrics
 
     /// What a dispatched send gives its route.
@@ -42,71 +47,48 @@ struct SendDispatcher: Sendable {
         }
     }
 
+    /// The event-loop path of a send to tokens: when every token is in memory, validates, commits through
+    /// ``MessagePath`` and calls `completion` on `eventLoop` after the commit (or at once when nothing is to be
+    /// committed), without a task, and returns true. Returns false, having done nothing, for a topic or condition
+    /// send or a token that is not in memory: the caller then uses ``dispatch(_:project:)``.
+    func dispatchFromMemory(
+        _ send: FCMSendRequest,
+        project: Project,
+        on eventLoop: any EventLoop,
+        completion: @escaping @Sendable (Result<Outcome, any Error>) -> Void
+    ) -> Bool {
+        guard case .tokens(let recipients) = send.addressing else { return false }
+        var tokenSend = TokenSend(recipients: recipients)
+        guard let devices = store.cachedDevices(tokens: tokenSend.tokens) else { return false }
+        tokenSend.resolve(devices, send: send, project: project)
+        let resolved = tokenSend
+        guard !resolved.messages.isEmpty else {
+            completion(.success(.tokens(answered(resolved.response()))))
+            return true
+        }
+        path.commit(resolved.messages, on: eventLoop) { result in
+            completion(result.map { .tokens(answered(resolved.response(outcomes: $0))) })
+        }
+        return true
+    }
+
     private func sendToTokens(
         _ send: FCMSendRequest,
         recipients: [FCMRecipient],
         project: Project,
         senderID: SenderID
     ) async throws -> FCMSendResponse {
-        var results = [FCMSendResponse.Result?](repeating: nil, count: recipients.count)
-        var lookups: [(index: Int, token: String)] = []
-        lookups.reserveCapacity(recipients.count)
-        for (index, recipient) in recipients.enumerated() {
-            if let error = recipient.error {
-                results[index] = .error(error)
-            } else {
-                lookups.append((index, recipient.token))
-            }
-        }
+        var tokenSend = TokenSend(recipients: recipients)
+        let devices = tokenSend.lookups.isEmpty ? [] : try await store.resolveTokens(tokenSend.tokens)
+        tokenSend.resolve(devices, send: send, project: project)
+        let outcomes = tokenSend.messages.isEmpty ? [] : try await path.commit(tokenSend.messages)
+        return answered(tokenSend.response(outcomes: outcomes))
+    }
 
-        var targets: [(index: Int, device: Device)] = []
-        if !lookups.isEmpty {
-            let devices = try await store.resolveTokens(lookups.map(\.token))
-            for (lookup, device) in zip(lookups, devices) {
-                guard let device else {
-                    results[lookup.index] = .error(FCMError(code: .notRegistered))
-                    continue
-                }
-                guard device.project == project.id else {
-                    results[lookup.index] = .error(FCMError(code: .mismatchSenderId))
-                    continue
-                }
-                if let package = send.restrictedPackageName, package != device.app {
-                    results[lookup.index] = .error(FCMError(code: .invalidPackageName))
-                    continue
-                }
-                targets.append((lookup.index, device))
-            }
-        }
-
-        if send.dryRun {
-            // Validated, not delivered: FCM answers a placeholder id.
-            for target in targets { results[target.index] = .dryRun }
-        } else if !targets.isEmpty {
-            let envelope = Envelope(request: send, senderID: senderID)
-            let ttl = Duration.seconds(send.timeToLive)
-            let messages = targets.map {
-                NewMessage(device: $0.device.id, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl)
-            }
-            let started = ContinuousClock.now
-            let outcomes = try await store.enqueue(messages)
-            metrics.recordCommit(duration: ContinuousClock.now - started)
-            for (target, outcome) in zip(targets, outcomes) {
-                switch outcome {
-                case .stored(let id):
-                    results[target.index] = .messageID(id)
-                case .transient(let id):
-                    hub.deliverTransient(TransientMessage(id: id, body: envelope.body), to: target.device.id)
-                    results[target.index] = .messageID(id)
-                case .deviceNotFound:
-                    results[target.index] = .error(FCMError(code: .notRegistered))
-                }
-            }
-        }
-
-        let final = results.map { $0 ?? .error(FCMError(code: .internalServerError)) }
-        metrics.sendAnswered(final)
-        return FCMSendResponse(multicastID: .generate(), results: final)
+    /// The response of a token send, counted.
+    private func answered(_ response: FCMSendResponse) -> FCMSendResponse {
+        metrics.sendAnswered(response.results)
+        return response
     }
 
     private func sendToTopic(
