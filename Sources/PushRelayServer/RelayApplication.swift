@@ -20,6 +20,9 @@ public final class RelayApplication: Sendable {
         public var retryAfterSeconds: Int = 10
         /// How often expired and acknowledged messages are purged. Default 60 s.
         public var purgeInterval: Duration = .seconds(60)
+        /// The largest body on every route but the sends (register, ack, Instance ID), `max_request_body_size`.
+        /// Default 256 KiB.
+        public var maxRequestBodyBytes: Int = 256 * 1024
         /// Whether `/metrics` is served (`metrics_enabled`); when false the route does not exist (404).
         public var metricsEnabled: Bool = true
         /// How often the store's figures behind `/metrics` (queue depth) and `/readyz` (store readable) are
@@ -112,23 +115,25 @@ public final class RelayApplication: Sendable {
             router.add(method, "/v1/projects", maxBodyBytes: options.maxSendBodyBytes, .collected(v1.handle))
         }
 
-        let devices = DeviceRoutes(store: store, hub: hub, metrics: metrics, logger: logger)
+        let devices = DeviceRoutes(
+            store: store, hub: hub, handoff: handoff, metrics: metrics, logger: logger,
+            maxBodyBytes: options.maxRequestBodyBytes)
         let tickets = StreamTicketRoutes(store: store, devices: devices, logger: logger)
         let cors = CORSPolicy(allowedOrigins: options.corsAllowedOrigins)
-        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(cors.wrap(devices.register)))
+        router.add(.post, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, .collected(cors.wrap(devices.register)))
         router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(cors.wrap(devices.unregister)))
         router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(cors.wrap(tickets.stream)))
-        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .collected(cors.wrap(devices.acknowledge)))
+        router.add(.post, "/v1/ack", maxBodyBytes: options.maxRequestBodyBytes, .collected(cors.wrap(devices.acknowledge)))
         router.add(.post, "/v1/stream-ticket", maxBodyBytes: 0, .collected(cors.wrap(tickets.issue)))
         for path in ["/v1/register", "/v1/stream", "/v1/ack", "/v1/stream-ticket"] {
             router.add(.options, path, maxBodyBytes: 0, .collected(cors.preflight))
         }
 
-        let iid = InstanceIDRoutes(store: store, logger: logger)
+        let iid = InstanceIDRoutes(store: store, logger: logger, maxBodyBytes: options.maxRequestBodyBytes)
         router.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: true) })
         router.add(.delete, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: false) })
-        router.add(.post, "/iid/v1:batchAdd", maxBodyBytes: 512 * 1024, .collected { try await iid.batch($0, subscribe: true) })
-        router.add(.post, "/iid/v1:batchRemove", maxBodyBytes: 512 * 1024, .collected { try await iid.batch($0, subscribe: false) })
+        router.add(.post, "/iid/v1:batchAdd", maxBodyBytes: options.maxRequestBodyBytes, .collected { try await iid.batch($0, subscribe: true) })
+        router.add(.post, "/iid/v1:batchRemove", maxBodyBytes: options.maxRequestBodyBytes, .collected { try await iid.batch($0, subscribe: false) })
         router.add(.get, "/iid/info/{token}", maxBodyBytes: 0, .collected(iid.info))
         router.add(.post, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: true) })
         router.add(.delete, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: false) })

@@ -104,12 +104,29 @@ struct ProjectCommand: AsyncParsableCommand {
         )
         @Argument(help: "The project's name.") var name: String
         @OptionGroup var store: StoreOptions
-        @Option(help: "How long the old key stays valid, in seconds (default 86400 = 24 h).")
-        var graceSeconds: Int = 86_400
+        @Option(help: "How long the old key stays valid, in seconds (default: server_key_rotation_grace, 24 h).")
+        var graceSeconds: Int?
+        @Option(help: "The configuration file whose server_key_rotation_grace applies (or $PUSHRELAY_CONFIG).")
+        var config: String?
         @Flag(help: "Print JSON: {\"project\", \"server_key\"}.") var json = false
 
         func run() async throws {
-            guard graceSeconds >= 0 else { throw ValidationError("--grace-seconds must not be negative") }
+            let graceSeconds: Int
+            if let explicit = self.graceSeconds {
+                guard explicit >= 0 else { throw ValidationError("--grace-seconds must not be negative") }
+                graceSeconds = explicit
+            } else {
+                // The configured `server_key_rotation_grace` (file, PUSHRELAY_SERVER_KEY_ROTATION_GRACE), as the
+                // daemon reads it.
+                let arguments = config.map { [ConfigurationLoader.configFileFlag, $0] } ?? []
+                do {
+                    let loaded = try ConfigurationLoader.load(
+                        arguments: arguments, environment: ProcessInfo.processInfo.environment)
+                    graceSeconds = Int(loaded.configuration.serverKeyRotationGrace.components.seconds)
+                } catch {
+                    throw ValidationError("invalid configuration: \(error.problems.map(\.description).joined(separator: "; "))")
+                }
+            }
             let store = try store.open()
             let key: String
             do {

@@ -71,6 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
         options.maxSendBodyBytes = configuration.maxSendBodySize
         options.purgeInterval = configuration.purgeInterval
         options.metricsEnabled = configuration.metricsEnabled
+        options.maxRequestBodyBytes = configuration.maxRequestBodySize
         options.statisticsInterval = configuration.metricsInterval
         options.publicURL = configuration.effectivePublicURL()
         let relay = RelayApplication(store: store, options: options, exporter: exporter, logger: logger)

@@ -110,4 +110,34 @@ import Testing
         #expect(ready.stdout == "200")
         #expect(try await daemon.terminate() == 0)
     }
+
+    /// `registration_ids` with 999 copies of one token and one other (it made a copy of the message per entry): the
+    /// answer has 1,000 results, one message id for the 999, and the device receives the message once.
+    @Test func duplicateRegistrationIDsAreSentOnce() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let other = try await daemon.registerDevice(keys)
+        let tokens = Array(repeating: "\"\(device.token)\"", count: 999) + ["\"\(other.token)\""]
+        let answer = try await daemon.send(
+            #"{"registration_ids": [\#(tokens.joined(separator: ","))], "data": {"k": "v"}}"#, serverKey: keys.serverKey)
+        #expect(answer.status == 200, "\(answer.body)")
+        let json = try jsonObject(answer.body)
+        let results = try #require(json["results"] as? [[String: Any]])
+        #expect(results.count == 1000)
+        #expect(json["success"] as? Int == 1000)
+        let ids = Set(results.prefix(999).compactMap { $0["message_id"] as? String })
+        #expect(ids.count == 1, "\(ids.count) distinct message ids for one token")
+        let otherID = try #require(results.last?["message_id"] as? String)
+        #expect(!ids.contains(otherID))
+        // The device's queue holds the message once: a marker sent after it is the second and last event.
+        let marker = try messageID(ofSendResponse: try await daemon.send(
+            #"{"to": "\#(device.token)", "data": {"marker": "1"}}"#, serverKey: keys.serverKey).body)
+        let stream = try daemon.openStream(secret: device.secret)
+        defer { stream.stop() }
+        let text = try await stream.waitFor("the marker") { $0.contains(marker) }
+        #expect(parseEvents(text).count == 2, "\(parseEvents(text).count) events: \(text.prefix(500))")
+        #expect(try await daemon.terminate() == 0)
+    }
 }

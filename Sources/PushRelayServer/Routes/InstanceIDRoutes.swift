@@ -16,6 +16,8 @@ import PushRelayWire
 struct InstanceIDRoutes: Sendable {
     let store: any PushStore
     let logger: Logger
+    /// `max_request_body_size`: the largest batch body.
+    let maxBodyBytes: Int
 
     /// At most this many tokens per batch call, as FCM.
     static let maxBatchTokens = 1000
@@ -41,7 +43,7 @@ struct InstanceIDRoutes: Sendable {
     /// `POST /iid/v1:batchAdd` and `POST /iid/v1:batchRemove` with `{"to": "/topics/x", "registration_tokens": [...]}`.
     func batch(_ request: HTTPServerRequest, subscribe: Bool) async throws -> HTTPServerResponse {
         guard let project = try await authenticate(request) else { return Self.unauthorized }
-        let object = try JSONResponse.parseObject(try await request.body.collect(upTo: 512 * 1024))
+        let object = try await JSONResponse.parseObject(request, upTo: maxBodyBytes)
         guard let to = object["to"]?.stringValue, let topic = TopicName(to) else {
             return JSONResponse.ok(["error": "INVALID_ARGUMENT: \"to\" must be a topic"], status: .badRequest)
         }

@@ -12,20 +12,29 @@ struct TokenSend: Sendable {
     private(set) var targets: [Int] = []
     /// The copies to commit (empty for a dry run or when no recipient is valid).
     private(set) var messages: [NewMessage] = []
+    /// Recipients whose token appeared earlier in the list, with that first index: a token repeated in
+    /// `registration_ids` is sent once and every copy answers the first one's result.
+    let duplicates: [(index: Int, first: Int)]
 
     init(recipients: [FCMRecipient]) {
         var results = [FCMSendResponse.Result?](repeating: nil, count: recipients.count)
         var lookups: [(index: Int, token: String)] = []
         lookups.reserveCapacity(recipients.count)
+        var firstIndex: [String: Int] = [:]
+        var duplicates: [(index: Int, first: Int)] = []
         for (index, recipient) in recipients.enumerated() {
             if let error = recipient.error {
                 results[index] = .error(error)
+            } else if recipients.count > 1, let first = firstIndex.updateValue(index, forKey: recipient.token) {
+                firstIndex[recipient.token] = first
+                duplicates.append((index, first))
             } else {
                 lookups.append((index, recipient.token))
             }
         }
         self.results = results
         self.lookups = lookups
+        self.duplicates = duplicates
     }
 
     /// The tokens to resolve, in ``lookups`` order.
@@ -74,6 +83,7 @@ struct TokenSend: Sendable {
                 results[index] = .error(FCMError(code: .notRegistered))
             }
         }
+        for duplicate in duplicates { results[duplicate.index] = results[duplicate.first] }
         return FCMSendResponse(
             multicastID: .generate(), results: results.map { $0 ?? .error(FCMError(code: .internalServerError)) })
     }
