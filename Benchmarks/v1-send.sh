@@ -59,18 +59,14 @@ setup_project() { # data dir
   echo "$server $token"
 }
 
-# Runs h2load; prints "rate cpu_us_per_send" and fails on any failed request or non-2xx.
+source Benchmarks/lib/h2load-checked.sh
+
+# Runs h2load over h2c; prints "rate cpu_us_per_send"; stops the script on any failed or non-2xx answer.
 measure() { # h2load args...
   local before after out
   before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-  out=$(h2load $flags "$@" 2>&1)
+  out=$(h2load_checked h2c $flags "$@") || exit 1
   after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-  local failed ok
-  failed=$(echo "$out" | sed -n 's/^requests: .* \([0-9]*\) failed.*/\1/p')
-  ok=$(echo "$out" | sed -n 's/^status codes: \([0-9]*\) 2xx.*/\1/p')
-  if [ "${failed:-1}" != 0 ] || [ "${ok:-0}" != "$requests" ]; then
-    echo "h2load: failures or non-2xx answers:" >&2; echo "$out" >&2; exit 1
-  fi
   local r
   r=$(echo "$out" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
   echo "$r $(python3 -c "print(($after - $before) / $ticks_per_second * 1e6 / $requests)")"

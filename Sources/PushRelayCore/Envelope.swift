@@ -203,24 +203,25 @@ struct EnvelopeBuilder {
         JSONWriter.appendString(string, to: &buffer)
     }
 
-    /// `"<key>":<value as JSON>`.
+    /// `"<prefix><key>":<value as JSON>`.
     mutating func member(prefix: StaticString, key: String, json value: JSONValue) {
-        separator()
-        buffer.append(UInt8(ascii: "\""))
-        JSONWriter.appendRaw(prefix, to: &buffer)
-        JSONWriter.appendEscaped(key, to: &buffer)
-        JSONWriter.appendRaw("\":", to: &buffer)
+        memberKey(prefix: prefix, key: key)
         JSONWriter.append(value, to: &buffer)
     }
 
     /// `"<prefix><key>":"<value as string>"`: strings as they are, other values as escaped compact JSON text.
     mutating func member(prefix: StaticString, key: String, stringOrJSON value: JSONValue) {
+        memberKey(prefix: prefix, key: key)
+        Self.appendStringOrJSON(value, to: &buffer)
+    }
+
+    /// A separator unless first, then `"<prefix><key>":`.
+    private mutating func memberKey(prefix: StaticString, key: String) {
         separator()
         buffer.append(UInt8(ascii: "\""))
         JSONWriter.appendRaw(prefix, to: &buffer)
         JSONWriter.appendEscaped(key, to: &buffer)
         JSONWriter.appendRaw("\":", to: &buffer)
-        Self.appendStringOrJSON(value, to: &buffer)
     }
 
     private static func appendStringOrJSON(_ value: JSONValue, to buffer: inout [UInt8]) {

@@ -132,18 +132,28 @@ import Testing
             #expect(result.stdout.hasSuffix("\n400") && result.stdout.contains(#""error":"\#(error)""#), "\(result.stdout)")
         }
 
-        // Revoking the key ends its access tokens at once and refuses new grants.
-        let (token, _) = try await f.daemon.v1Requests(file: f.file, [])
+        // Revoking the key ends its access tokens (the daemon's cache follows within its recheck interval) and
+        // refuses new grants.
+        let (token, used) = try await f.daemon.v1Requests(
+            file: f.file, [V1Request(path: "/v1/projects/shop/messages:send", json: [:])])
+        #expect(used.first?.status == 400)  // authenticated (and cached), then refused for the missing message
         let info = try jsonObject(try String(contentsOfFile: f.file, encoding: .utf8))
         let keyID = try #require(info["private_key_id"] as? String)
         let listed = try await Daemon.cli(["project", "service-account-keys", "shop", "--data-dir", f.daemon.dataDir.path])
         #expect(listed.stdout.contains(keyID) && listed.stdout.contains("valid"))
         let revoked = try await Daemon.cli(["project", "revoke-service-account-key", "shop", keyID, "--data-dir", f.daemon.dataDir.path])
         #expect(revoked.status == 0)
-        let after = try await run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+        var after = ""
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(20)
+        while clock.now < deadline {
+            after = try await run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
                                            "\(f.daemon.baseURL)/v1/projects/shop/messages:send",
-                                           "-H", "Authorization: Bearer \(token)", "--data-binary", "{}"])
-        #expect(after.stdout == "401")
+                                           "-H", "Authorization: Bearer \(token)", "--data-binary", "{}"]).stdout
+            if after == "401" { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(after == "401")
         let regrant = try await f.daemon.googleAuth(["file": f.file, "jwt": [String: Any]()])
         #expect(regrant["token_status"] as? Int == 400)
         try await f.daemon.terminate()

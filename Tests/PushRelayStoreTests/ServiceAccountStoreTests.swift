@@ -31,6 +31,7 @@ import Testing
 
                 try await store.issueAccessToken(
                     "token-3", key: first, expiresAt: clock.date.addingTimeInterval(3600))
+                #expect(try await store.authenticateAccessToken("token-3")?.name == "shop")  // now cached
                 #expect(try await store.revokeServiceAccountKey(project: "shop", keyID: "k1"))
                 #expect(try await store.authenticateAccessToken("token-3") == nil)
                 #expect(try await !store.revokeServiceAccountKey(project: "shop", keyID: "k1"))

@@ -13,19 +13,8 @@ public final class RSAPublicKey: @unchecked Sendable {
     /// Reads a `-----BEGIN PUBLIC KEY-----` PEM. Throws ``CryptoError/Code/invalidKey`` for anything else and
     /// ``CryptoError/Code/unsupportedKey`` for a key that is not RSA of at least 2048 bits.
     public init(pem: String) throws(CryptoError) {
-        ERR_clear_error()
-        let key = try Self.withMemoryBIO(pem) { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) }
-        guard let key else { throw OpenSSLFailure.error(.invalidKey, "not a PEM public key") }
-        do {
-            try RSAPrivateKey.checkRSA2048(key)
-        } catch {
-            EVP_PKEY_free(key)
-            throw error
-        }
-        self.key = key
+        self.key = try OpenSSLFailure.readRSA2048(pem, "not a PEM public key") { PEM_read_bio_PUBKEY($0, nil, nil, nil) }
     }
-
-    fileprivate init(owning key: OpaquePointer) { self.key = key }
 
     deinit { EVP_PKEY_free(key) }
 
@@ -52,18 +41,6 @@ public final class RSAPublicKey: @unchecked Sendable {
         }
         ERR_clear_error()
         return result == 1
-    }
-
-    static func withMemoryBIO<T>(_ text: String, _ body: (OpaquePointer) -> T) throws(CryptoError) -> T {
-        var bytes = Array(text.utf8)
-        bytes.append(0)
-        let result: T? = bytes.withUnsafeBufferPointer { buffer -> T? in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count - 1)) else { return nil }
-            defer { BIO_free(bio) }
-            return body(bio)
-        }
-        guard let result else { throw OpenSSLFailure.error(.library, "BIO_new_mem_buf failed") }
-        return result
     }
 }
 
@@ -93,16 +70,7 @@ public final class RSAPrivateKey: @unchecked Sendable {
     /// Reads a private key PEM (`-----BEGIN PRIVATE KEY-----`, PKCS#8, as in a service-account file; the older
     /// `BEGIN RSA PRIVATE KEY` form is read too). Throws for anything that is not an RSA key of at least 2048 bits.
     public init(pem: String) throws(CryptoError) {
-        ERR_clear_error()
-        let key = try RSAPublicKey.withMemoryBIO(pem) { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) }
-        guard let key else { throw OpenSSLFailure.error(.invalidKey, "not a PEM private key") }
-        do {
-            try Self.checkRSA2048(key)
-        } catch {
-            EVP_PKEY_free(key)
-            throw error
-        }
-        self.key = key
+        self.key = try OpenSSLFailure.readRSA2048(pem, "not a PEM private key") { PEM_read_bio_PrivateKey($0, nil, nil, nil) }
     }
 
     private init(owning key: OpaquePointer) { self.key = key }
@@ -139,8 +107,38 @@ public final class RSAPrivateKey: @unchecked Sendable {
         guard result == 1 else { throw OpenSSLFailure.error(.library, "EVP_DigestSign failed") }
         return Array(signature.prefix(length))
     }
+}
 
-    fileprivate static func checkRSA2048(_ key: OpaquePointer) throws(CryptoError) {
+/// libcrypto's error queue, PEM input and output, shared by both key types.
+private enum OpenSSLFailure {
+    /// Reads a key with a `PEM_read_bio_*` call; throws unless it is an RSA key of at least 2048 bits.
+    static func readRSA2048(
+        _ pem: String, _ what: String, _ read: (OpaquePointer) -> OpaquePointer?
+    ) throws(CryptoError) -> OpaquePointer {
+        ERR_clear_error()
+        guard let key = try withMemoryBIO(pem, read) else { throw error(.invalidKey, what) }
+        do {
+            try checkRSA2048(key)
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
+        return key
+    }
+
+    static func withMemoryBIO<T>(_ text: String, _ body: (OpaquePointer) -> T) throws(CryptoError) -> T {
+        var bytes = Array(text.utf8)
+        bytes.append(0)
+        let result: T? = bytes.withUnsafeBufferPointer { buffer -> T? in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count - 1)) else { return nil }
+            defer { BIO_free(bio) }
+            return body(bio)
+        }
+        guard let result else { throw OpenSSLFailure.error(.library, "BIO_new_mem_buf failed") }
+        return result
+    }
+
+    static func checkRSA2048(_ key: OpaquePointer) throws(CryptoError) {
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA else {
             throw CryptoError(code: .unsupportedKey, message: "the key is not an RSA key")
         }
@@ -148,10 +146,7 @@ public final class RSAPrivateKey: @unchecked Sendable {
             throw CryptoError(code: .unsupportedKey, message: "the RSA key has fewer than 2048 bits")
         }
     }
-}
 
-/// libcrypto's error queue and PEM output, shared by both key types.
-private enum OpenSSLFailure {
     /// A ``CryptoError`` with `context` and the strings of this thread's error queue (which it empties).
     static func error(_ code: CryptoError.Code, _ context: String) -> CryptoError {
         var reasons: [String] = []
