@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import PushRelayServer
+import PushRelayStore
 import PushRelayTLS
 import ServiceLifecycle
 
@@ -53,17 +54,22 @@ struct ServeCommand: AsyncParsableCommand {
                 try ConfigurationLoader.load(arguments: configurationArguments, environment: environment).configuration
             },
             debugBenchRoutes: benchRoutes,
-            onListening: { addresses in
+            onListening: { addresses, tokenEndpoint in
                 for address in addresses { print("pushrelay listening on \(address.url)") }
-                fflush(nil)  // tests and scripts read the line through a pipe
+                print("pushrelay token endpoint \(tokenEndpoint)")
+                fflush(nil)  // tests and scripts read the lines through a pipe
             }
         )
         let group: ServiceGroup
         do {
-            group = try RelayServiceGroup.make(configuration: configuration, options: options, logger: logger)
+            group = try await RelayServiceGroup.make(configuration: configuration, options: options, logger: logger)
         } catch let error as TLSError {
             FileHandle.standardError.write(Data("pushrelay: cannot set up TLS: \(error.message) (\(error.code))\n".utf8))
             throw ExitCode(78)
+        } catch let error as StoreError {
+            // The message never contains the URL's password.
+            FileHandle.standardError.write(Data("pushrelay: cannot open the store: \(error)\n".utf8))
+            throw ExitCode(69)
         }
         try await group.run()
         logger.info("stopped")

@@ -1,4 +1,5 @@
 import PushRelayCore
+import PushRelayWire
 import Testing
 
 /// The shop scenario of seed-scenario.md: its send body as written there, and the device's dictionary it shows, which

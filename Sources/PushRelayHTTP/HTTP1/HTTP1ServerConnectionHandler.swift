@@ -137,7 +137,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         self.maxBodyBytes = maxBodyBytes
         self.pathParameters = pathParameters
         switch handler {
-        case .immediate, .collected:
+        case .immediate, .collected, .promised:
             state = .collecting(handler)
         case .async(let handler):
             let hasBody = head.headerFields.firstValue(for: .contentLength).map { $0 != "0" } ?? (head.headerFields.firstValue(for: .transferEncoding) != nil)
@@ -188,6 +188,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             switch handler {
             case .immediate(let handler):
                 respond(handler(request, body), requestID: requestID)
+            case .promised(let handler):
+                runPromised(handler, request, body)
             case .collected(let handler), .async(let handler):
                 runAsync(handler, request)
             }
@@ -220,6 +222,21 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             let response = await HTTPResponder.run(handler, request)
             eventLoop.execute { bound.value.respond(response, requestID: requestID) }
         }
+    }
+
+    private func runPromised(
+        _ handler: @Sendable (HTTPServerRequest, ByteBuffer, EventLoopPromise<HTTPServerResponse>) -> Void,
+        _ request: HTTPServerRequest,
+        _ body: ByteBuffer
+    ) {
+        guard let context else { return }
+        let promise = context.eventLoop.makePromise(of: HTTPServerResponse.self)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let requestID = self.requestID
+        promise.futureResult.whenComplete { result in
+            bound.value.respond(HTTPResponder.response(for: result), requestID: requestID)
+        }
+        handler(request, body, promise)
     }
 
     private func abandonRequest() {

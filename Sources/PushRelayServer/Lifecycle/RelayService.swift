@@ -23,18 +23,22 @@ public final class RelayService: Service {
     let server: HTTPServer
     let tlsContext: TLSServerContext?
     let notifier: SystemdNotifier
-    let onListening: @Sendable ([RelayServiceGroup.ListeningAddress]) -> Void
+    let onListening: @Sendable ([RelayServiceGroup.ListeningAddress], String) -> Void
     let logger: Logger
 
     /// Opens the store and builds the relay and its server; binds nothing yet.
-    init(configuration: PushRelayConfiguration, options: RelayServiceGroup.Options, logger: Logger) throws {
+    init(configuration: PushRelayConfiguration, options: RelayServiceGroup.Options, logger: Logger) async throws {
         let tlsContext = try Self.makeTLSContext(configuration)
-        let store = try Self.openStore(configuration)
+        let store = try await Self.openStore(configuration)
         var relayOptions = RelayApplication.Options()
         relayOptions.heartbeatInterval = configuration.heartbeatInterval
         relayOptions.corsAllowedOrigins = configuration.corsAllowedOrigins
         relayOptions.maxSendBodyBytes = configuration.maxSendBodySize
         relayOptions.purgeInterval = configuration.purgeInterval
+        relayOptions.metricsEnabled = configuration.metricsEnabled
+        relayOptions.maxRequestBodyBytes = configuration.maxRequestBodySize
+        relayOptions.statisticsInterval = configuration.metricsInterval
+        relayOptions.publicURL = configuration.effectivePublicURL()
         let relay = RelayApplication(store: store, options: relayOptions, exporter: options.exporter, logger: logger)
         if options.debugBenchRoutes {
             relay.router.add(.post, "/debug/echo", .immediate { _, body in
@@ -76,7 +80,15 @@ public final class RelayService: Service {
         let listening = addresses.enumerated().map { index, address in
             RelayServiceGroup.ListeningAddress(address: address, isTLS: index >= configuration.listen.count)
         }
-        onListening(listening)
+        if configuration.publicURL == nil {
+            // The token URI names the first TLS listener, else the first cleartext one, with its bound port.
+            let first = listening.firstIndex(where: \.isTLS) ?? 0
+            if first < listening.count, let port = listening[first].address.port {
+                relay.publicURL.set(configuration.effectivePublicURL(boundPort: port))
+            }
+        }
+        onListening(listening, relay.publicURL.tokenURI)
+        await relay.refreshStatistics()
         relay.markReady()
         try? notifier.ready(status: "listening on \(listening.map(\.hostAndPort).joined(separator: ", "))")
 
@@ -109,19 +121,17 @@ public final class RelayService: Service {
         return status
     }
 
-    /// The store engine the configuration names. SQLite today; the PostgreSQL store plugs in here.
-    static func openStore(_ configuration: PushRelayConfiguration) throws -> any PushStore {
-        switch configuration.store {
-        case .sqlite:
-            try FileManager.default.createDirectory(
-                atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-            var storeConfiguration = SQLiteStore.Configuration.relay(directory: configuration.dataDirectory)
-            storeConfiguration.queuePolicy.maxPendingNonCollapsible = configuration.maxPendingMessages
-            storeConfiguration.queuePolicy.maxCollapseKeys = configuration.maxCollapseKeys
-            return try SQLiteStore(configuration: storeConfiguration, logger: Logger(label: "pushrelay.store"))
-        case .postgres:
-            throw StoreError.unavailable("the PostgreSQL store is not in this build (store = postgres)")
-        }
+    /// The store engine the configuration names: SQLite in `data_dir` (the default) or PostgreSQL at `postgres_url`.
+    static func openStore(_ configuration: PushRelayConfiguration) async throws -> any PushStore {
+        let location: RelayStore.Location =
+            configuration.store == .postgres
+            ? .postgres(url: configuration.postgresURL ?? "") : .sqlite(directory: configuration.dataDirectory)
+        return try await RelayStore.open(
+            location,
+            queuePolicy: QueuePolicy(
+                maxPendingNonCollapsible: configuration.maxPendingMessages,
+                maxCollapseKeys: configuration.maxCollapseKeys),
+            logger: Logger(label: "pushrelay.store"))
     }
 
     /// The TLS context for the `listen_tls` listeners, or `nil` when there are none.

@@ -19,8 +19,9 @@ public enum RelayServiceGroup {
         public var logLevel: LogLevelControl?
         /// Reads the configuration again on SIGHUP; without it SIGHUP reloads only the TLS certificate and key.
         public var reloadConfiguration: (@Sendable () throws -> PushRelayConfiguration)?
-        /// Called once the listeners are bound, with their addresses in configuration order (cleartext first).
-        public var onListening: @Sendable ([ListeningAddress]) -> Void
+        /// Called once the listeners are bound, with their addresses in configuration order (cleartext first) and
+        /// the OAuth2 token endpoint (`<public_url>/token`, or the first bound listener's when `public_url` is unset).
+        public var onListening: @Sendable (_ addresses: [ListeningAddress], _ tokenEndpoint: String) -> Void
         /// Adds `POST /debug/echo` (answers with the request body), for `Benchmarks/http2.sh` only.
         public var debugBenchRoutes: Bool
 
@@ -31,7 +32,7 @@ public enum RelayServiceGroup {
             logLevel: LogLevelControl? = nil,
             reloadConfiguration: (@Sendable () throws -> PushRelayConfiguration)? = nil,
             debugBenchRoutes: Bool = false,
-            onListening: @escaping @Sendable ([ListeningAddress]) -> Void = { _ in }
+            onListening: @escaping @Sendable (_ addresses: [ListeningAddress], _ tokenEndpoint: String) -> Void = { _, _ in }
         ) {
             self.exporter = exporter
             self.notifier = SystemdNotifier(environment: environment)
@@ -61,14 +62,14 @@ public enum RelayServiceGroup {
         public var url: String { "\(isTLS ? "https" : "http")://\(hostAndPort)" }
     }
 
-    /// The daemon for `configuration`: opens the store and sets up TLS now (so that their errors come before
-    /// anything runs), binds when the group runs.
+    /// The daemon for `configuration`: sets up TLS and opens the store now (so that their errors come before
+    /// anything runs: `TLSError`, `StoreError`), binds when the group runs.
     public static func make(
         configuration: PushRelayConfiguration,
         options: Options,
         logger: Logger
-    ) throws -> ServiceGroup {
-        let relay = try RelayService(configuration: configuration, options: options, logger: logger)
+    ) async throws -> ServiceGroup {
+        let relay = try await RelayService(configuration: configuration, options: options, logger: logger)
         let reloadConfiguration = options.reloadConfiguration
         let logLevel = options.logLevel
         let reload = ReloadSignalService(notifier: options.notifier, logger: logger) {

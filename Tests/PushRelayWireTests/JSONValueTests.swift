@@ -1,4 +1,4 @@
-import PushRelayCore
+import PushRelayWire
 import Testing
 
 @Suite("JSON parser and writer")
