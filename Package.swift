@@ -20,10 +20,11 @@ let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "
 let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
 let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
+let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
 
 let package = Package(
     name: "PushRelay",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .executable(name: "pushrelay", targets: ["pushrelay"]),
         .library(name: "PushRelayClient", targets: ["PushRelayClient"]),
@@ -36,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // C libraries from Debian, one module each; all pointers stay in the Swift file that wraps them.
@@ -43,10 +45,15 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
+        // What server, client and CLI share of the wire: SSE framing, device API names, envelope keys, base64url,
+        // percent-decoding. Pure Swift: no NIO, no C, no Foundation.
+        .target(name: "PushRelayWire", dependencies: [], swiftSettings: swiftSettings),
         // Transport: HTTP/2 (libnghttp2) and HTTP/1.1 (NIOHTTP1) server and client. Knows nothing of push.
         .target(
             name: "PushRelayHTTP",
-            dependencies: ["CNghttp2", "PushRelayTLS", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging],
+            dependencies: [
+                "CNghttp2", "PushRelayTLS", "PushRelayWire", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging,
+            ],
             swiftSettings: swiftSettings
         ),
         // TLS on libssl through memory BIOs, as a NIO channel handler.
@@ -55,36 +62,47 @@ let package = Package(
             dependencies: ["COpenSSL", nio, nioConcurrency, logging],
             swiftSettings: swiftSettings
         ),
+        // RSA keys and RS256 signatures on libcrypto (service accounts, the JWTs of `/token`).
+        .target(name: "PushRelayCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         // The domain: FCM model, validation, envelope, ids, queue policy, topic conditions. No I/O.
-        .target(name: "PushRelayCore", dependencies: [], swiftSettings: swiftSettings),
-        // Storage protocol and the SQLite implementation.
+        .target(name: "PushRelayCore", dependencies: ["PushRelayWire"], swiftSettings: swiftSettings),
+        // Storage protocol, the SQLite implementation and the PostgreSQL one (postgres-nio).
         .target(
             name: "PushRelayStore",
-            dependencies: ["PushRelayCore", "CSQLite", "COpenSSL", logging, nioConcurrency],
+            dependencies: [
+                "PushRelayCore", "PushRelayWire", "CSQLite", "COpenSSL", logging, nio, nioPosix, nioConcurrency,
+                postgresNIO,
+            ],
             swiftSettings: swiftSettings
         ),
         // Routes, auth, delivery, services: wires Core, Store and HTTP together.
         .target(
             name: "PushRelayServer",
             dependencies: [
-                "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
+                "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS", "PushRelayWire", "PushRelayCrypto",
                 nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle, metrics, prometheus,
             ],
             swiftSettings: swiftSettings
         ),
-        // What apps and test hosts link.
+        // What apps and test hosts link: Foundation and URLSession only, no NIO, no C module (Apple platforms too).
         .target(
             name: "PushRelayClient",
+            dependencies: ["PushRelayWire", httpTypes, logging],
+            swiftSettings: swiftSettings
+        ),
+        // The client's transport on SwiftNIO and libnghttp2 (HTTP/2, HTTP/1.1 fallback): Linux servers, the CLI.
+        .target(
+            name: "PushRelayClientNIO",
             dependencies: [
-                "PushRelayHTTP", "PushRelayTLS", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes, logging,
+                "PushRelayClient", "PushRelayHTTP", nio, nioPosix, nioHTTP1, nioConcurrency, httpTypes,
             ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "pushrelay",
             dependencies: [
-                "PushRelayServer", "PushRelayClient", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
-                httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
+                "PushRelayServer", "PushRelayClient", "PushRelayClientNIO", "PushRelayWire", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
+                "PushRelayCrypto", httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
             ],
             swiftSettings: swiftSettings
         ),
@@ -93,7 +111,9 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "PushRelayHTTPTests",
-            dependencies: ["PushRelayHTTP", "TestSupport", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging],
+            dependencies: [
+                "PushRelayHTTP", "PushRelayWire", "TestSupport", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -103,30 +123,40 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "PushRelayCoreTests", dependencies: ["PushRelayCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushRelayWireTests", dependencies: ["PushRelayWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushRelayCoreTests", dependencies: ["PushRelayCore", "PushRelayWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushRelayCryptoTests", dependencies: ["PushRelayCrypto", "PushRelayCore", "PushRelayWire"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PushRelayStoreTests",
-            dependencies: ["PushRelayStore", "PushRelayCore", "TestSupport"],
+            dependencies: ["PushRelayStore", "PushRelayCore", "PushRelayWire", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushRelayServerTests",
             dependencies: [
-                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "TestSupport", nio, httpTypes,
+                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayWire", "TestSupport",
+                nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushRelayClientTests",
             dependencies: [
-                "PushRelayClient", "PushRelayCore", nio, nioPosix, nioEmbedded, nioHTTP1, nioConcurrency, httpTypes,
+                "PushRelayClient", "PushRelayClientNIO", "PushRelayWire", "PushRelayCore", nio, nioPosix, nioEmbedded,
+                nioHTTP1, nioConcurrency, httpTypes,
                 logging,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["PushRelayTLS", "PushRelayClient", "TestSupport", nio, nioPosix, logging],
+            dependencies: [
+                "PushRelayTLS", "PushRelayClient", "PushRelayClientNIO", "TestSupport", nio, nioPosix, logging,
+            ],
             swiftSettings: swiftSettings
         ),
     ]

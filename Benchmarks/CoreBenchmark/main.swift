@@ -1,6 +1,7 @@
 // Times the per-send CPU cost of PushRelayCore on the seed scenario's body: parse + validate, build the envelope,
 // render it with a message id, encode the 200 response. Run with Benchmarks/core-bench.sh (release build).
 import PushRelayCore
+import PushRelayWire
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
+import PushRelayWire
 
 extension PushClient {
     /// Keeps the device's stream open and delivers messages until ``stop()`` is called or the calling task is
@@ -171,7 +171,7 @@ extension PushClient {
             } catch {
                 state = .receivedMessage(message)
             }
-            await publisher.publish(state)
+            await publisher.publish(state, message: message)
         } else {
             logger.error("event data is not a JSON object; acknowledged and dropped")
         }

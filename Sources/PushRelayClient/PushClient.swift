@@ -1,6 +1,5 @@
 import Foundation
 public import Logging
-import NIOConcurrencyHelpers
 
 /// The device side of PushRelay: registers, keeps one stream open, hands each message to the app once, and
 /// publishes its state to observers.
@@ -36,11 +35,12 @@ public final class PushClient: Sendable {
     public let configuration: PushClientConfiguration
 
     let logger: Logger
-    let transport: any PushTransport
+    /// The transport the client talks HTTP through.
+    public let transport: any PushTransport
     let api: RelayAPI
     let publisher = PushStatePublisher()
     let makeRandomNumberGenerator: @Sendable () -> any RandomNumberGenerator
-    let shared: NIOLockedValueBox<Shared>
+    let shared: LockedValue<Shared>
 
     /// The client's mutable state shared between `run`, `stop` and the accessors.
     struct Shared {
@@ -53,28 +53,38 @@ public final class PushClient: Sendable {
         var stopSignal: AsyncStream<Void>.Continuation?
     }
 
-    /// Creates a client on the HTTP/2 transport: one connection (h2c for `http://`, TLS with ALPN `h2` for
-    /// `https://`) carries the stream and the acknowledgements; HTTP/1.1 when the server offers no HTTP/2.
+    /// Creates a client on the platform's `URLSession` (``URLSessionTransport``): HTTP/2 on Apple platforms,
+    /// FoundationNetworking on Linux; the stream and the acknowledgements share one session.
     ///
     /// Reads ``PushClientConfiguration/credentialsFile`` and ``PushClientConfiguration/deduplicationFile`` when they
-    /// exist. Opens no connection.
+    /// exist. Opens no connection. On Linux servers and test hosts, the `PushRelayClientNIO` module's
+    /// `HTTP2Transport` (SwiftNIO, libnghttp2) is the alternative: pass it to ``init(configuration:transport:logger:)``.
     ///
     /// - Throws: ``PushClientError`` for an unusable server URL or an unreadable file.
     public convenience init(configuration: PushClientConfiguration, logger: Logger = Logger(label: "pushrelay.client"))
         throws
     {
-        try self.init(configuration: configuration, transport: HTTP2Transport(configuration: configuration),
+        try self.init(configuration: configuration, transport: URLSessionTransport(configuration: configuration),
                       logger: logger)
     }
 
-    /// Creates a client on any transport; tests inject fakes and random sources here.
+    /// Creates a client on any ``PushTransport``.
+    ///
+    /// - Throws: ``PushClientError`` for an unreadable credentials or deduplication file.
+    public convenience init(
+        configuration: PushClientConfiguration, transport: any PushTransport,
+        logger: Logger = Logger(label: "pushrelay.client")
+    ) throws {
+        try self.init(configuration: configuration, transport: transport, logger: logger,
+                      makeRandomNumberGenerator: { SystemRandomNumberGenerator() })
+    }
+
+    /// Creates a client on any transport with a given source of randomness (tests make backoff deterministic).
     init(
         configuration: PushClientConfiguration,
         transport: any PushTransport,
         logger: Logger,
-        makeRandomNumberGenerator: @escaping @Sendable () -> any RandomNumberGenerator = {
-            SystemRandomNumberGenerator()
-        }
+        makeRandomNumberGenerator: @escaping @Sendable () -> any RandomNumberGenerator
     ) throws {
         self.configuration = configuration
         self.transport = transport
@@ -90,7 +100,7 @@ public final class PushClient: Sendable {
         let deduplicator = try configuration.deduplicationFile.map {
             try MessageDeduplicator.load(capacity: configuration.deduplicationCapacity, fileURL: $0)
         } ?? MessageDeduplicator(capacity: configuration.deduplicationCapacity)
-        self.shared = NIOLockedValueBox(Shared(credentials: credentials, deduplicator: deduplicator))
+        self.shared = LockedValue(Shared(credentials: credentials, deduplicator: deduplicator))
     }
 
     deinit {
@@ -116,11 +126,36 @@ public final class PushClient: Sendable {
         publisher.salesNotifications()
     }
 
+    /// A new stream of the app payloads under an envelope key, decoded as `Payload`, from the messages received
+    /// from now on. Ends when the client is released.
+    ///
+    /// `key` is the envelope key as the device receives it: `gcm.notification.<key>` for a custom key of the
+    /// sender's `notification` (also accepted without the prefix), or a `data` key. The value may be JSON text (how
+    /// FCM delivers objects) or a nested object. Messages without the key, or whose value does not decode, are left
+    /// out of this stream (the message itself is still handled and acknowledged).
+    ///
+    /// ```swift
+    /// struct Coupon: Decodable, Sendable { let code: String; let percent: Int }
+    /// for await coupon in client.notifications(of: Coupon.self, key: "gcm.notification.coupon") {
+    ///     show(coupon.payload, id: coupon.messageID)
+    /// }
+    /// ```
+    ///
+    /// ``salesNotifications()`` is the scenario's ready-made case: `notifications(of: SalesNotification.self,
+    /// key: "gcm.notification.orderInfo")`.
+    public func notifications<Payload: Decodable & Sendable>(
+        of type: Payload.Type, key: String
+    ) -> AsyncStream<ReceivedNotification<Payload>> {
+        publisher.notifications(of: type, key: key)
+    }
+
+    #if canImport(Observation)
     /// Makes `viewModel` follow this client (held weakly). ``SalesMessageViewModel/init(client:)`` calls this.
     @MainActor
     public func attach(_ viewModel: SalesMessageViewModel) {
         publisher.attach(viewModel)
     }
+    #endif
 
     /// Registers the device with the relay (`POST /v1/register` with the client key) and returns the credentials;
     /// hand ``PushCredentials/token`` to the back end. Saves them to the credentials file when one is configured.

@@ -1,5 +1,4 @@
 public import Foundation
-public import NIOCore
 
 /// Everything a ``PushClient`` needs: where the relay is, who the device is, and how to behave on failures.
 ///
@@ -30,12 +29,6 @@ public struct PushClientConfiguration: Sendable {
         }
     }
 
-    /// Makes the TLS channel handler for a connection to the given host name (used for SNI and verification).
-    ///
-    /// The client adds the handler first in the pipeline of every `https` connection. It is the seam where the
-    /// PushRelayTLS handler (OpenSSL) plugs in; without it, `https` URLs are refused.
-    public typealias TLSHandlerFactory = @Sendable (_ hostname: String) throws -> any ChannelHandler
-
     /// The relay's base URL, `http://host:port` or `https://host:port`, optionally with a path prefix.
     public var serverURL: URL
     /// How to register when there are no credentials yet. `nil` if the client starts from ``credentials``.
@@ -50,15 +43,14 @@ public struct PushClientConfiguration: Sendable {
     /// A stream silent (no message, no heartbeat) for this long is declared dead and replaced. Default 60 s;
     /// keep it above twice the relay's heartbeat interval.
     public var heartbeatTimeout: Duration
-    /// How long to wait for a TCP connection. Default 10 s.
+    /// How long to wait for a connection (and, on the URLSession transport, for any answer that is not the stream).
+    /// Default 10 s.
     public var connectTimeout: Duration
     /// How many recent message ids to remember for deduplication. Default 1024.
     public var deduplicationCapacity: Int
     /// A file to persist the deduplication window in, so that duplicates are recognised across restarts. Default
     /// `nil` (memory only; the window still survives reconnects).
     public var deduplicationFile: URL?
-    /// Makes the TLS handler for `https` URLs. Default `nil`.
-    public var tlsHandlerFactory: TLSHandlerFactory?
 
     /// Creates a configuration that registers with `registration` (unless ``credentialsFile`` already holds
     /// credentials).
@@ -82,8 +74,7 @@ public struct PushClientConfiguration: Sendable {
         heartbeatTimeout: Duration = .seconds(60),
         connectTimeout: Duration = .seconds(10),
         deduplicationCapacity: Int = 1024,
-        deduplicationFile: URL? = nil,
-        tlsHandlerFactory: TLSHandlerFactory? = nil
+        deduplicationFile: URL? = nil
     ) {
         self.serverURL = serverURL
         self.registration = registration
@@ -94,6 +85,5 @@ public struct PushClientConfiguration: Sendable {
         self.connectTimeout = connectTimeout
         self.deduplicationCapacity = deduplicationCapacity
         self.deduplicationFile = deduplicationFile
-        self.tlsHandlerFactory = tlsHandlerFactory
     }
 }

@@ -1,45 +1,70 @@
-import HTTPTypes
+public import HTTPTypes
 
 /// One HTTP request of the client: method, path (with the server URL's prefix), header fields and body.
 ///
-/// The relay's API (paths, JSON bodies, credentials, status codes) is ``RelayAPI``'s business; a transport only
+/// The relay's API (paths, JSON bodies, credentials, status codes) is the client's business; a transport only
 /// carries requests. Transports add `Host`/`:authority`, `Content-Length` and framing themselves.
-struct TransportRequest: Sendable {
-    var method: HTTPRequest.Method
-    var path: String
-    var headerFields: HTTPFields
-    var body: [UInt8]?
+public struct TransportRequest: Sendable {
+    /// The method, e.g. `POST`.
+    public var method: HTTPRequest.Method
+    /// The path and query, e.g. `/v1/stream`, including the server URL's path prefix.
+    public var path: String
+    /// The header fields (credentials, content type, `Last-Event-ID`).
+    public var headerFields: HTTPFields
+    /// The body, or `nil` for none.
+    public var body: [UInt8]?
+
+    /// Creates a request.
+    public init(method: HTTPRequest.Method, path: String, headerFields: HTTPFields, body: [UInt8]?) {
+        self.method = method
+        self.path = path
+        self.headerFields = headerFields
+        self.body = body
+    }
 }
 
 /// A complete (non-streaming) response.
-struct TransportResponse: Sendable {
-    var status: Int
-    var headerFields: HTTPFields
-    var body: [UInt8]
+public struct TransportResponse: Sendable {
+    /// The status code, e.g. `200`.
+    public var status: Int
+    /// The header fields.
+    public var headerFields: HTTPFields
+    /// The whole body.
+    public var body: [UInt8]
+
+    /// Creates a response.
+    public init(status: Int, headerFields: HTTPFields, body: [UInt8]) {
+        self.status = status
+        self.headerFields = headerFields
+        self.body = body
+    }
 }
 
 /// Reads the body of a streaming response, chunk by chunk, in order; `nil` at the end of the body.
 ///
 /// A transport throws ``PushClientError/Code-swift.struct/heartbeatTimeout`` from ``next()`` when nothing arrived
 /// for the idle timeout it was given.
-struct TransportBodyReader {
+public struct TransportBodyReader {
     private let nextChunk: () async throws -> [UInt8]?
 
-    init(_ nextChunk: @escaping () async throws -> [UInt8]?) {
+    /// Creates a reader that calls `nextChunk` for each chunk.
+    public init(_ nextChunk: @escaping () async throws -> [UInt8]?) {
         self.nextChunk = nextChunk
     }
 
-    func next() async throws -> [UInt8]? {
+    /// The next chunk of the body, or `nil` at its end.
+    public func next() async throws -> [UInt8]? {
         try await nextChunk()
     }
 }
 
-/// How the client talks HTTP to the relay. The only platform-specific part of the library.
+/// How the client talks HTTP to the relay: the only platform-specific part of the library.
 ///
-/// ``HTTP2Transport`` (one connection, the stream and the acknowledgements as streams on it, falling back to
-/// ``HTTP1Transport`` when the server offers no `h2`) is the Linux implementation. An Apple-platform transport
-/// (URLSession) is one more conforming type; nothing above this protocol changes.
-protocol PushTransport: Sendable {
+/// ``URLSessionTransport`` (the platform's `URLSession`: HTTP/2 on Apple platforms, FoundationNetworking on Linux)
+/// is the default. The `PushRelayClientNIO` module adds `HTTP2Transport` (SwiftNIO and libnghttp2, one connection
+/// for the stream and the acknowledgements, with an HTTP/1.1 fallback) for Linux servers, test hosts and the CLI.
+/// Nothing above this protocol changes with the transport.
+public protocol PushTransport: Sendable {
     /// Sends a request and returns the whole response.
     func send(_ request: TransportRequest) async throws -> TransportResponse
 
@@ -52,6 +77,6 @@ protocol PushTransport: Sendable {
         _ body: (_ status: Int, _ reader: TransportBodyReader) async throws -> Void
     ) async throws
 
-    /// Releases what the transport holds (pooled connections). Requests after this fail.
+    /// Releases what the transport holds (pooled connections, the session). Requests after this fail.
     func shutdown() async
 }

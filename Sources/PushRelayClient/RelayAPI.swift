@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import PushRelayWire
 
 /// The relay's device-side HTTP API, in one place: paths, credentials, bodies and status codes.
 ///
@@ -13,7 +14,7 @@ struct RelayAPI: Sendable {
     /// one line: `Authorization: key=<client key>`, the form FCM senders already use for the server key.
     static let clientKeyField = HTTPField.Name.authorization
     /// The prefix of the client key's value in ``clientKeyField``.
-    static let clientKeyPrefix = "key="
+    static let clientKeyPrefix = DeviceAPI.clientKeyPrefix
 
     /// The server URL's path without a trailing slash (`""` for `http://host:port`).
     let pathPrefix: String
@@ -34,7 +35,7 @@ struct RelayAPI: Sendable {
             "app": .string(registration.app),
             "platform": .string(registration.platform),
         ]
-        return TransportRequest(method: .post, path: pathPrefix + "/v1/register", headerFields: fields,
+        return TransportRequest(method: .post, path: pathPrefix + DeviceAPI.registerPath, headerFields: fields,
                                 body: Array(body.jsonText.utf8))
     }
 
@@ -52,7 +53,7 @@ struct RelayAPI: Sendable {
     }
 
     func unregisterRequest(secret: String) -> TransportRequest {
-        TransportRequest(method: .delete, path: pathPrefix + "/v1/register", headerFields: Self.bearer(secret),
+        TransportRequest(method: .delete, path: pathPrefix + DeviceAPI.registerPath, headerFields: Self.bearer(secret),
                          body: nil)
     }
 
@@ -60,18 +61,18 @@ struct RelayAPI: Sendable {
         var fields = Self.bearer(secret)
         fields[.contentType] = "application/json"
         let body: JSON = ["ids": .array(ids.map(JSON.string))]
-        return TransportRequest(method: .post, path: pathPrefix + "/v1/ack", headerFields: fields,
+        return TransportRequest(method: .post, path: pathPrefix + DeviceAPI.acknowledgePath, headerFields: fields,
                                 body: Array(body.jsonText.utf8))
     }
 
     func streamRequest(secret: String, lastEventID: String?) -> TransportRequest {
         var fields = Self.bearer(secret)
-        fields[.accept] = "text/event-stream"
+        fields[.accept] = DeviceAPI.eventStreamContentType
         fields[.cacheControl] = "no-cache"
         if let lastEventID {
-            fields[HTTPField.Name("Last-Event-ID")!] = lastEventID
+            fields[HTTPField.Name(DeviceAPI.lastEventIDField)!] = lastEventID
         }
-        return TransportRequest(method: .get, path: pathPrefix + "/v1/stream", headerFields: fields, body: nil)
+        return TransportRequest(method: .get, path: pathPrefix + DeviceAPI.streamPath, headerFields: fields, body: nil)
     }
 
     /// Throws the client error for a status that is not 2xx. `operation` names the call in the message.
@@ -100,7 +101,7 @@ struct RelayAPI: Sendable {
 
     private static func bearer(_ secret: String) -> HTTPFields {
         var fields = HTTPFields()
-        fields[.authorization] = "Bearer " + secret
+        fields[.authorization] = DeviceAPI.bearerPrefix + secret
         return fields
     }
 }

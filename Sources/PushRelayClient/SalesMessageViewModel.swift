@@ -1,3 +1,4 @@
+#if canImport(Observation)
 public import Observation
 
 /// The screen's model in the shop scenario: the last order notification, and the client's state.
@@ -61,3 +62,4 @@ public final class SalesMessageViewModel {
         state = newState
     }
 }
+#endif

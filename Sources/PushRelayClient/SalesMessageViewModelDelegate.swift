@@ -1,3 +1,4 @@
+#if canImport(Observation)
 /// Told about every state change of a ``SalesMessageViewModel``, the way the course's view controllers are.
 ///
 /// The view model holds its delegate `weak`ly; the delegate decides how to present each state.
@@ -7,3 +8,4 @@ public protocol SalesMessageViewModelDelegate: AnyObject {
     /// updated.
     func viewModelDidChanged(state: PushClientState)
 }
+#endif

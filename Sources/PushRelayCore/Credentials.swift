@@ -1,3 +1,5 @@
+import PushRelayWire
+
 /// Generators for the secrets and numbers of projects and devices. Every secret carries at least 128 random bits
 /// from `SystemRandomNumberGenerator` (the OS's CSPRNG) unless a test passes its own generator.
 public enum Credentials {
@@ -41,5 +43,13 @@ public enum Credentials {
         var difference: UInt8 = 0
         for (a, b) in zip(lhs, rhs) { difference |= a ^ b }
         return difference == 0
+    }
+}
+
+extension Credentials {
+    /// An OAuth 2 access token for a service account: `prat.` + 64 base64url characters (384 random bits).
+    public static func accessToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return "prat." + Base64URL.randomString(length: 64, using: &generator)
     }
 }

@@ -1,3 +1,5 @@
+public import PushRelayWire
+
 /// Every error PushRelay reports to an FCM sender, and its one mapping to the wire: the code string of a result
 /// (`MissingRegistration`), the HTTP status, and the plain-text or HTML body of a request-level answer.
 ///

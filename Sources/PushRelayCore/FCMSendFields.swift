@@ -1,3 +1,5 @@
+public import PushRelayWire
+
 /// The fields of a send as read from JSON or a form, before validation; shared by both parsers so that the
 /// rules (addressing, per-target and message-wide errors) live in one place.
 struct FCMSendFields {

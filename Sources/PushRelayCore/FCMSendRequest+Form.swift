@@ -1,3 +1,5 @@
+import PushRelayWire
+
 extension FCMSendRequest {
     /// Parses the plain-text variant: an `application/x-www-form-urlencoded` body (UTF-8, `+` for space).
     ///
@@ -5,7 +7,8 @@ extension FCMSendRequest {
     /// `condition`, `collapse_key`, `time_to_live`, `dry_run`, `delay_while_idle`, `priority`,
     /// `content_available`, `mutable_content`, `restricted_package_name`, `data.<key>=<value>` for each data
     /// entry and `notification.<key>=<value>` (an extension) for notification keys; values are strings.
-    /// Booleans are `1`/`true`/`0`/`false`; a `time_to_live` that is not an integer is `InvalidTtl`.
+    /// Booleans are `1`/`0` or `true`/`false` in any case (python-gcm writes Python's `True`/`False`); a
+    /// `time_to_live` that is not an integer is `InvalidTtl`.
     /// More than one `registration_id` is a `400` (multicast needs JSON). Unknown fields are ignored.
     public static func parse(form bytes: [UInt8]) throws(FCMError) -> FCMSendRequest {
         var fields = FCMSendFields()
@@ -14,8 +17,9 @@ extension FCMSendRequest {
         var tokenCount = 0
         for pair in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
             let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
-            guard let key = FormDecoding.decode(pair[pair.startIndex..<equals]),
-                let value = FormDecoding.decode(equals < pair.endIndex ? pair[(equals + 1)...] : ArraySlice<UInt8>())
+            guard let key = PercentDecoding.decode(pair[pair.startIndex..<equals], plus: .space),
+                let value = PercentDecoding.decode(
+                    equals < pair.endIndex ? pair[(equals + 1)...] : ArraySlice<UInt8>(), plus: .space)
             else { throw FCMError.malformedForm }
             switch key {
             case "registration_id", "to":
@@ -45,49 +49,10 @@ extension FCMSendRequest {
     }
 
     private static func formBool(_ value: String, field: String) throws(FCMError) -> Bool {
-        switch value {
+        switch value.lowercased() {
         case "1", "true": return true
         case "0", "false", "": return false
         default: throw FCMError.fieldType(field, mustBe: "boolean", value: .string(value))
-        }
-    }
-}
-
-/// `application/x-www-form-urlencoded` decoding.
-enum FormDecoding {
-    /// Decodes `%XX` and `+`; `nil` for a bad escape or bytes that are not UTF-8.
-    static func decode(_ bytes: ArraySlice<UInt8>) -> String? {
-        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) {
-            return String(validating: bytes, as: UTF8.self)
-        }
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "+") {
-                output.append(0x20)
-                index += 1
-            } else if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.endIndex,
-                    let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
-                else { return nil }
-                output.append(high << 4 | low)
-                index += 3
-            } else {
-                output.append(byte)
-                index += 1
-            }
-        }
-        return String(validating: output, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
         }
     }
 }

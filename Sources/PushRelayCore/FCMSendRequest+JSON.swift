@@ -1,3 +1,5 @@
+public import PushRelayWire
+
 extension FCMSendRequest {
     /// Parses and validates a JSON body (`Content-Type: application/json`).
     ///

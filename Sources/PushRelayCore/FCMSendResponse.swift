@@ -1,3 +1,5 @@
+import PushRelayWire
+
 /// The `200` answer to a token send (`to: <token>` or `registration_ids`): FCM's multicast form.
 ///
 ///     {"multicast_id":3529387488852107593,"success":1,"failure":0,"canonical_ids":0,

@@ -1,3 +1,5 @@
+import PushRelayWire
+
 /// A message id: 64 bits, unique, increasing, written as a decimal string FCM-style (`1603214613006763`).
 ///
 /// Ids come from ``MessageIDGenerator``: microseconds since the Unix epoch, bumped to stay strictly increasing,

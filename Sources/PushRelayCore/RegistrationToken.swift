@@ -1,3 +1,5 @@
+import PushRelayWire
+
 /// A registration token: the public address of one app instance, in FCM's shape
 /// `<instance id>:APA91b<random>`, e.g.
 /// `eeDh2Sd5HknG1zdC1w1UBD:APA91bFKGr99Cpj7q1Es0oexCeoXf9qinT6GuI-pvCouR8AKueLR1zNc_QZVv_…`.

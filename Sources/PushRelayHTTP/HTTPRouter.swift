@@ -1,5 +1,6 @@
 public import HTTPTypes
 public import NIOCore
+import PushRelayWire
 
 /// How a route handles its requests.
 public enum HTTPHandler: Sendable {
@@ -13,6 +14,13 @@ public enum HTTPHandler: Sendable {
     /// acknowledgement): no body stream, and one task start per request instead of a task that starts at the
     /// head and is woken again by the body.
     case collected(@Sendable (HTTPServerRequest) async throws -> HTTPServerResponse)
+    /// Runs on the connection's event loop once the whole body (at most `maxBodyBytes`) has arrived, like
+    /// `.immediate`, and answers later by completing the promise, which belongs to that event loop: the answer is
+    /// submitted there, without a task. For the message path, whose answer waits for a store commit on another
+    /// thread: the handler parses and validates here, hands the work on, and whoever finishes it completes the
+    /// promise (on the loop, ideally, so that many answers share one wake-up). A failed promise answers like a
+    /// handler error (`HTTPError` → its status, anything else → 500). The handler must not block.
+    case promised(@Sendable (HTTPServerRequest, ByteBuffer, EventLoopPromise<HTTPServerResponse>) -> Void)
 }
 
 /// What the transport asks of the application for each request head.
@@ -109,7 +117,7 @@ public struct HTTPRouter: HTTPServerResponder {
             if let child = node.children[segment] {
                 node = child
             } else if let capture = node.capture {
-                parameters[capture.name] = String(segment).removingPercentEncodingForPath()
+                parameters[capture.name] = PercentDecoding.decode(segment, plus: .plus) ?? String(segment)
                 node = capture.node
             } else if let rest = node.restCapture {
                 parameters[rest.name] = remaining.joined(separator: "/")
@@ -132,24 +140,5 @@ public struct HTTPRouter: HTTPServerResponder {
             return .matched(entry.handler, maxBodyBytes: entry.maxBodyBytes, pathParameters: parameters)
         }
         return .methodNotAllowed
-    }
-}
-
-extension String {
-    /// Percent-decodes a path segment (`+` stays a plus); the segment as it is when it is not valid.
-    func removingPercentEncodingForPath() -> String {
-        guard contains("%") else { return self }
-        var bytes: [UInt8] = []
-        var iterator = utf8.makeIterator()
-        while let byte = iterator.next() {
-            if byte == UInt8(ascii: "%"), let h = iterator.next(), let l = iterator.next(),
-                let value = UInt8(String(decoding: [h, l], as: UTF8.self), radix: 16)
-            {
-                bytes.append(value)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self) ?? self
     }
 }

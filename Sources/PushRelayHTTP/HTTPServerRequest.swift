@@ -1,5 +1,6 @@
 public import HTTPTypes
 public import NIOCore
+import PushRelayWire
 
 /// The protocol that carried a request.
 public enum HTTPProtocolVersion: Sendable, Hashable {
@@ -45,41 +46,10 @@ public struct HTTPServerRequest: Sendable {
         guard let path = head.path, let q = path.firstIndex(of: "?") else { return nil }
         for pair in path[path.index(after: q)...].split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.first.map(String.init)?.removingPercentEncodingForForm() == name {
-                return parts.count > 1 ? String(parts[1]).removingPercentEncodingForForm() : ""
+            if let first = parts.first, PercentDecoding.decode(first, plus: .space) == name {
+                return parts.count > 1 ? PercentDecoding.decode(parts[1], plus: .space) : ""
             }
         }
         return nil
-    }
-}
-
-extension String {
-    /// Decodes `application/x-www-form-urlencoded` text: `+` is a space, `%XX` a byte.
-    public func removingPercentEncodingForForm() -> String? {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count)
-        var iterator = utf8.makeIterator()
-        while let byte = iterator.next() {
-            switch byte {
-            case UInt8(ascii: "+"):
-                bytes.append(UInt8(ascii: " "))
-            case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue)
-                else { return nil }
-                bytes.append(high << 4 | low)
-            default:
-                bytes.append(byte)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

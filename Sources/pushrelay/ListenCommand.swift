@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import PushRelayClient
+import PushRelayClientNIO
 
 /// `pushrelay listen`: a device on the command line. Registers (or reuses credentials), prints state changes, and
 /// prints each message as the course's screen (or one JSON object per line with `--json`).
@@ -59,6 +60,9 @@ struct ListenCommand: AsyncParsableCommand {
     @Option(name: .customLong("heartbeat-timeout"), help: "Replace a stream silent for S seconds.")
     var heartbeatTimeout: Double = 60
 
+    @Option(help: "How to talk HTTP: nio (SwiftNIO and libnghttp2: HTTP/2, HTTP/1.1 fallback) or urlsession.")
+    var transport: ListenTransport = .nio
+
     @Flag(help: "Log debug details to standard error.")
     var verbose = false
 
@@ -88,7 +92,11 @@ struct ListenCommand: AsyncParsableCommand {
         let configuration = makeConfiguration()
         let client: PushClient
         do {
-            client = try PushClient(configuration: configuration, logger: logger)
+            let transport: any PushTransport = switch self.transport {
+            case .nio: try HTTP2Transport(configuration: configuration)
+            case .urlsession: try URLSessionTransport(configuration: configuration)
+            }
+            client = try PushClient(configuration: configuration, transport: transport, logger: logger)
         } catch {
             throw ValidationError("\(error)")
         }
@@ -158,6 +166,11 @@ struct ListenCommand: AsyncParsableCommand {
             deduplicationFile: dedupFile.map { URL(fileURLWithPath: $0) }
         )
     }
+}
+
+/// The client library's transports, as `--transport` names them.
+enum ListenTransport: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case nio, urlsession
 }
 
 /// Counts messages across the handler's calls.

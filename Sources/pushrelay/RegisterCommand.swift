@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HTTPTypes
 import PushRelayCore
+import PushRelayWire
 
 /// `pushrelay register`: registers a device with a running relay, as an app would, and prints its token, secret
 /// and sender id.

@@ -4,6 +4,7 @@ import PushRelayTLS
 import Testing
 
 @testable import PushRelayClient
+import PushRelayClientNIO
 
 /// The client library over TLS against the real daemon's TLS listener: ALPN h2, certificate verification.
 @Suite("Client library over TLS against the real daemon", .serialized)
@@ -13,13 +14,14 @@ struct ClientLibraryTLSTests {
             configuration: TLSClientConfiguration(trustRoots: .certificateFile(caFile)),
             logger: Logger(label: "e2e.tls")
         )
-        var configuration = PushClientConfiguration(
+        let configuration = PushClientConfiguration(
             serverURL: URL(string: daemon.tlsURL)!,
             registration: .init(project: keys.project, app: "br.com.siecola.shop", clientKey: keys.clientKey))
-        configuration.tlsHandlerFactory = { host in tls.makeHandler(serverHostname: host) }
         var logger = Logger(label: "e2e.client")
         logger.logLevel = .critical
-        return try PushClient(configuration: configuration, logger: logger)
+        let transport = try HTTP2Transport(configuration: configuration,
+                                           tlsHandlerFactory: { host in tls.makeHandler(serverHostname: host) })
+        return try PushClient(configuration: configuration, transport: transport, logger: logger)
     }
 
     @Test("over https the client negotiates h2 by ALPN, verifies the server, and the scenario reaches the view model")

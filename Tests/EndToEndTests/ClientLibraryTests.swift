@@ -3,20 +3,42 @@ import Logging
 import Testing
 
 @testable import PushRelayClient
+import PushRelayClientNIO
 import TestSupport
 
-/// The client library (``PushClient`` over HTTP/2) against the real daemon, with curl as the back end.
+/// The transports the client library's tests run over.
+enum ClientTransport: String, CaseIterable, CustomTestStringConvertible {
+    /// `HTTP2Transport` (PushRelayClientNIO: SwiftNIO and libnghttp2).
+    case nio
+    /// `URLSessionTransport` (FoundationNetworking on Linux).
+    case urlSession
+
+    var testDescription: String { rawValue }
+
+    func make(_ configuration: PushClientConfiguration) throws -> any PushTransport {
+        switch self {
+        case .nio: try HTTP2Transport(configuration: configuration)
+        case .urlSession: try URLSessionTransport(configuration: configuration)
+        }
+    }
+}
+
+/// The client library (``PushClient``, over each transport) against the real daemon, with curl as the back end.
 @Suite("Client library against the real daemon", .serialized)
 struct ClientLibraryTests {
-    static func client(_ daemon: Daemon, _ keys: ProjectKeys, backoff: BackoffPolicy? = nil) throws -> PushClient {
+    static func client(
+        _ daemon: Daemon, _ keys: ProjectKeys, transport: ClientTransport = .nio, backoff: BackoffPolicy? = nil,
+        heartbeatTimeout: Duration? = nil
+    ) throws -> PushClient {
         var configuration = PushClientConfiguration(
             serverURL: URL(string: daemon.baseURL)!,
             registration: .init(project: keys.project, app: "br.com.siecola.shop", clientKey: keys.clientKey))
         configuration.backoff = backoff ?? BackoffPolicy(base: .milliseconds(50), maximum: .milliseconds(500),
                                                          stableAfter: .seconds(30))
+        if let heartbeatTimeout { configuration.heartbeatTimeout = heartbeatTimeout }
         var logger = Logger(label: "e2e.client")
         logger.logLevel = .critical
-        return try PushClient(configuration: configuration, logger: logger)
+        return try PushClient(configuration: configuration, transport: transport.make(configuration), logger: logger)
     }
 
     static func sendScenario(_ daemon: Daemon, _ keys: ProjectKeys, to token: String, orderID: Int = 3) async throws
@@ -29,13 +51,13 @@ struct ClientLibraryTests {
         return try messageID(ofSendResponse: answer.body)
     }
 
-    @Test("the scenario sent with curl arrives over HTTP/2; the view model holds the five values")
+    @Test("the scenario sent with curl arrives; the view model holds the five values", arguments: ClientTransport.allCases)
     @MainActor
-    func scenario() async throws {
+    func scenario(transport: ClientTransport) async throws {
         let daemon = try Daemon()
         try await daemon.start()
         let keys = try await daemon.createProject()
-        let client = try Self.client(daemon, keys)
+        let client = try Self.client(daemon, keys, transport: transport)
         let viewModel = SalesMessageViewModel(client: client)
         let credentials = try await client.register()
         let token = try #require(credentials.token)
@@ -46,12 +68,18 @@ struct ClientLibraryTests {
             try await waitUntil("connected") { client.state.isConnected }
             id = try await Self.sendScenario(daemon, keys, to: token)
             try await waitUntil("the view model shows the message") { viewModel.messageId == id }
-            let transport = try #require(client.transport as? HTTP2Transport)
-            #expect(await transport.negotiatedProtocol == "h2")
-            // Registration, stream and acknowledgement on one connection.
             try await waitUntil("acknowledged") { await handled.ids == [id] }
-            #expect(await transport.connectionsOpened == 1)
+            if let transport = client.transport as? HTTP2Transport {
+                #expect(await transport.negotiatedProtocol == "h2")
+                // Registration, stream and acknowledgement on one connection.
+                #expect(await transport.connectionsOpened == 1)
+            }
         }
+        // Acknowledged means gone from the queue: a later message is the first thing a new stream of the device gets
+        // (the queue is in order, so an unacknowledged one would come before it).
+        let later = try await Self.sendScenario(daemon, keys, to: token, orderID: 4)
+        let ids = try await Self.idsOnNewStream(daemon, secret: try #require(client.credentials?.secret), until: later)
+        #expect(ids == [later])
         #expect(viewModel.messageId == id)
         #expect(viewModel.infoReason == "Status de pedido")
         #expect(viewModel.orderID == 3)
@@ -64,13 +92,25 @@ struct ClientLibraryTests {
         try await daemon.terminate()
     }
 
-    @Test("the daemon is killed (-9) and restarted mid-stream: the client reconnects, each message reaches the app once")
-    func daemonRestart() async throws {
+    /// Opens a new stream of the device with curl and returns the ids of its events, up to and including `id`.
+    nonisolated static func idsOnNewStream(_ daemon: Daemon, secret: String, until id: String) async throws
+        -> [String?]
+    {
+        let stream = try daemon.openStream(secret: secret)
+        defer { stream.stop() }
+        let text = try await stream.waitFor("message \(id)") { parseEvents($0).contains { $0.id == id } }
+        return parseEvents(text).map(\.id)
+    }
+
+    @Test(
+        "the daemon is killed (-9) and restarted mid-stream: the client reconnects, each message reaches the app once",
+        arguments: ClientTransport.allCases)
+    func daemonRestart(transport: ClientTransport) async throws {
         let daemon = try Daemon()
         try await daemon.start()
         let keys = try await daemon.createProject()
         // A slow first retry, so that messages are sent while the client is still away.
-        let client = try Self.client(daemon, keys, backoff: BackoffPolicy(base: .milliseconds(800),
+        let client = try Self.client(daemon, keys, transport: transport, backoff: BackoffPolicy(base: .milliseconds(800),
                                                                           maximum: .seconds(2),
                                                                           stableAfter: .seconds(30)))
         let token = try #require(try await client.register().token)
@@ -93,12 +133,13 @@ struct ClientLibraryTests {
         try await daemon.terminate()
     }
 
-    @Test("a handler that throws: the message is not acknowledged and arrives again on the next stream")
-    func handlerThrows() async throws {
+    @Test("a handler that throws: the message is not acknowledged and arrives again on the next stream",
+          arguments: ClientTransport.allCases)
+    func handlerThrows(transport: ClientTransport) async throws {
         let daemon = try Daemon()
         try await daemon.start()
         let keys = try await daemon.createProject()
-        let client = try Self.client(daemon, keys)
+        let client = try Self.client(daemon, keys, transport: transport)
         let token = try #require(try await client.register().token)
         let handled = Handled(failFirst: true)
         var id = ""
@@ -116,26 +157,28 @@ struct ClientLibraryTests {
         try await daemon.terminate()
     }
 
-    @Test("over HTTP/2, a stream silent for the heartbeat timeout is replaced; messages still arrive once")
-    func heartbeatTimeoutOverHTTP2() async throws {
+    @Test("a stream silent for the heartbeat timeout is replaced; messages still arrive once",
+          arguments: ClientTransport.allCases)
+    func heartbeatTimeout(transport: ClientTransport) async throws {
         let daemon = try Daemon()  // Heartbeats every 25 s: far beyond the client's 400 ms.
         try await daemon.start()
         let keys = try await daemon.createProject()
-        var configuration = PushClientConfiguration(
-            serverURL: URL(string: daemon.baseURL)!,
-            registration: .init(project: keys.project, app: "br.com.siecola.shop", clientKey: keys.clientKey))
-        configuration.backoff = BackoffPolicy(base: .milliseconds(50), maximum: .milliseconds(200),
-                                              stableAfter: .seconds(30))
-        configuration.heartbeatTimeout = .milliseconds(400)
-        let client = try PushClient(configuration: configuration)
+        let client = try Self.client(
+            daemon, keys, transport: transport,
+            backoff: BackoffPolicy(base: .milliseconds(50), maximum: .milliseconds(200), stableAfter: .seconds(30)),
+            heartbeatTimeout: .milliseconds(400))
         let token = try #require(try await client.register().token)
         let states = client.states()
+        let connections = ConnectionCounter()
+        let counting = Task { [connections] in
+            for await state in client.states() where state.isConnected { await connections.count() }
+        }
+        defer { counting.cancel() }
         let handled = Handled()
         var id = ""
         try await withRunningClient(client, handled: handled) {
-            let transport = try #require(client.transport as? HTTP2Transport)
-            try await waitUntil("a second connection, connected") {
-                await transport.connectionsOpened >= 2 && client.state.isConnected
+            try await waitUntil("a second stream, connected") {
+                await connections.connected >= 2 && client.state.isConnected
             }
             id = try await Self.sendScenario(daemon, keys, to: token)
             try await waitUntil("the message after the reconnection") { await handled.ids == [id] }
@@ -206,6 +249,13 @@ struct ClientLibraryTests {
         }
         try await daemon.terminate()
     }
+}
+
+/// How many times a client reported `.connected`.
+actor ConnectionCounter {
+    private(set) var connected = 0
+
+    func count() { connected += 1 }
 }
 
 /// What one app's handler saw.

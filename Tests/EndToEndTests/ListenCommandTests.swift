@@ -13,14 +13,19 @@ struct ListenCommandTests {
         ].joined(separator: "\n") + "\n\n"
     }
 
-    @Test("listen --count 1 prints exactly the course's screen for the scenario sent with curl")
-    func screen() async throws {
+    /// `--transport` for each of the client library's transports (`nio` is also the default).
+    static let transports = ["nio", "urlsession"]
+
+    @Test("listen --count 1 prints exactly the course's screen for the scenario sent with curl",
+          arguments: transports)
+    func screen(transport: String) async throws {
         let daemon = try Daemon()
         try await daemon.start()
         let keys = try await daemon.createProject()
         let device = try await daemon.registerDevice(keys)
         let listener = try StreamingProcess(Daemon.binary, [
             "listen", "--server", daemon.baseURL, "--secret", device.secret, "--count", "1", "--timeout", "60",
+            "--transport", transport,
         ])
         defer { listener.stop() }
         try await Task.sleep(for: .milliseconds(300))  // Connected or not, the relay queues the message.
@@ -30,8 +35,9 @@ struct ListenCommandTests {
         try await daemon.terminate()
     }
 
-    @Test("listen --json prints one JSON object with the message id, the envelope and the decoded notification")
-    func json() async throws {
+    @Test("listen --json prints one JSON object with the message id, the envelope and the decoded notification",
+          arguments: transports)
+    func json(transport: String) async throws {
         let daemon = try Daemon()
         try await daemon.start()
         let keys = try await daemon.createProject()
@@ -39,7 +45,7 @@ struct ListenCommandTests {
         let id = try await ClientLibraryTests.sendScenario(daemon, keys, to: device.token)
         let result = try await run(Daemon.binary, [
             "listen", "--server", daemon.baseURL, "--secret", device.secret, "--count", "1", "--timeout", "60",
-            "--json",
+            "--json", "--transport", transport,
         ])
         #expect(result.status == 0)
         let lines = result.stdout.split(separator: "\n")
@@ -67,15 +73,16 @@ struct ListenCommandTests {
         try await daemon.terminate()
     }
 
-    @Test("listen --project --client-key registers, prints the token and saves the credentials for the next run")
-    func registration() async throws {
+    @Test("listen --project --client-key registers, prints the token and saves the credentials for the next run",
+          arguments: transports)
+    func registration(transport: String) async throws {
         let daemon = try Daemon()
         try await daemon.start()
         let keys = try await daemon.createProject()
         let file = daemon.dataDir.appendingPathComponent("device.json")
         let first = try await run(Daemon.binary, [
             "listen", "--server", daemon.baseURL, "--project", keys.project, "--client-key", keys.clientKey,
-            "--save", file.path, "--count", "1", "--timeout", "1",
+            "--save", file.path, "--count", "1", "--timeout", "1", "--transport", transport,
         ])
         #expect(first.status != 0)  // Nothing was sent: the timeout.
         let tokenLine = try #require(first.stdout.split(separator: "\n").first { $0.hasPrefix("Token: ") })
@@ -87,6 +94,7 @@ struct ListenCommandTests {
         let id = try await ClientLibraryTests.sendScenario(daemon, keys, to: token)
         let second = try await run(Daemon.binary, [
             "listen", "--server", daemon.baseURL, "--credentials", file.path, "--count", "1", "--timeout", "60",
+            "--transport", transport,
         ])
         #expect(second.status == 0)
         #expect(second.stdout == "Token: \(token)\n" + Self.screen(id))

@@ -4,6 +4,7 @@ import Logging
 import Testing
 
 @testable import PushRelayClient
+@testable import PushRelayClientNIO
 
 @Suite("Configuration and relay API")
 struct ConfigurationTests {
@@ -22,7 +23,6 @@ struct ConfigurationTests {
         #expect(defaults.connectTimeout == .seconds(10))
         #expect(defaults.deduplicationCapacity == 1024)
         #expect(defaults.deduplicationFile == nil)
-        #expect(defaults.tlsHandlerFactory == nil)
         let backoff = BackoffPolicy()
         #expect(backoff.base == .milliseconds(500) && backoff.maximum == .seconds(30) && backoff.multiplier == 2)
         #expect(backoff.jitter == .full && backoff.stableAfter == .seconds(30) && backoff.maximumAttempts == nil)

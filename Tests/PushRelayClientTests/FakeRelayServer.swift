@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 
 @testable import PushRelayClient
+@testable import PushRelayClientNIO
 
 /// What the network tests need from a relay: where it is, how to register, how to send, how to break streams.
 ///

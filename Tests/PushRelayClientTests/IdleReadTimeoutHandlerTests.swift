@@ -4,6 +4,7 @@ import NIOHTTP1
 import Testing
 
 @testable import PushRelayClient
+@testable import PushRelayClientNIO
 
 /// The HTTP/1.1 heartbeat timeout on an `EmbeddedChannel`, with virtual time: no wall clock, no race.
 @Suite("IdleReadTimeoutHandler")

@@ -122,4 +122,36 @@ struct ObserverTests {
         for await state in states { all.append(state) }
         #expect(all == [.connecting, .connected(token: nil)])
     }
+
+    /// An app payload other than the scenario's, under a notification key and under a data key.
+    struct Coupon: Decodable, Sendable, Hashable {
+        let code: String
+        let percent: Int
+    }
+
+    @Test("notifications(of:key:) decodes any payload, JSON text or nested, and leaves out messages without it")
+    @MainActor
+    func genericNotifications() async throws {
+        let publisher = PushStatePublisher()
+        let sales = publisher.notifications(of: SalesNotification.self, key: "gcm.notification.orderInfo")
+        let coupons = publisher.notifications(of: Coupon.self, key: "coupon")
+        let scenario = PushMessage(id: Scenario.messageID, envelope: Scenario.envelope())
+        let nested = PushMessage(id: "2", envelope: Scenario.nestedEnvelope(messageID: "2"))
+        let couponText = PushMessage(id: "3", envelope: ["gcm.notification.coupon": #"{"code":"X1","percent":10}"#])
+        let couponData = PushMessage(id: "4", envelope: ["coupon": ["code": "Y2", "percent": 20]])
+        let broken = PushMessage(id: "5", envelope: ["coupon": #"{"code":"Z3"}"#])
+        for message in [scenario, nested, couponText, couponData, broken] {
+            publisher.publish(.receivedMessage(message), message: message)
+        }
+        publisher.finish()
+        var salesSeen: [ReceivedNotification<SalesNotification>] = []
+        for await element in sales { salesSeen.append(element) }
+        #expect(salesSeen.map(\.messageID) == [Scenario.messageID, "2"])
+        #expect(salesSeen.map(\.payload) == [Scenario.notification, Scenario.notification])
+        var couponsSeen: [ReceivedNotification<Coupon>] = []
+        for await element in coupons { couponsSeen.append(element) }
+        #expect(couponsSeen.map(\.messageID) == ["3", "4"])
+        #expect(couponsSeen.map(\.payload) == [Coupon(code: "X1", percent: 10), Coupon(code: "Y2", percent: 20)])
+        #expect(couponsSeen.first?.message == couponText)
+    }
 }

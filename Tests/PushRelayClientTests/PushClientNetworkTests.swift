@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import Testing
 
 @testable import PushRelayClient
+@testable import PushRelayClientNIO
 
 /// What the app's handler saw, in order.
 actor HandledMessages {
@@ -42,7 +43,7 @@ struct PushClientNetworkTests {
         logger.logLevel = .critical
         // The fake speaks HTTP/1.1 only: these tests are about the client's logic, on the fallback transport.
         return try PushClient(configuration: configuration, transport: HTTP1Transport(configuration: configuration),
-                              logger: logger)
+                              logger: logger, makeRandomNumberGenerator: { SystemRandomNumberGenerator() })
     }
 
     /// Runs `client` while `body` runs, then stops it and waits for `run` to return.
@@ -185,7 +186,7 @@ struct PushClientNetworkTests {
         let relay = try await FakeRelayServer.start()
         var configuration = Self.configuration(for: relay)
         configuration.connectTimeout = .seconds(1)  // How long a new h2c connection has to answer.
-        let client = try PushClient(configuration: configuration)
+        let client = try PushClient(configuration: configuration, transport: HTTP2Transport(configuration: configuration))
         let transport = try #require(client.transport as? HTTP2Transport)
         #expect(await transport.negotiatedProtocol == nil)
         try await client.register()

@@ -1,4 +1,5 @@
 import PushRelayCore
+import PushRelayWire
 import Testing
 
 @Suite("FCM send request (JSON)")

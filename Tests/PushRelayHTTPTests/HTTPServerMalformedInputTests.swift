@@ -100,7 +100,7 @@ import TestSupport
         _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x61, count: 4096))
         defer { try? FileManager.default.removeItem(atPath: path) }
         for flag in ["--http1.1", "--http2-prior-knowledge"] {
-            for route in ["/echo", "/echo-async", "/echo-collected"] {
+            for route in ["/echo", "/echo-async", "/echo-collected", "/echo-promised"] {
                 // With content-length (rejected from the head) and chunked / without length (rejected while streaming).
                 for extra in [[String](), ["-H", "transfer-encoding: chunked"]] {
                     if flag != "--http1.1" && !extra.isEmpty { continue }

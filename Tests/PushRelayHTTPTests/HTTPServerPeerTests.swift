@@ -43,11 +43,21 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
         for flag in ["--http1.1", "--http2-prior-knowledge"] {
-            for path in ["/echo", "/echo-async", "/echo-collected"] {
+            for path in ["/echo", "/echo-async", "/echo-collected", "/echo-promised"] {
                 let result = try await ExternalPeer.run(
                     ["curl", "-sS", flag, "--data-binary", "hello transport", "\(server.baseURL)\(path)"])
                 #expect(result.stdout == "hello transport", "\(flag) \(path): \(result.stderr)")
             }
+        }
+    }
+
+    @Test func failedPromiseAnswersLikeAThrownErrorOnBothProtocols() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        for flag in ["--http1.1", "--http2-prior-knowledge"] {
+            let result = try await ExternalPeer.run(
+                ["curl", "-sS", flag, "-w", " %{http_code}", "\(server.baseURL)/fail-promised"])
+            #expect(result.stdout == "nope\n 400", "\(flag): \(result.stderr)")
         }
     }
 

@@ -2,6 +2,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTP1
+import PushRelayWire
 
 /// Serves HTTP/1.1 on one connection through NIOHTTP1: keep-alive, chunked streaming responses, the routes' body
 /// limits, and `Upgrade: h2c` to HTTP/2 on the first request.
@@ -201,7 +202,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         self.maxBodyBytes = maxBodyBytes
         self.pathParameters = pathParameters
         switch handler {
-        case .immediate, .collected:
+        case .immediate, .collected, .promised:
             state = .collecting(handler)
         case .async(let handler):
             let hasBody = head.headerFields.firstValue(for: .contentLength).map { $0 != "0" } ?? (head.headerFields.firstValue(for: .transferEncoding) != nil)
@@ -252,6 +253,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             switch handler {
             case .immediate(let handler):
                 respond(handler(request, body), requestID: requestID)
+            case .promised(let handler):
+                runPromised(handler, request, body)
             case .collected(let handler), .async(let handler):
                 runAsync(handler, request)
             }
@@ -284,6 +287,21 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             let response = await HTTPResponder.run(handler, request)
             eventLoop.execute { bound.value.respond(response, requestID: requestID) }
         }
+    }
+
+    private func runPromised(
+        _ handler: @Sendable (HTTPServerRequest, ByteBuffer, EventLoopPromise<HTTPServerResponse>) -> Void,
+        _ request: HTTPServerRequest,
+        _ body: ByteBuffer
+    ) {
+        guard let context else { return }
+        let promise = context.eventLoop.makePromise(of: HTTPServerResponse.self)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let requestID = self.requestID
+        promise.futureResult.whenComplete { result in
+            bound.value.respond(HTTPResponder.response(for: result), requestID: requestID)
+        }
+        handler(request, body, promise)
     }
 
     private func abandonRequest() {
@@ -453,35 +471,6 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             fields.append(HTTPField(name: fieldName, value: value))
         }
         return HTTPRequest(method: method, scheme: nil, authority: authority, path: head.uri, headerFields: fields)
-    }
-}
-
-/// Base64url without padding (RFC 4648 §5), as the `HTTP2-Settings` header uses it.
-enum Base64URL {
-    static func decode(_ text: String) -> [UInt8]? {
-        var output: [UInt8] = []
-        output.reserveCapacity(text.utf8.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in text.utf8 {
-            let value: UInt8
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = byte - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = byte - UInt8(ascii: "a") + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "-"), UInt8(ascii: "+"): value = 62
-            case UInt8(ascii: "_"), UInt8(ascii: "/"): value = 63
-            case UInt8(ascii: "="): continue
-            default: return nil
-            }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-            }
-        }
-        return output
     }
 }
 

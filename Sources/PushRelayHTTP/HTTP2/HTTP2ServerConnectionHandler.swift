@@ -396,7 +396,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         stream.pathParameters = pathParameters
         stream.maxBodyBytes = maxBodyBytes
         switch handler {
-        case .immediate, .collected:
+        case .immediate, .collected, .promised:
             if endStream {
                 stream.phase = .awaitingResponse
                 runCollected(stream, streamID: streamID, handler)
@@ -431,6 +431,14 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         switch handler {
         case .immediate(let handler):
             respond(stream, streamID: streamID, response: handler(request, body))
+        case .promised(let handler):
+            guard let context else { return }
+            let promise = context.eventLoop.makePromise(of: HTTPServerResponse.self)
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            promise.futureResult.whenComplete { result in
+                bound.value.respond(streamID: streamID, response: HTTPResponder.response(for: result))
+            }
+            handler(request, body, promise)
         case .collected(let handler), .async(let handler):
             runAsync(streamID: streamID, handler, request)
         }

@@ -1,3 +1,4 @@
+import PushRelayStore
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -248,6 +249,10 @@ private struct Builder {
             configuration.listen = try Parse.list(raw).map { text throws(Parse.Failure) in
                 try Parse.listenAddress(text)
             }
+        case .corsAllowedOrigins:
+            configuration.corsAllowedOrigins = try Parse.list(raw).map { text throws(Parse.Failure) in
+                try Parse.origin(text)
+            }
         case .listenTLS:
             configuration.listenTLS = try Parse.list(raw).map { text throws(Parse.Failure) in
                 try Parse.listenAddress(text)
@@ -295,10 +300,23 @@ private struct Builder {
             configuration.logFormat = try Parse.choice(raw, as: PushRelayConfiguration.LogFormat.self)
         case .metricsEnabled:
             configuration.metricsEnabled = try Parse.boolean(raw)
+        case .metricsInterval:
+            configuration.metricsInterval = try Parse.duration(raw)
         case .shutdownDrainTimeout:
             configuration.shutdownDrainTimeout = try Parse.duration(raw)
         case .maxConnections:
             configuration.maxConnections = try Parse.integer(raw, in: 1...10_000_000)
+        case .publicURL:
+            var url = try Parse.text(raw)
+            while url.hasSuffix("/") { url.removeLast() }
+            if url.isEmpty {
+                configuration.publicURL = nil
+            } else {
+                guard url.hasPrefix("http://") || url.hasPrefix("https://"), url.count > 8, !url.contains(" ") else {
+                    throw Parse.Failure("must be an http:// or https:// URL, e.g. https://push.example.com")
+                }
+                configuration.publicURL = url
+            }
         }
     }
 
@@ -364,12 +382,26 @@ private struct Builder {
             ))
         }
         if config.store == .postgres {
-            problems.append(.init(
-                code: .unsupported,
-                field: .store,
-                source: sources[.store] ?? .defaultValue,
-                message: "'postgres' is reserved for the PostgreSQL store, which this build does not have; use sqlite"
-            ))
+            if let url = config.postgresURL {
+                do {
+                    _ = try PostgresURL(url)
+                } catch {
+                    // The parser's reason never contains the password.
+                    problems.append(.init(
+                        code: .invalidValue,
+                        field: .postgresURL,
+                        source: sources[.postgresURL] ?? .defaultValue,
+                        message: error.message
+                    ))
+                }
+            } else {
+                problems.append(.init(
+                    code: .invalidValue,
+                    field: .postgresURL,
+                    source: sources[.store] ?? .defaultValue,
+                    message: "store = postgres needs postgres_url"
+                ))
+            }
         }
         for address in config.privilegedListenAddresses {
             warnings.append(
@@ -449,5 +481,5 @@ private struct Builder {
 
 extension ConfigurationField {
     /// Whether the value is a list (comma-separated in the environment, repeatable as a flag).
-    var isList: Bool { self == .listen || self == .listenTLS }
+    var isList: Bool { self == .listen || self == .listenTLS || self == .corsAllowedOrigins }
 }

@@ -63,6 +63,22 @@ enum ConfigurationValueParser {
     }
 
     /// `25s`, `500ms`, `2m`, `24h`, `1d`, `1h30m`, or bare seconds (`25`). Must be greater than zero.
+    /// A web origin as browsers send it in `Origin`: `http(s)://host[:port]`, no path, lower-case scheme and host;
+    /// or `*` for any origin.
+    static func origin(_ text: String) throws(Failure) -> String {
+        let origin = text.trimmed
+        if origin == "*" { return origin }
+        let parts = origin.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0] == "http" || parts[0] == "https", !parts[1].isEmpty,
+              !parts[1].contains("/"), !parts[1].contains("?"), !parts[1].contains("#"), !parts[1].contains("@"),
+              origin == origin.lowercased()
+        else {
+            throw Failure(
+                "'\(origin)' is not an origin: scheme://host[:port] in lower case (https://shop.example.com), or *")
+        }
+        return origin
+    }
+
     static func duration(_ raw: ConfigurationRawValue) throws(Failure) -> Duration {
         let text = try text(raw).trimmed
         if text.hasPrefix("-") {

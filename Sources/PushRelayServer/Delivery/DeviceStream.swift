@@ -4,6 +4,7 @@ import NIOCore
 import PushRelayCore
 import PushRelayHTTP
 import PushRelayStore
+import PushRelayWire
 
 /// One device's live event stream: writes the backlog, then every message as its commit returns (handed over by
 /// the commit observer, not read back from the store), heartbeats in between, until the peer goes away, another
@@ -13,7 +14,8 @@ import PushRelayStore
 /// forward within a stream, and what the device has not acknowledged comes again on its next stream.
 ///
 /// No task waits for an idle device: the stream is a state machine on its connection's event loop, woken by its
-/// ``DeliveryHub/Subscription`` (one `execute` per wake-up), writing through the transport's completion-based
+/// ``DeliveryHub/Subscription`` through the ``EventLoopHandoff`` (the devices of one commit on one event loop share one
+/// wake-up of that loop), writing through the transport's completion-based
 /// `write`. Only a store read (the backlog, or catching up after falling behind) runs in a short-lived task. A
 /// parked task with its stack of async frames cost about 4 kB per connected device.
 final class DeviceStream: @unchecked Sendable {
@@ -21,6 +23,7 @@ final class DeviceStream: @unchecked Sendable {
     let senderID: SenderID
     private let store: any PushStore
     private let hub: DeliveryHub
+    private let handoff: EventLoopHandoff
     private let metrics: RelayMetrics
     private let logger: Logger
 
@@ -34,13 +37,14 @@ final class DeviceStream: @unchecked Sendable {
     private var ended = false
 
     init(
-        device: Device, senderID: SenderID, store: any PushStore, hub: DeliveryHub, metrics: RelayMetrics,
-        logger: Logger
+        device: Device, senderID: SenderID, store: any PushStore, hub: DeliveryHub, handoff: EventLoopHandoff,
+        metrics: RelayMetrics, logger: Logger
     ) {
         self.device = device
         self.senderID = senderID
         self.store = store
         self.hub = hub
+        self.handoff = handoff
         self.metrics = metrics
         self.logger = logger
     }
@@ -52,10 +56,13 @@ final class DeviceStream: @unchecked Sendable {
         metrics.streamOpened()
         logger.debug("stream opened", metadata: logMetadata)
         // A comment first, so that the client sees the response start at once.
-        writer.write(ByteBuffer(string: ": connected\n\n")) { _ in }
+        var connected = ByteBuffer()
+        ServerSentEventEncoder.appendComment("connected", to: &connected)
+        writer.write(connected) { _ in }
         // Attaching posts the backlog read, which wakes the stream: that first pump runs after this returns.
+        let handoff = self.handoff
         let (subscription, newDevice) = hub.attach(device: device.id) { [self] in
-            eventLoop.execute { self.pump() }
+            handoff.execute(on: eventLoop) { self.pump() }
         }
         self.subscription = subscription
         if newDevice { metrics.deviceConnected() }
@@ -177,7 +184,7 @@ final class DeviceStream: @unchecked Sendable {
         }
         if delivered > 0 { metrics.messagesDelivered(count: delivered) }
         if heartbeat && buffer.readableBytes == 0 {
-            buffer.writeStaticString(":\n\n")
+            buffer.writeBytes(ServerSentEventEncoder.heartbeat)
         }
         return buffer
     }
@@ -212,13 +219,9 @@ final class DeviceStream: @unchecked Sendable {
         metrics.recordSendToDeliver(duration: .microseconds(Int64(now - id.rawValue)))
     }
 
-    /// `id: <id>\ndata: <envelope>\n\n`. The envelope is one line of JSON, so one `data:` line carries it.
+    /// `id: <id>\ndata: <envelope>\n\n`, as the wire module's encoder writes it (the client's parser reads it).
     static func appendEvent(id: MessageID, envelope: [UInt8], to buffer: inout ByteBuffer) {
-        buffer.writeStaticString("id: ")
-        buffer.writeString(id.description)
-        buffer.writeStaticString("\ndata: ")
-        buffer.writeBytes(envelope)
-        buffer.writeStaticString("\n\n")
+        ServerSentEventEncoder.appendEvent(id: id.description, data: envelope, to: &buffer)
     }
 }
 

@@ -65,7 +65,15 @@ struct TestServer {
             let body = try await request.body.collect(upTo: 1024)
             return HTTPServerResponse(status: .ok, body: .bytes(body))
         })
+        // Same, answered from another thread through the promise (the message path's way: no task).
+        router.add(.post, "/echo-promised", maxBodyBytes: 1024, .promised { _, body, promise in
+            DispatchQueue.global().async { promise.succeed(HTTPServerResponse(status: .ok, body: .bytes(body))) }
+        })
         router.add(.get, "/fail", .async { _ in throw HTTPError(.badRequest, "nope") })
+        // A failed promise answers like a thrown error.
+        router.add(.get, "/fail-promised", .promised { _, _, promise in
+            DispatchQueue.global().async { promise.fail(HTTPError(.badRequest, "nope")) }
+        })
         // `count` events, one every `interval` ms.
         router.add(.get, "/events", .async { request in
             let count = Int(request.queryParameter("count") ?? "") ?? 5

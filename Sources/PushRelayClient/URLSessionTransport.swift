@@ -1,0 +1,211 @@
+import HTTPTypes
+#if canImport(FoundationNetworking)
+import Foundation
+public import FoundationNetworking
+#else
+public import Foundation
+#endif
+
+/// The transport on the platform's `URLSession`: HTTP/2 on Apple platforms (HTTP/1.1 where the server offers no
+/// more), FoundationNetworking (libcurl) on Linux. The stream and the acknowledgements share one session.
+///
+/// The stream is read with `bytes(for:)` where the platform has it, and through a data delegate otherwise
+/// (FoundationNetworking has no `bytes(for:)`). A stream silent for the idle timeout (no message, no heartbeat) is
+/// cancelled and reported as ``PushClientError/Code-swift.struct/heartbeatTimeout``; so is leaving the stream
+/// (returning, throwing, or the task being cancelled) — the request is cancelled, which closes it.
+public final class URLSessionTransport: PushTransport {
+    /// `scheme://host:port` of the server URL; request paths (which carry the URL's path prefix) are appended.
+    private let origin: String
+    private let requestTimeout: Duration
+    private let session: URLSession
+    private let delegate: URLSessionStreamDelegate
+
+    /// Creates the transport for the configuration's server URL. Opens no connection.
+    ///
+    /// - Parameter sessionConfiguration: The session's configuration (default `.ephemeral`: no cookies, no cache).
+    ///   Timeouts are set from the client's configuration; other settings (proxies, TLS, extra headers) are kept.
+    /// - Throws: ``PushClientError`` when the URL is not `http(s)://host[:port]`.
+    public init(
+        configuration: PushClientConfiguration, sessionConfiguration: URLSessionConfiguration = .ephemeral
+    ) throws {
+        guard var components = URLComponents(url: configuration.serverURL, resolvingAgainstBaseURL: false),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = components.host, !host.isEmpty
+        else {
+            throw PushClientError(code: .invalidConfiguration, message: "server URL must be http(s)://host[:port]")
+        }
+        components.path = ""
+        components.query = nil
+        components.fragment = nil
+        guard let origin = components.string else {
+            throw PushClientError(code: .invalidConfiguration, message: "server URL must be http(s)://host[:port]")
+        }
+        self.origin = origin
+        self.requestTimeout = max(configuration.connectTimeout, .seconds(30))
+        let sessionConfiguration = sessionConfiguration
+        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        sessionConfiguration.urlCache = nil
+        sessionConfiguration.timeoutIntervalForRequest = Self.seconds(requestTimeout)
+        // A stream lasts as long as the app runs: no limit on the whole transfer.
+        sessionConfiguration.timeoutIntervalForResource = 365 * 24 * 3600
+        let delegate = URLSessionStreamDelegate()
+        self.delegate = delegate
+        self.session = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: nil)
+    }
+
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let urlRequest = try makeRequest(request, timeout: requestTimeout)
+        let task = LockedValue<URLSessionDataTask?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let dataTask = session.dataTask(with: urlRequest) { data, response, error in
+                    if let error {
+                        continuation.resume(throwing: Self.clientError(error, timedOut: false))
+                    } else if let response = response as? HTTPURLResponse {
+                        continuation.resume(returning: TransportResponse(
+                            status: response.statusCode, headerFields: Self.fields(response),
+                            body: data.map { Array($0) } ?? []))
+                    } else {
+                        continuation.resume(throwing: PushClientError(code: .invalidResponse,
+                                                                      message: "not an HTTP response"))
+                    }
+                }
+                task.withLockedValue { $0 = dataTask }
+                dataTask.resume()
+            }
+        } onCancel: {
+            task.withLockedValue { $0?.cancel() }
+        }
+    }
+
+    public func withStreamingResponse(
+        to request: TransportRequest,
+        idleTimeout: Duration,
+        _ body: (_ status: Int, _ reader: TransportBodyReader) async throws -> Void
+    ) async throws {
+        // URLSession's own timer only backs up the watchdog, which is exact.
+        let urlRequest = try makeRequest(request, timeout: idleTimeout + requestTimeout)
+        let activity = StreamActivity()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let (status, reader, task) = try await open(urlRequest, activity: activity)
+            defer { task.cancel() }
+            group.addTask {
+                await activity.watch(idleTimeout: idleTimeout) { task.cancel() }
+            }
+            defer { group.cancelAll() }
+            try await body(status, reader)
+        }
+    }
+
+    public func shutdown() async {
+        session.invalidateAndCancel()
+    }
+
+    #if canImport(FoundationNetworking)
+    /// Starts the request and waits for its head; the body comes through the session's data delegate.
+    private func open(_ request: URLRequest, activity: StreamActivity) async throws
+        -> (Int, TransportBodyReader, URLSessionDataTask)
+    {
+        let task = session.dataTask(with: request)
+        let events = delegate.register(task, activity: activity)
+        var iterator = events.makeAsyncIterator()
+        task.resume()
+        let status: Int
+        do {
+            guard case .head(let head)? = try await iterator.next() else {
+                throw PushClientError(code: .connectionClosed, message: "stream: closed before the response")
+            }
+            status = head
+        } catch {
+            task.cancel()
+            throw Self.clientError(error, timedOut: activity.timedOut)
+        }
+        let reader = TransportBodyReader {
+            do {
+                guard let event = try await iterator.next() else { return nil }
+                guard case .chunk(let bytes) = event else { return [] }
+                return bytes
+            } catch {
+                throw Self.clientError(error, timedOut: activity.timedOut)
+            }
+        }
+        return (status, reader, task)
+    }
+    #else
+    /// Starts the request with `bytes(for:)`; the reader hands on what arrived up to each line end.
+    private func open(_ request: URLRequest, activity: StreamActivity) async throws
+        -> (Int, TransportBodyReader, URLSessionDataTask)
+    {
+        let bytes: URLSession.AsyncBytes
+        let response: URLResponse
+        do {
+            (bytes, response) = try await session.bytes(for: request)
+        } catch {
+            throw Self.clientError(error, timedOut: activity.timedOut)
+        }
+        guard let response = response as? HTTPURLResponse else {
+            bytes.task.cancel()
+            throw PushClientError(code: .invalidResponse, message: "not an HTTP response")
+        }
+        activity.touch()
+        var iterator = bytes.makeAsyncIterator()
+        let reader = TransportBodyReader {
+            var chunk: [UInt8] = []
+            do {
+                while let byte = try await iterator.next() {
+                    activity.touch()
+                    chunk.append(byte)
+                    if byte == UInt8(ascii: "\n") || chunk.count >= 4096 { return chunk }
+                }
+            } catch {
+                throw Self.clientError(error, timedOut: activity.timedOut)
+            }
+            return chunk.isEmpty ? nil : chunk
+        }
+        return (response.statusCode, reader, bytes.task)
+    }
+    #endif
+
+    private func makeRequest(_ request: TransportRequest, timeout: Duration) throws -> URLRequest {
+        guard let url = URL(string: origin + request.path) else {
+            throw PushClientError(code: .invalidConfiguration, message: "not a URL: \(origin)\(request.path)")
+        }
+        var urlRequest = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData,
+                                    timeoutInterval: Self.seconds(timeout))
+        urlRequest.httpMethod = request.method.rawValue
+        for field in request.headerFields {
+            urlRequest.addValue(field.value, forHTTPHeaderField: field.name.rawName)
+        }
+        if let body = request.body { urlRequest.httpBody = Data(body) }
+        return urlRequest
+    }
+
+    /// The client error for what URLSession reported; a cancellation by the watchdog is a heartbeat timeout.
+    static func clientError(_ error: any Error, timedOut: Bool) -> any Error {
+        if timedOut {
+            return PushClientError(code: .heartbeatTimeout,
+                                   message: "no data or heartbeat within the heartbeat timeout")
+        }
+        if error is PushClientError || error is CancellationError { return error }
+        if let error = error as? URLError {
+            if error.code == .cancelled { return CancellationError() }
+            return PushClientError(code: .connectionClosed, message: "URLSession: \(error.localizedDescription)")
+        }
+        return PushClientError(code: .connectionClosed, message: "URLSession: \(error)")
+    }
+
+    private static func fields(_ response: HTTPURLResponse) -> HTTPFields {
+        var fields = HTTPFields()
+        for (name, value) in response.allHeaderFields {
+            if let text = name as? String, let name = HTTPField.Name(text), let value = value as? String {
+                fields.append(HTTPField(name: name, value: value))
+            }
+        }
+        return fields
+    }
+
+    private static func seconds(_ duration: Duration) -> TimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import PushRelayClient
+
+/// The HTTP/1.1 transport on SwiftNIO: one TCP connection (TLS when the URL is `https`) per request.
+///
+/// The fallback of ``HTTP2Transport`` when the server offers no HTTP/2.
+struct HTTP1Transport: PushTransport {
+    /// A complete response larger than this is refused (the relay's answers are small).
+    static let maximumResponseSize = 1 << 20
+
+    let host: String
+    let port: Int
+    let connectTimeout: Duration
+    /// How long a non-streaming request may stay silent before it fails.
+    let requestTimeout: Duration
+    let tlsHandlerFactory: HTTP2Transport.TLSHandlerFactory?
+    let group: any EventLoopGroup
+
+    /// Creates the transport for the configuration's server URL.
+    ///
+    /// - Throws: ``PushClientError`` when the URL is not `http(s)://host[:port]` or is `https` without a TLS factory.
+    init(
+        configuration: PushClientConfiguration, tlsHandlerFactory: HTTP2Transport.TLSHandlerFactory? = nil,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws {
+        let url = configuration.serverURL
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty
+        else {
+            throw PushClientError(code: .invalidConfiguration, message: "server URL must be http(s)://host[:port]")
+        }
+        if scheme == "https" && tlsHandlerFactory == nil {
+            throw PushClientError(code: .tlsNotConfigured, message: "an https server URL needs a TLS handler factory")
+        }
+        // URL.host keeps the brackets of an IPv6 literal on some platforms.
+        self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        self.port = url.port ?? (scheme == "https" ? 443 : 80)
+        self.connectTimeout = configuration.connectTimeout
+        self.requestTimeout = max(configuration.connectTimeout, .seconds(30))
+        self.tlsHandlerFactory = scheme == "https" ? tlsHandlerFactory : nil
+        self.group = group
+    }
+
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let channel = try await connect(idleTimeout: requestTimeout)
+        return try await channel.executeThenClose { inbound, outbound in
+            try await write(request, keepAlive: false, to: outbound)
+            var status: Int?
+            var fields = HTTPFields()
+            var body: [UInt8] = []
+            for try await part in inbound {
+                switch part {
+                case .head(let head):
+                    status = Int(head.status.code)
+                    fields = Self.fields(head.headers)
+                case .body(let buffer):
+                    guard body.count + buffer.readableBytes <= Self.maximumResponseSize else {
+                        throw PushClientError(code: .invalidResponse, message: "response body too large")
+                    }
+                    body.append(contentsOf: buffer.readableBytesView)
+                case .end:
+                    guard let status else { break }
+                    return TransportResponse(status: status, headerFields: fields, body: body)
+                }
+            }
+            throw PushClientError(code: .connectionClosed, message: "connection closed before the response ended")
+        }
+    }
+
+    func withStreamingResponse(
+        to request: TransportRequest,
+        idleTimeout: Duration,
+        _ body: (_ status: Int, _ reader: TransportBodyReader) async throws -> Void
+    ) async throws {
+        let channel = try await connect(idleTimeout: idleTimeout)
+        try await channel.executeThenClose { inbound, outbound in
+            try await write(request, keepAlive: true, to: outbound)
+            var iterator = inbound.makeAsyncIterator()
+            var status: Int?
+            while status == nil {
+                guard let part = try await iterator.next() else {
+                    throw PushClientError(code: .connectionClosed, message: "connection closed before the response")
+                }
+                if case .head(let head) = part { status = Int(head.status.code) }
+            }
+            var ended = false
+            let reader = TransportBodyReader {
+                while !ended {
+                    guard let part = try await iterator.next() else {
+                        throw PushClientError(code: .connectionClosed, message: "stream closed without an end")
+                    }
+                    switch part {
+                    case .head: continue
+                    case .body(let buffer): return Array(buffer.readableBytesView)
+                    case .end: ended = true
+                    }
+                }
+                return nil
+            }
+            try await body(status!, reader)
+        }
+    }
+
+    func shutdown() async {}
+
+    private typealias Connection = NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+
+    private func connect(idleTimeout: Duration) async throws -> Connection {
+        let host = self.host
+        let tlsHandlerFactory = self.tlsHandlerFactory
+        let headTimeout = TimeAmount.nanoseconds(Self.nanoseconds(requestTimeout))
+        let idleTimeout = TimeAmount.nanoseconds(Self.nanoseconds(idleTimeout))
+        return try await ClientBootstrap(group: group)
+            .connectTimeout(.nanoseconds(Self.nanoseconds(connectTimeout)))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connect(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    if let tlsHandlerFactory {
+                        try pipeline.addHandler(tlsHandlerFactory(host))
+                    }
+                    try pipeline.addHTTPClientHandlers()
+                    try pipeline.addHandler(IdleReadTimeoutHandler(headTimeout: headTimeout, idleTimeout: idleTimeout))
+                    return try Connection(wrappingChannelSynchronously: channel)
+                }
+            }
+    }
+
+    private func write(
+        _ request: TransportRequest, keepAlive: Bool, to outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>
+    ) async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: port == 80 || port == 443 ? host : "\(host):\(port)")
+        for field in request.headerFields {
+            headers.add(name: field.name.rawName, value: field.value)
+        }
+        if let body = request.body {
+            headers.add(name: "Content-Length", value: String(body.count))
+        }
+        if !keepAlive {
+            headers.add(name: "Connection", value: "close")
+        }
+        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue),
+                                   uri: request.path, headers: headers)
+        try await outbound.write(.head(head))
+        if let body = request.body, !body.isEmpty {
+            try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body))))
+        }
+        try await outbound.write(.end(nil))
+    }
+
+    private static func fields(_ headers: HTTPHeaders) -> HTTPFields {
+        var fields = HTTPFields()
+        for (name, value) in headers {
+            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
+        }
+        return fields
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,65 @@
+import HTTPTypes
+import PushRelayHTTP
+
+/// Cross-origin access for web apps to the device routes (`/v1/register`, `/v1/stream`, `/v1/ack`,
+/// `/v1/stream-ticket`), from the origins of ``PushRelayConfiguration/corsAllowedOrigins`` only (none by default).
+///
+/// A preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`) from an allowed origin answers 204 with
+/// the methods and the request headers the device API uses (`authorization`, `content-type`, `last-event-id`); from
+/// any other origin it answers 403 without CORS headers, so the browser refuses the request. Every answer of a
+/// device route to an allowed origin carries `Access-Control-Allow-Origin` (the origin itself, never `*`, so that
+/// `Vary: Origin` keeps caches honest). Credentials travel in `Authorization` (or a stream ticket), never cookies.
+struct CORSPolicy: Sendable {
+    /// The allowed origins as browsers write `Origin` (`https://shop.example.com`); `*` allows any.
+    let allowedOrigins: Set<String>
+
+    static let allowedMethods = "GET, POST, DELETE"
+    static let allowedHeaders = "authorization, content-type, last-event-id"
+    /// How long a browser may cache a preflight answer, in seconds.
+    static let maxAge = "600"
+
+    init(allowedOrigins: [String]) {
+        self.allowedOrigins = Set(allowedOrigins)
+    }
+
+    /// The request's `Origin` when it is allowed.
+    func allowedOrigin(of request: HTTPServerRequest) -> String? {
+        guard let origin = request.head.headerFields[.origin], !origin.isEmpty else { return nil }
+        return allowedOrigins.contains("*") || allowedOrigins.contains(origin) ? origin : nil
+    }
+
+    /// `handler`, with `Access-Control-Allow-Origin` added to its answers to an allowed origin.
+    func wrap(
+        _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse
+    ) -> @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse {
+        guard !allowedOrigins.isEmpty else { return handler }
+        return { request in
+            var response = try await handler(request)
+            if let origin = allowedOrigin(of: request) {
+                response.head.headerFields[.accessControlAllowOrigin] = origin
+                response.head.headerFields.append(HTTPField(name: .vary, value: "Origin"))
+            }
+            return response
+        }
+    }
+
+    /// `OPTIONS` on a device route: the preflight answer.
+    func preflight(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        guard request.head.headerFields[.origin] != nil else {
+            // Not a CORS request: say what the route allows.
+            var fields = HTTPFields()
+            fields[.allow] = Self.allowedMethods + ", OPTIONS"
+            return HTTPServerResponse(status: .noContent, headerFields: fields)
+        }
+        guard let origin = allowedOrigin(of: request) else {
+            return JSONResponse.error(.forbidden, "PERMISSION_DENIED", "origin not allowed (cors_allowed_origins)")
+        }
+        var fields = HTTPFields()
+        fields[.accessControlAllowOrigin] = origin
+        fields[.accessControlAllowMethods] = Self.allowedMethods
+        fields[.accessControlAllowHeaders] = Self.allowedHeaders
+        fields[.accessControlMaxAge] = Self.maxAge
+        fields[.vary] = "Origin"
+        return HTTPServerResponse(status: .noContent, headerFields: fields)
+    }
+}

@@ -1,0 +1,56 @@
+import PushRelayWire
+
+/// The stream tickets of this node: short-lived, single-use stand-ins for a device secret, so that a browser's
+/// `EventSource` (which cannot send `Authorization`) opens `/v1/stream?ticket=…` without the long-lived secret in a
+/// URL, a log line or the browser history.
+///
+/// A value type (the routes keep it behind a lock): ``issue(secret:now:using:)`` hands out a ticket,
+/// ``redeem(_:now:)`` takes it back once. A ticket is 256 random bits, lives ``lifetime`` and is forgotten when
+/// used, expired or purged. At most ``capacity`` tickets are outstanding (expired ones are purged first), so
+/// issuing cannot grow memory without bound. Tickets are node-local: behind a TCP load balancer, open the stream
+/// on the connection that asked for the ticket (HTTP/2, or HTTP/1.1 keep-alive), or pin clients to a node.
+struct StreamTicketBook: Sendable {
+    /// How long a ticket stays valid. The relay uses 30 s.
+    let lifetime: Duration
+    /// How many tickets may be outstanding at once.
+    let capacity: Int
+
+    private struct Entry: Sendable {
+        var secret: String
+        var expires: ContinuousClock.Instant
+    }
+
+    private var entries: [String: Entry] = [:]
+
+    init(lifetime: Duration = .seconds(30), capacity: Int = 65_536) {
+        self.lifetime = lifetime
+        self.capacity = capacity
+    }
+
+    /// How many tickets are outstanding (expired ones included until purged).
+    var count: Int { entries.count }
+
+    /// A new ticket for the device with `secret`, or `nil` when ``capacity`` tickets are outstanding and none has
+    /// expired.
+    mutating func issue(
+        secret: String, now: ContinuousClock.Instant, using generator: inout some RandomNumberGenerator
+    ) -> String? {
+        if entries.count >= capacity { purge(now: now) }
+        guard entries.count < capacity else { return nil }
+        let ticket = "tkt_" + Base64URL.randomString(length: 43, using: &generator)
+        entries[ticket] = Entry(secret: secret, expires: now + lifetime)
+        return ticket
+    }
+
+    /// The device secret behind `ticket`, once: the ticket is gone afterwards. `nil` for an unknown, used or
+    /// expired ticket.
+    mutating func redeem(_ ticket: String, now: ContinuousClock.Instant) -> String? {
+        guard let entry = entries.removeValue(forKey: ticket), now < entry.expires else { return nil }
+        return entry.secret
+    }
+
+    /// Forgets every expired ticket.
+    mutating func purge(now: ContinuousClock.Instant) {
+        entries = entries.filter { now < $0.value.expires }
+    }
+}

@@ -1,0 +1,51 @@
+/// Percent-decoding (RFC 3986 §2.1) for query strings, form bodies (`application/x-www-form-urlencoded`, where `+`
+/// is a space) and path segments (where `+` stays a plus). The project's one decoder.
+public enum PercentDecoding {
+    /// How `+` reads.
+    public enum Plus: Sendable {
+        /// `+` is a space: query strings and form bodies.
+        case space
+        /// `+` is a plus: path segments.
+        case plus
+    }
+
+    /// Decodes `%XX` escapes (and `+` as `plus` says); `nil` for a bad escape or bytes that are not UTF-8.
+    public static func decode(_ bytes: some Collection<UInt8>, plus: Plus) -> String? {
+        let plusByte = UInt8(ascii: "+")
+        let percent = UInt8(ascii: "%")
+        if !bytes.contains(where: { $0 == percent || ($0 == plusByte && plus == .space) }) {
+            return String(validating: bytes, as: UTF8.self)
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var iterator = bytes.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case plusByte where plus == .space:
+                output.append(UInt8(ascii: " "))
+            case percent:
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
+                output.append(high << 4 | low)
+            default:
+                output.append(byte)
+            }
+        }
+        return String(validating: output, as: UTF8.self)
+    }
+
+    /// Decodes `text`'s UTF-8 bytes; see ``decode(_:plus:)-(Collection<UInt8>,_)``.
+    public static func decode(_ text: some StringProtocol, plus: Plus) -> String? {
+        decode(text.utf8, plus: plus)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,97 @@
+/// Writes `text/event-stream` (the WHATWG "server-sent events" format) as the relay sends it.
+///
+/// One event per message, `id: <message id>`, `data: <envelope>` and a blank line; a comment line (`: text`) as
+/// the first bytes of a stream and as the heartbeat. Data with line breaks becomes one `data:` line per line, so
+/// that ``ServerSentEventParser`` (and a browser's `EventSource`) joins them back with `\n`. The tests hold the
+/// encoder and the parser against each other.
+///
+/// The functions are inlinable so that the server's per-message call is specialized for its `ByteBuffer`.
+public enum ServerSentEventEncoder {
+    /// The heartbeat: an empty comment and a blank line, `:\n\n`.
+    public static let heartbeat: [UInt8] = Array(":\n\n".utf8)
+
+    /// Appends one event: `event:` when `type` is given (and not `message`), `id:` when `id` is given, then the
+    /// `data:` lines and the blank line that dispatches it.
+    ///
+    /// Line breaks and NUL in `id` and `type` cannot be written in a field and are left out.
+    @inlinable
+    public static func appendEvent(
+        id: (some StringProtocol)?, type: String? = nil, data: some Collection<UInt8>, to output: inout some ByteSink
+    ) {
+        if let type, type != "message" {
+            output.appendBytes(eventPrefix)
+            output.appendBytes(type.utf8.lazy.filter(isFieldByte))
+            output.appendBytes(CollectionOfOne(newline))
+        }
+        if let id {
+            output.appendBytes(idPrefix)
+            output.appendBytes(id.utf8.lazy.filter(isFieldByte))
+            output.appendBytes(CollectionOfOne(newline))
+        }
+        appendDataLines(data, to: &output)
+        output.appendBytes(CollectionOfOne(newline))
+    }
+
+    /// Appends a comment (`: text`, or `:` for empty text) and a blank line. Line breaks in `text` are left out.
+    @inlinable
+    public static func appendComment(_ text: String, to output: inout some ByteSink) {
+        if text.isEmpty {
+            output.appendBytes(heartbeat)
+            return
+        }
+        output.appendBytes(commentPrefix)
+        output.appendBytes(text.utf8.lazy.filter(isFieldByte))
+        output.appendBytes([newline, newline])
+    }
+
+    /// `data: <line>\n` for each line of `data` (split at LF, CR LF or CR); one empty `data:` line for no data.
+    @inlinable
+    static func appendDataLines(_ data: some Collection<UInt8>, to output: inout some ByteSink) {
+        guard data.contains(where: { $0 == newline || $0 == carriageReturn }) else {
+            output.appendBytes(dataPrefix)
+            output.appendBytes(data)
+            output.appendBytes(CollectionOfOne(newline))
+            return
+        }
+        var index = data.startIndex
+        var lineStart = index
+        while index != data.endIndex {
+            let byte = data[index]
+            if byte == newline || byte == carriageReturn {
+                output.appendBytes(dataPrefix)
+                output.appendBytes(data[lineStart..<index])
+                output.appendBytes(CollectionOfOne(newline))
+                let next = data.index(after: index)
+                if byte == carriageReturn, next != data.endIndex, data[next] == newline {
+                    index = data.index(after: next)
+                } else {
+                    index = next
+                }
+                lineStart = index
+            } else {
+                index = data.index(after: index)
+            }
+        }
+        output.appendBytes(dataPrefix)
+        output.appendBytes(data[lineStart..<data.endIndex])
+        output.appendBytes(CollectionOfOne(newline))
+    }
+
+    @usableFromInline
+    static let newline = UInt8(ascii: "\n")
+    @usableFromInline
+    static let carriageReturn = UInt8(ascii: "\r")
+    @usableFromInline
+    static let idPrefix: [UInt8] = Array("id: ".utf8)
+    @usableFromInline
+    static let eventPrefix: [UInt8] = Array("event: ".utf8)
+    @usableFromInline
+    static let dataPrefix: [UInt8] = Array("data: ".utf8)
+    @usableFromInline
+    static let commentPrefix: [UInt8] = Array(": ".utf8)
+
+    @inlinable
+    static func isFieldByte(_ byte: UInt8) -> Bool {
+        byte != newline && byte != carriageReturn && byte != 0
+    }
+}

@@ -1,0 +1,201 @@
+import PushRelayWire
+import Testing
+
+@Suite("JSON parser and writer")
+struct JSONValueTests {
+    private func parse(_ text: String, limits: JSONParseLimits = .default) throws(JSONParseError) -> JSONValue {
+        try JSONValue.parse(text, limits: limits)
+    }
+
+    private func error(_ text: String, limits: JSONParseLimits = .default) -> JSONParseError? {
+        do {
+            _ = try parse(text, limits: limits)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func scalars() throws {
+        #expect(try parse("null") == .null)
+        #expect(try parse(" true ") == .bool(true))
+        #expect(try parse("false") == .bool(false))
+        #expect(try parse("\"x\"") == .string("x"))
+        #expect(try parse("[]") == .array([]))
+        #expect(try parse("{}") == .object(JSONObject()))
+    }
+
+    @Test func objectsKeepKeyOrder() throws {
+        let value = try parse(#"{"z":1,"a":2,"m":{"y":true,"b":null}}"#)
+        #expect(value.objectValue?.keys == ["z", "a", "m"])
+        #expect(value["m"]?.objectValue?.keys == ["y", "b"])
+        #expect(value.serializedString() == #"{"z":1,"a":2,"m":{"y":true,"b":null}}"#)
+    }
+
+    @Test func repeatedKeyKeepsLastValueAtFirstPosition() throws {
+        #expect(try parse(#"{"a":1,"b":2,"a":3}"#).serializedString() == #"{"a":3,"b":2}"#)
+        // Past 16 members the parser switches to a hash table; the rule stays the same.
+        let many = (0..<20).map { "\"k\($0)\":\($0)" }.joined(separator: ",")
+        let value = try parse("{\(many),\"k3\":99}")
+        #expect(value.objectValue?.count == 20)
+        #expect(value["k3"] == 99)
+        #expect(value.objectValue?.keys[3] == "k3")
+    }
+
+    @Test(arguments: [
+        ("0", Int64(0)), ("-0", Int64(0)), ("42", Int64(42)), ("-17", Int64(-17)),
+        ("9223372036854775807", Int64.max), ("-9223372036854775808", Int64.min),
+    ])
+    func integers(text: String, value: Int64) throws {
+        let number = try #require(try parse(text).numberValue)
+        #expect(number.int64Value == value)
+        #expect(number.text == text)
+    }
+
+    @Test func numbersKeepTheirText() throws {
+        for text in ["1.5", "-0.25", "1e3", "2E-7", "1.0", "12345678901234567890", "-9223372036854775809"] {
+            let number = try #require(try parse(text).numberValue)
+            #expect(number.text == text)
+            #expect(number.int64Value == nil)
+            #expect(try parse(text).serializedString() == text)
+        }
+        #expect(try parse("1.5").numberValue?.doubleValue == 1.5)
+        #expect(try parse("[1e2]").serializedString() == "[1e2]")
+    }
+
+    @Test(arguments: ["01", "-", "1.", ".5", "1e", "1e+", "+1", "0x10", "--1", "1.e3"])
+    func malformedNumbers(text: String) {
+        #expect(error(text) != nil)
+    }
+
+    @Test func escapes() throws {
+        #expect(try parse(#""a\"b\\c\/d\b\f\n\r\t""#) == .string("a\"b\\c/d\u{8}\u{C}\n\r\t"))
+        #expect(try parse(#""\u00e9\u4E2D""#) == .string("é中"))
+        #expect(try parse(#""\u0000""#) == .string("\u{0}"))
+    }
+
+    @Test func surrogatePairs() throws {
+        #expect(try parse(#""\ud83d\ude00""#) == .string("😀"))
+        #expect(try parse(#""x\uD834\uDD1Ey""#) == .string("x𝄞y"))
+    }
+
+    @Test(arguments: [#""\ud83d""#, #""\ud83dx""#, #""\ude00""#, #""\ud83d\u0041""#])
+    func loneSurrogatesAreRefused(text: String) {
+        #expect(error(text)?.code == .invalidEscape)
+    }
+
+    @Test func rawUTF8IsKept() throws {
+        #expect(try parse("\"Provedor de Mensagens — ação ✓ 😀\"") == .string("Provedor de Mensagens — ação ✓ 😀"))
+    }
+
+    @Test func invalidUTF8IsRefusedWithItsPosition() {
+        for (bytes, position) in [
+            ([0x22, 0x61, 0xFF, 0x22] as [UInt8], 2), ([0x22, 0xC3, 0x22], 1), ([0x22, 0xED, 0xA0, 0x80, 0x22], 1),
+            ([0x22, 0xC0, 0xAF, 0x22], 1), ([0x22, 0x61, 0x62, 0xF4, 0x90, 0x80, 0x80, 0x22], 3),
+        ] {
+            #expect(throws: JSONParseError.self) { try JSONValue.parse(bytes) }
+            do {
+                _ = try JSONValue.parse(bytes)
+            } catch {
+                #expect(error.code == .invalidUTF8)
+                #expect(error.position == position)
+            }
+        }
+    }
+
+    @Test func fcmStyleMessages() {
+        #expect(error("x")?.message == "JSON_PARSING_ERROR: Unexpected character (x) at position 0.")
+        #expect(error(#"{"a":1,}"#)?.message == "JSON_PARSING_ERROR: Unexpected character (}) at position 7.")
+        #expect(error(#"{"a" 1}"#)?.message == "JSON_PARSING_ERROR: Unexpected character (1) at position 5.")
+        #expect(error("")?.message == "JSON_PARSING_ERROR: Unexpected end of input at position 0.")
+        #expect(error(#"{"a":"#)?.message == "JSON_PARSING_ERROR: Unexpected end of input at position 5.")
+        #expect(error("[1] x")?.message == "JSON_PARSING_ERROR: Unexpected character (x) at position 4.")
+        #expect(error("tru")?.message == "JSON_PARSING_ERROR: Unexpected end of input at position 3.")
+        #expect(error("nul!")?.message == "JSON_PARSING_ERROR: Unexpected character (!) at position 3.")
+        #expect(error("\"a\nb\"")?.message == "JSON_PARSING_ERROR: Unexpected character (\\n) at position 2.")
+        #expect(error("\"\u{1}\"")?.message == "JSON_PARSING_ERROR: Unexpected character (U+0001) at position 1.")
+        #expect(error("é")?.message == "JSON_PARSING_ERROR: Unexpected character (é) at position 0.")
+        #expect(error(#""\x""#)?.message == "JSON_PARSING_ERROR: Unexpected character (x) at position 2.")
+        #expect(error(#""\u12G4""#)?.message == "JSON_PARSING_ERROR: Unexpected character (G) at position 5.")
+        #expect(error(#""\ud83d""#)?.message == "JSON_PARSING_ERROR: Invalid escape sequence at position 1.")
+    }
+
+    @Test func nestingLimit() throws {
+        let limits = JSONParseLimits(maxDepth: 8)
+        let ok = String(repeating: "[", count: 8) + String(repeating: "]", count: 8)
+        #expect(try parse(ok, limits: limits).arrayValue != nil)
+        let deep = String(repeating: "[", count: 9) + String(repeating: "]", count: 9)
+        let failure = error(deep, limits: limits)
+        #expect(failure?.code == .tooDeep)
+        #expect(failure?.message == "JSON_PARSING_ERROR: Nesting deeper than 8 levels at position 8.")
+        // The default limit stops hostile depth long before the stack would.
+        let hostile = String(repeating: "{\"a\":", count: 100_000)
+        #expect(error(hostile)?.code == .tooDeep)
+    }
+
+    @Test func sizeLimit() {
+        let limits = JSONParseLimits(maxBytes: 10)
+        #expect(error("[1,2,3,4,5]", limits: limits)?.code == .tooLarge)
+        #expect(error("[1,2,3,4]", limits: limits) == nil)
+    }
+
+    @Test func writerEscapesAndStaysOnOneLine() {
+        let value: JSONValue = ["k\"ey": "line1\nline2\r\t\u{1}\u{1F}\\/é😀"]
+        let text = value.serializedString()
+        #expect(text == #"{"k\"ey":"line1\nline2\r\t\u0001\u001f\\/é😀"}"#)
+        #expect(!text.contains("\n"))
+        #expect((try? JSONValue.parse(text)) == value)
+    }
+
+    @Test func roundTrip() throws {
+        let text = #"{"a":[1,-2.5,"x",true,false,null,{}],"b":{"c":[]},"d":"\u0007"}"#
+        let value = try parse(text)
+        #expect(value.serializedString() == text)
+        #expect(try parse(value.serializedString()) == value)
+    }
+
+    @Test func escapedJSONMatchesEscapingTheText() {
+        let value: JSONValue = ["a": "q\"uote\\ \n", "b": [1, true, nil, "é"], "c": ["d": 2]]
+        var once: [UInt8] = []
+        JSONWriter.appendEscaped(bytes: value.serialized(), to: &once)
+        var direct: [UInt8] = []
+        JSONWriter.appendEscapedJSON(value, to: &direct)
+        #expect(direct == once)
+    }
+
+    @Test func decimals() {
+        for value: UInt64 in [0, 7, 10, 99, 1_603_214_613_006_763, .max] {
+            var buffer: [UInt8] = []
+            JSONWriter.appendDecimal(value, to: &buffer)
+            #expect(String(decoding: buffer, as: UTF8.self) == String(value))
+        }
+        var buffer: [UInt8] = []
+        JSONWriter.appendDecimal(Int64.min, to: &buffer)
+        #expect(String(decoding: buffer, as: UTF8.self) == String(Int64.min))
+    }
+
+    @Test func numberFromDouble() {
+        #expect(JSONNumber(3.0).text == "3")
+        #expect(JSONNumber(0.5).text == "0.5")
+        #expect(JSONNumber(Double.nan).text == "0")
+    }
+
+    @Test func stringOrJSONText() {
+        #expect(JSONValue.string("a\"b").stringOrJSONText == "a\"b")
+        #expect(JSONValue.integer(3).stringOrJSONText == "3")
+        #expect(JSONValue(dictionaryLiteral: ("x", [1, 2])).stringOrJSONText == #"{"x":[1,2]}"#)
+    }
+}
+
+@Suite("JSON writer sizes")
+struct JSONWriterCountTests {
+    @Test func serializedCountMatchesTheOutput() throws {
+        for text in [
+            #"{"a":[1,-2.5,"x",true,false,null,{}],"b":{"c":[]},"d":"\u0007\n\"é😀"}"#, "[]", "{}", "\"\"", "0",
+            #"{"k\"ey":"v\\"}"#,
+        ] {
+            let value = try JSONValue.parse(text)
+            #expect(JSONWriter.serializedCount(value) == value.serialized().count, "\(text)")
+        }
+    }
+}
