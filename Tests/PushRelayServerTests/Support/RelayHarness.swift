@@ -87,6 +87,12 @@ final class RelayHarness: Sendable {
                 switch handler {
                 case .immediate(let handle): return handle(request, bodyBuffer)
                 case .collected(let handle), .async(let handle): return try await handle(request)
+                case .promised(let handle):
+                    // As the transport runs it: on an event loop, answered when the promise completes.
+                    let loop = MultiThreadedEventLoopGroup.singleton.next()
+                    let promise = loop.makePromise(of: HTTPServerResponse.self)
+                    loop.execute { handle(request, bodyBuffer, promise) }
+                    return try await promise.futureResult.get()
                 }
             } catch let error as HTTPError {
                 // The transport's plain-text answer for an HTTPError.
