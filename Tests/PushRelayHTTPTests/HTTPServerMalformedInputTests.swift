@@ -114,7 +114,7 @@ import TestSupport
         #expect(try await Self.stillServes(server))
     }
 
-    @Test(.enabled(if: ExternalPeer.pythonH2Available))
+    @Test
     func http2BodyOverTheLimitWithoutContentLengthGets413() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -132,7 +132,7 @@ import TestSupport
         #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "413", "\(result.stderr)")
     }
 
-    @Test(.enabled(if: ExternalPeer.pythonH2Available))
+    @Test
     func streamResetStormEndsWithGoAway() async throws {
         var configuration = HTTPServer.Configuration()
         configuration.streamResetBurst = 100

@@ -6,7 +6,7 @@ import Testing
 
 /// The server against peers nobody here wrote: curl, nghttp, h2load, Python h2.
 @Suite(.serialized) struct HTTPServerPeerTests {
-    @Test(.enabled(if: ExternalPeer.available("curl")))
+    @Test
     func curlHTTP2PriorKnowledge() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -15,7 +15,7 @@ import Testing
         #expect(result.stdout == "{\"status\":\"ok\"}\n2 200", "\(result.stderr)")
     }
 
-    @Test(.enabled(if: ExternalPeer.available("curl")))
+    @Test
     func curlUpgradeFromHTTP1() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -25,7 +25,7 @@ import Testing
         #expect(result.stderr.contains("101 Switching Protocols"))
     }
 
-    @Test(.enabled(if: ExternalPeer.available("curl")))
+    @Test
     func curlHTTP1KeepAliveAndChunkedStream() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -38,7 +38,7 @@ import Testing
         #expect(result.stderr.lowercased().contains("transfer-encoding: chunked"))
     }
 
-    @Test(.enabled(if: ExternalPeer.available("curl")))
+    @Test
     func curlPostEchoBothProtocolsAndAsyncBody() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -61,7 +61,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: ExternalPeer.available("nghttp")))
+    @Test
     func nghttpVerbose() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -72,7 +72,7 @@ import Testing
         #expect(result.stdout.contains("{\"status\":\"ok\"}"))
     }
 
-    @Test(.enabled(if: ExternalPeer.available("h2load")))
+    @Test
     func h2loadTwentyThousandRequestsNoneFail() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -85,7 +85,7 @@ import Testing
         #expect(post.stdout.contains("2000 succeeded, 0 failed"), "\(post.stdout)")
     }
 
-    @Test(.enabled(if: ExternalPeer.available("h2load")))
+    @Test
     func h2loadHTTP1() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -94,7 +94,7 @@ import Testing
         #expect(result.stdout.contains("2000 succeeded, 0 failed"), "\(result.stdout)")
     }
 
-    @Test(.enabled(if: ExternalPeer.pythonH2Available))
+    @Test
     func pythonH2ManyConcurrentStreams() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }

@@ -174,6 +174,20 @@ let fieldCases: [FieldCase] = [
         invalid: ["0", "-10", "10000001", "unlimited"]
     ),
     FieldCase(
+        field: .maxConnectionsPerAddress,
+        file: ("16", "16"),
+        environment: ("0", "0"),
+        flag: ("4", "4"),
+        invalid: ["-1", "10000001", "many"]
+    ),
+    FieldCase(
+        field: .requestTimeout,
+        file: (#""10s""#, #""10s""#),
+        environment: ("5", #""5s""#),
+        flag: ("1m", #""1m""#),
+        invalid: ["-1s", "0s", "soon"]
+    ),
+    FieldCase(
         field: .corsAllowedOrigins,
         file: (#"["https://shop.example.com", "http://localhost:3000"]"#,
                #"["https://shop.example.com", "http://localhost:3000"]"#),

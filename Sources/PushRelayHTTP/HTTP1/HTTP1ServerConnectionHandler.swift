@@ -436,7 +436,6 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             // hands any bytes it already read past the request to the HTTP/2 handler.
             let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             try pipeline.removeHandler(pipeline.handler(type: HTTPServerPipelineHandler.self), promise: nil)
-            try pipeline.removeHandler(pipeline.handler(type: HTTPServerProtocolErrorHandler.self), promise: nil)
             try pipeline.removeHandler(pipeline.handler(type: HTTPResponseEncoder.self), promise: nil)
             pipeline.removeHandler(context: context, promise: nil)
             try pipeline.addHandler(http2)

@@ -45,6 +45,10 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case shutdownDrainTimeout = "shutdown_drain_timeout"
     /// ``PushRelayConfiguration/maxConnections``.
     case maxConnections = "max_connections"
+    /// ``PushRelayConfiguration/maxConnectionsPerAddress``.
+    case maxConnectionsPerAddress = "max_connections_per_address"
+    /// ``PushRelayConfiguration/requestTimeout``.
+    case requestTimeout = "request_timeout"
     /// ``PushRelayConfiguration/corsAllowedOrigins``.
     case corsAllowedOrigins = "cors_allowed_origins"
     /// ``PushRelayConfiguration/publicURL``.
@@ -88,7 +92,9 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .metricsEnabled: "serve /metrics: true or false"
         case .metricsInterval: "how often the store's figures behind /metrics and /readyz are refreshed, e.g. 10s"
         case .shutdownDrainTimeout: "time allowed to drain on SIGTERM, e.g. 20s"
-        case .maxConnections: "connections accepted at once"
+        case .maxConnections: "connections accepted at once (default: 200000, or what the open-file limit allows)"
+        case .maxConnectionsPerAddress: "connections accepted at once from one IP address, 0 for no limit"
+        case .requestTimeout: "a request must arrive whole this long after it began, e.g. 30s"
         case .corsAllowedOrigins: "web origins allowed on the device routes, e.g. https://shop.example.com (none)"
         case .publicURL: "base URL senders reach this relay at (token_uri of service accounts)"
         }

@@ -306,6 +306,10 @@ private struct Builder {
             configuration.shutdownDrainTimeout = try Parse.duration(raw)
         case .maxConnections:
             configuration.maxConnections = try Parse.integer(raw, in: 1...10_000_000)
+        case .maxConnectionsPerAddress:
+            configuration.maxConnectionsPerAddress = try Parse.integer(raw, in: 0...10_000_000)
+        case .requestTimeout:
+            configuration.requestTimeout = try Parse.duration(raw)
         case .publicURL:
             var url = try Parse.text(raw)
             while url.hasSuffix("/") { url.removeLast() }
@@ -411,13 +415,18 @@ private struct Builder {
         }
         #if canImport(Glibc)
         var limit = rlimit()
-        if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max,
-            UInt64(config.maxConnections) + 64 > UInt64(limit.rlim_cur)
-        {
-            warnings.append(
-                "max_connections \(config.maxConnections) is above this process's open-file limit "
-                    + "\(limit.rlim_cur) (minus ~64 for the store and listeners): raise LimitNOFILE= or ulimit -n"
-            )
+        if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max {
+            let fitting = PushRelayConfiguration.connectionsFitting(openFileLimit: UInt64(limit.rlim_cur))
+            if sources[.maxConnections] == .defaultValue {
+                // The default fits the machine it runs on: the open-file limit minus what the daemon keeps open.
+                configuration.maxConnections = min(config.maxConnections, fitting)
+            } else if config.maxConnections > fitting {
+                warnings.append(
+                    "max_connections \(config.maxConnections) is above this process's open-file limit "
+                        + "\(limit.rlim_cur) (minus \(PushRelayConfiguration.reservedDescriptors) for the store, "
+                        + "listeners and event loops): raise LimitNOFILE= or ulimit -n"
+                )
+            }
         }
         #endif
     }

@@ -43,6 +43,8 @@ extension PushRelayConfiguration {
         case .metricsInterval: return Self.quote(Self.renderDuration(metricsInterval))
         case .shutdownDrainTimeout: return Self.quote(Self.renderDuration(shutdownDrainTimeout))
         case .maxConnections: return String(maxConnections)
+        case .maxConnectionsPerAddress: return String(maxConnectionsPerAddress)
+        case .requestTimeout: return Self.quote(Self.renderDuration(requestTimeout))
         case .corsAllowedOrigins: return Self.renderList(corsAllowedOrigins)
         case .publicURL: return publicURL.map(Self.quote)
         }

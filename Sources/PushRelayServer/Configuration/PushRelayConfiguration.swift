@@ -75,8 +75,16 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     public var shutdownDrainTimeout: Duration
 
     /// Connections accepted at once, over all listeners; beyond it new ones are closed at accept.
-    /// Key `max_connections`. Default 200 000; needs `LimitNOFILE=` above it.
+    /// Key `max_connections`. Default 200 000, lowered to the process's open-file limit minus
+    /// ``reservedDescriptors`` when that is lower; a value set above it is kept and warned about.
     public var maxConnections: Int
+    /// Most connections open at once from one IP address; a new one beyond it is closed at accept. `0`: no limit.
+    /// Key `max_connections_per_address`. Default 0 (devices behind one carrier NAT share an address).
+    public var maxConnectionsPerAddress: Int
+    /// A request must have arrived whole this long after its head began: the HTTP/1.1 body after its head (else
+    /// `408`), an HTTP/2 stream's headers and body after its first HEADERS frame (else RST_STREAM `CANCEL`).
+    /// Key `request_timeout`. Default 30 s.
+    public var requestTimeout: Duration
 
     /// Web origins (`https://shop.example.com`, `http://localhost:3000`, or `*` for any) that may call the device
     /// routes from a browser: CORS preflight and `Access-Control-Allow-Origin` on `/v1/register`, `/v1/stream`,
@@ -113,6 +121,8 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.metricsInterval = .seconds(10)
         self.shutdownDrainTimeout = .seconds(20)
         self.maxConnections = 200_000
+        self.maxConnectionsPerAddress = 0
+        self.requestTimeout = .seconds(30)
         self.corsAllowedOrigins = []
     }
 
@@ -122,6 +132,14 @@ public struct PushRelayConfiguration: Sendable, Equatable {
             return String(first)
         }
         return "/var/lib/pushrelay"
+    }
+
+    /// Descriptors the daemon keeps open besides connections: the store's files, listeners, event loops, logs.
+    public static let reservedDescriptors = 64
+
+    /// The most connections an open-file limit of `openFileLimit` leaves room for (at least 1).
+    public static func connectionsFitting(openFileLimit: UInt64) -> Int {
+        Int(clamping: max(openFileLimit, UInt64(reservedDescriptors) + 1) - UInt64(reservedDescriptors))
     }
 
     /// ``publicURL`` if set, else the URL of the first TLS listener (`https://`), else of the first cleartext one

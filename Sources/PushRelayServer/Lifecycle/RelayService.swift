@@ -49,6 +49,12 @@ public final class RelayService: Service {
         var serverConfiguration = HTTPServer.Configuration()
         serverConfiguration.idleTimeout = .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000)
         serverConfiguration.drainTimeout = .seconds(configuration.shutdownDrainTimeout.components.seconds)
+        serverConfiguration.requestTimeout = .nanoseconds(
+            Int64(configuration.requestTimeout.components.seconds) * 1_000_000_000
+                + configuration.requestTimeout.components.attoseconds / 1_000_000_000)
+        serverConfiguration.maxConnections = configuration.maxConnections
+        serverConfiguration.maxConnectionsPerAddress =
+            configuration.maxConnectionsPerAddress == 0 ? nil : configuration.maxConnectionsPerAddress
         var listeners = configuration.listen.map { HTTPServer.Listener(host: $0.host, port: $0.port) }
         if let tlsContext {
             let factory = TLSMetricsHandler.factory(context: tlsContext, metrics: relay.metrics)

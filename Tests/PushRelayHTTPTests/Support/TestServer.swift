@@ -131,18 +131,4 @@ enum ExternalPeer {
     {
         try await ChildProcess.run(arguments[0], Array(arguments.dropFirst()), standardInput: stdin, timeout: timeout)
     }
-
-    /// Whether a program is on PATH.
-    static func available(_ name: String) -> Bool { ChildProcess.available(name) }
-
-    /// Whether `python3` can import the `h2` package.
-    static let pythonH2Available: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import h2"]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }()
 }
