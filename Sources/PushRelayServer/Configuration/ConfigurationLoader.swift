@@ -413,22 +413,17 @@ private struct Builder {
                     + "(AmbientCapabilities=CAP_NET_BIND_SERVICE and CapabilityBoundingSet=CAP_NET_BIND_SERVICE in the unit)"
             )
         }
-        #if canImport(Glibc)
-        var limit = rlimit()
-        if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max {
-            let fitting = PushRelayConfiguration.connectionsFitting(openFileLimit: UInt64(limit.rlim_cur))
-            if sources[.maxConnections] == .defaultValue {
-                // The default fits the machine it runs on: the open-file limit minus what the daemon keeps open.
-                configuration.maxConnections = min(config.maxConnections, fitting)
-            } else if config.maxConnections > fitting {
-                warnings.append(
-                    "max_connections \(config.maxConnections) is above this process's open-file limit "
-                        + "\(limit.rlim_cur) (minus \(PushRelayConfiguration.reservedDescriptors) for the store, "
-                        + "listeners and event loops): raise LimitNOFILE= or ulimit -n"
-                )
-            }
+        // The default already fits the open-file limit (PushRelayConfiguration.defaultMaxConnections); a value the
+        // operator set above it is kept, and warned about.
+        if sources[.maxConnections] != .defaultValue, let limit = PushRelayConfiguration.openFileLimit(),
+            config.maxConnections > PushRelayConfiguration.connectionsFitting(openFileLimit: limit)
+        {
+            warnings.append(
+                "max_connections \(config.maxConnections) is above this process's open-file limit \(limit) "
+                    + "(minus \(PushRelayConfiguration.reservedDescriptors) for the store, listeners and event loops): "
+                    + "raise LimitNOFILE= or ulimit -n"
+            )
         }
-        #endif
     }
 
     // MARK: Files

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Everything the daemon reads at start: listeners, TLS files, the store, timers, limits, logging, metrics.
 ///
 /// Built by ``ConfigurationLoader`` from defaults, a config file, `PUSHRELAY_<FIELD>` environment variables and
@@ -120,7 +124,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.metricsEnabled = true
         self.metricsInterval = .seconds(10)
         self.shutdownDrainTimeout = .seconds(20)
-        self.maxConnections = 200_000
+        self.maxConnections = Self.defaultMaxConnections()
         self.maxConnectionsPerAddress = 0
         self.requestTimeout = .seconds(30)
         self.corsAllowedOrigins = []
@@ -136,6 +140,25 @@ public struct PushRelayConfiguration: Sendable, Equatable {
 
     /// Descriptors the daemon keeps open besides connections: the store's files, listeners, event loops, logs.
     public static let reservedDescriptors = 64
+
+    /// The default `max_connections`: 200,000, or what this process's open-file limit leaves room for when that
+    /// is lower, so that the default fits the machine it runs on.
+    public static func defaultMaxConnections() -> Int {
+        guard let limit = openFileLimit() else { return 200_000 }
+        return min(200_000, connectionsFitting(openFileLimit: limit))
+    }
+
+    /// This process's soft open-file limit (`ulimit -n`), or `nil` when unlimited or unknown.
+    public static func openFileLimit() -> UInt64? {
+        #if canImport(Glibc)
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max
+        else { return nil }
+        return UInt64(limit.rlim_cur)
+        #else
+        return nil
+        #endif
+    }
 
     /// The most connections an open-file limit of `openFileLimit` leaves room for (at least 1).
     public static func connectionsFitting(openFileLimit: UInt64) -> Int {

@@ -107,7 +107,10 @@ enum ConnectionAttacker {
                     if kind == RST:
                         done("rst", started, code=int.from_bytes(payload[:4], "big"))
                     if kind == SETTINGS and not flags & 1:
-                        s.sendall(frame(SETTINGS, 1, 0))
+                        try:
+                            s.sendall(frame(SETTINGS, 1, 0))
+                        except OSError:
+                            pass  # the daemon closed: the next read says so
                     if kind == HEADERS and stream not in answered:
                         done("headers", started)
             done("timeout", started)
