@@ -33,6 +33,12 @@ public final class RelayApplication: Sendable {
         /// The public base URL (`public_url`): `/token` accepts JWTs whose audience is `<publicURL>/token`.
         /// ``RelayApplication/publicURL`` can change it once the listeners are bound.
         public var publicURL: String = "http://127.0.0.1:8080"
+        /// Messages one device may be sent per minute, as a burst refilled at that rate (`device_message_rate`);
+        /// beyond it a recipient answers `DeviceMessageRateExceeded` (v1: `QUOTA_EXCEEDED`). 0: no quota.
+        public var deviceMessageRate: Int = 240
+        /// Messages one topic (or condition) of a project may be sent per minute (`topic_message_rate`); beyond it
+        /// the send answers `TopicsMessageRateExceeded` (v1: `QUOTA_EXCEEDED`). 0: no quota.
+        public var topicMessageRate: Int = 600
 
         public init() {}
     }
@@ -103,7 +109,8 @@ public final class RelayApplication: Sendable {
         let router = HTTPRouter()
         let dispatcher = SendDispatcher(
             store: store, path: MessagePath(store: store, hub: hub, metrics: metrics, handoff: handoff),
-            metrics: metrics)
+            metrics: metrics,
+            quotas: SendQuotas(devicePerMinute: options.deviceMessageRate, topicPerMinute: options.topicMessageRate))
         let send = SendRoute(
             store: store, dispatcher: dispatcher, metrics: metrics, logger: logger,
             maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds,

@@ -188,6 +188,20 @@ let fieldCases: [FieldCase] = [
         invalid: ["-1s", "0s", "soon"]
     ),
     FieldCase(
+        field: .deviceMessageRate,
+        file: ("60", "60"),
+        environment: ("0", "0"),
+        flag: ("1000", "1000"),
+        invalid: ["-1", "1000001", "fast"]
+    ),
+    FieldCase(
+        field: .topicMessageRate,
+        file: ("10", "10"),
+        environment: ("0", "0"),
+        flag: ("5000", "5000"),
+        invalid: ["-5", "2000000", "slow"]
+    ),
+    FieldCase(
         field: .corsAllowedOrigins,
         file: (#"["https://shop.example.com", "http://localhost:3000"]"#,
                #"["https://shop.example.com", "http://localhost:3000"]"#),

@@ -49,6 +49,10 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case maxConnectionsPerAddress = "max_connections_per_address"
     /// ``PushRelayConfiguration/requestTimeout``.
     case requestTimeout = "request_timeout"
+    /// ``PushRelayConfiguration/deviceMessageRate``.
+    case deviceMessageRate = "device_message_rate"
+    /// ``PushRelayConfiguration/topicMessageRate``.
+    case topicMessageRate = "topic_message_rate"
     /// ``PushRelayConfiguration/corsAllowedOrigins``.
     case corsAllowedOrigins = "cors_allowed_origins"
     /// ``PushRelayConfiguration/publicURL``.
@@ -95,6 +99,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .maxConnections: "connections accepted at once (default: 200000, or what the open-file limit allows)"
         case .maxConnectionsPerAddress: "connections accepted at once from one IP address, 0 for no limit"
         case .requestTimeout: "a request must arrive whole this long after it began, e.g. 30s"
+        case .deviceMessageRate: "messages one device may be sent per minute (a burst, then that rate), 0 for no limit"
+        case .topicMessageRate: "messages one topic or condition may be sent per minute, 0 for no limit"
         case .corsAllowedOrigins: "web origins allowed on the device routes, e.g. https://shop.example.com (none)"
         case .publicURL: "base URL senders reach this relay at (token_uri of service accounts)"
         }

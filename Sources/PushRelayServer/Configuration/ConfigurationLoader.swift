@@ -310,6 +310,10 @@ private struct Builder {
             configuration.maxConnectionsPerAddress = try Parse.integer(raw, in: 0...10_000_000)
         case .requestTimeout:
             configuration.requestTimeout = try Parse.duration(raw)
+        case .deviceMessageRate:
+            configuration.deviceMessageRate = try Parse.integer(raw, in: 0...1_000_000)
+        case .topicMessageRate:
+            configuration.topicMessageRate = try Parse.integer(raw, in: 0...1_000_000)
         case .publicURL:
             var url = try Parse.text(raw)
             while url.hasSuffix("/") { url.removeLast() }

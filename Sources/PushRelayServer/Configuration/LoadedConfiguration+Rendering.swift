@@ -45,6 +45,8 @@ extension PushRelayConfiguration {
         case .maxConnections: return String(maxConnections)
         case .maxConnectionsPerAddress: return String(maxConnectionsPerAddress)
         case .requestTimeout: return Self.quote(Self.renderDuration(requestTimeout))
+        case .deviceMessageRate: return String(deviceMessageRate)
+        case .topicMessageRate: return String(topicMessageRate)
         case .corsAllowedOrigins: return Self.renderList(corsAllowedOrigins)
         case .publicURL: return publicURL.map(Self.quote)
         }

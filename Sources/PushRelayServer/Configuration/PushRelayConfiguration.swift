@@ -89,6 +89,14 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// `408`), an HTTP/2 stream's headers and body after its first HEADERS frame (else RST_STREAM `CANCEL`).
     /// Key `request_timeout`. Default 30 s.
     public var requestTimeout: Duration
+    /// Messages one device may be sent per minute: a burst of this many, refilled at this rate; beyond it the
+    /// recipient answers `DeviceMessageRateExceeded` (v1: `429 QUOTA_EXCEEDED`) and nothing is stored. `0`: no
+    /// limit. Key `device_message_rate`. Default 240 (FCM's published per-device rate).
+    public var deviceMessageRate: Int
+    /// Messages one topic (or condition text) of a project may be sent per minute, the same way; beyond it the send
+    /// answers `TopicsMessageRateExceeded` (v1: `429 QUOTA_EXCEEDED`). `0`: no limit. Key `topic_message_rate`.
+    /// Default 600.
+    public var topicMessageRate: Int
 
     /// Web origins (`https://shop.example.com`, `http://localhost:3000`, or `*` for any) that may call the device
     /// routes from a browser: CORS preflight and `Access-Control-Allow-Origin` on `/v1/register`, `/v1/stream`,
@@ -127,6 +135,8 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.maxConnections = Self.defaultMaxConnections()
         self.maxConnectionsPerAddress = 0
         self.requestTimeout = .seconds(30)
+        self.deviceMessageRate = 240
+        self.topicMessageRate = 600
         self.corsAllowedOrigins = []
     }
 

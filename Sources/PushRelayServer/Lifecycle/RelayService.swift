@@ -39,6 +39,8 @@ public final class RelayService: Service {
         relayOptions.maxRequestBodyBytes = configuration.maxRequestBodySize
         relayOptions.statisticsInterval = configuration.metricsInterval
         relayOptions.publicURL = configuration.effectivePublicURL()
+        relayOptions.deviceMessageRate = configuration.deviceMessageRate
+        relayOptions.topicMessageRate = configuration.topicMessageRate
         let relay = RelayApplication(store: store, options: relayOptions, exporter: options.exporter, logger: logger)
         if options.debugBenchRoutes {
             relay.router.add(.post, "/debug/echo", .immediate { _, body in

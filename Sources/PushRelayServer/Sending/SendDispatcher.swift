@@ -16,6 +16,8 @@ struct SendDispatcher: Sendable {
     let store: any PushStore
     let path: MessagePath
     let metrics: RelayMetrics
+    /// The per-device and per-topic message rates.
+    let quotas: SendQuotas
 
     /// What a dispatched send gives its route.
     enum Outcome: Sendable {
@@ -60,7 +62,7 @@ struct SendDispatcher: Sendable {
         guard case .tokens(let recipients) = send.addressing else { return false }
         var tokenSend = TokenSend(recipients: recipients)
         guard let devices = store.cachedDevices(tokens: tokenSend.tokens) else { return false }
-        tokenSend.resolve(devices, send: send, project: project)
+        tokenSend.resolve(devices, send: send, project: project, quotas: quotas)
         let resolved = tokenSend
         guard !resolved.messages.isEmpty else {
             completion(.success(.tokens(answered(resolved.response()))))
@@ -80,7 +82,7 @@ struct SendDispatcher: Sendable {
     ) async throws -> FCMSendResponse {
         var tokenSend = TokenSend(recipients: recipients)
         let devices = tokenSend.lookups.isEmpty ? [] : try await store.resolveTokens(tokenSend.tokens)
-        tokenSend.resolve(devices, send: send, project: project)
+        tokenSend.resolve(devices, send: send, project: project, quotas: quotas)
         let outcomes = tokenSend.messages.isEmpty ? [] : try await path.commit(tokenSend.messages)
         return answered(tokenSend.response(outcomes: outcomes))
     }
@@ -104,6 +106,10 @@ struct SendDispatcher: Sendable {
         if send.dryRun {
             metrics.sendsAccepted()
             return .dryRun
+        }
+        guard quotas.admit(topic: target, project: project.id) else {
+            metrics.sendRejected(FCMError.topicsMessageRateExceeded.code)
+            return .error(.topicsMessageRateExceeded)
         }
         // A topic message is expanded in the background; "now or never" cannot be kept for it. Accept it as FCM
         // does and deliver to nobody who is not connected by the time it expands: the smallest TTL.

@@ -40,8 +40,10 @@ struct TokenSend: Sendable {
     /// The tokens to resolve, in ``lookups`` order.
     var tokens: [String] { lookups.map(\.token) }
 
-    /// Applies the looked-up devices (one per token of ``tokens``, nil when unknown) and builds the copies.
-    mutating func resolve(_ devices: [Device?], send: FCMSendRequest, project: Project) {
+    /// Applies the looked-up devices (one per token of ``tokens``, nil when unknown) and builds the copies. A
+    /// device past its message rate (`quotas`) answers `DeviceMessageRateExceeded` and gets no copy; a dry run
+    /// counts against no quota.
+    mutating func resolve(_ devices: [Device?], send: FCMSendRequest, project: Project, quotas: SendQuotas? = nil) {
         var found: [Device] = []
         for (lookup, device) in zip(lookups, devices) {
             guard let device else {
@@ -58,6 +60,21 @@ struct TokenSend: Sendable {
             }
             targets.append(lookup.index)
             found.append(device)
+        }
+        if !send.dryRun, let quotas, quotas.devicePerMinute > 0, !found.isEmpty {
+            let admitted = quotas.admit(devices: found.map(\.id))
+            var keptTargets: [Int] = []
+            var keptDevices: [Device] = []
+            for ((index, device), allowed) in zip(zip(targets, found), admitted) {
+                if allowed {
+                    keptTargets.append(index)
+                    keptDevices.append(device)
+                } else {
+                    results[index] = .error(.deviceMessageRateExceeded)
+                }
+            }
+            targets = keptTargets
+            found = keptDevices
         }
         if send.dryRun {
             // Validated, not delivered: FCM answers a placeholder id.

@@ -1,0 +1,104 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import PushRelayStore
+import Testing
+
+@testable import PushRelayServer
+
+/// Message-rate quotas (`device_message_rate`, `topic_message_rate`) in process: past a device's rate its recipient
+/// answers `DeviceMessageRateExceeded` and nothing is stored for it; past a topic's rate the send answers
+/// `TopicsMessageRateExceeded`; HTTP v1 answers both as `429 QUOTA_EXCEEDED`; a dry run counts against nothing.
+@Suite("Routes: message-rate quotas")
+struct QuotaRouteTests {
+    private static func relay(devicePerMinute: Int = 3, topicPerMinute: Int = 2) throws -> RelayHarness {
+        var options = RelayApplication.Options()
+        options.deviceMessageRate = devicePerMinute
+        options.topicMessageRate = topicPerMinute
+        return try RelayHarness(options: options)
+    }
+
+    @Test("a device past its rate answers DeviceMessageRateExceeded, stores nothing, and costs no other device")
+    func deviceRate() async throws {
+        let relay = try Self.relay()
+        let project = try await relay.createProject()
+        let devices = try await relay.registerDevices(project, count: 2)
+        for n in 1...3 {
+            let id = try await relay.messageID(#"{"to": "\#(devices[0].token)", "data": {"n": "\#(n)"}}"#, key: project.serverKey)
+            #expect(!id.isEmpty)
+        }
+        // A dry run is validated, not sent: it is not counted and not refused.
+        let dry = try await relay.results(
+            #"{"to": "\#(devices[0].token)", "dry_run": true, "data": {"n": "dry"}}"#, key: project.serverKey)
+        #expect(dry.first?["message_id"] as? String == "fake_message_id", "\(dry)")
+        let results = try await relay.results(
+            #"{"registration_ids": ["\#(devices[0].token)", "\#(devices[1].token)"], "data": {"n": "4"}}"#,
+            key: project.serverKey)
+        #expect(results[0]["error"] as? String == "DeviceMessageRateExceeded", "\(results)")
+        #expect(results[1]["message_id"] is String, "the other device has its own rate: \(results)")
+
+        let device = try #require(try await relay.store.resolveTokens([devices[0].token]).first ?? nil)
+        let stored = try await relay.store.pendingMessages(for: device.id, after: nil, limit: 100)
+        #expect(stored.count == 3, "only the three admitted messages are queued: \(stored.count)")
+        await relay.close()
+    }
+
+    @Test("a topic past its rate answers TopicsMessageRateExceeded; other topics and conditions have their own")
+    func topicRate() async throws {
+        let relay = try Self.relay()
+        let project = try await relay.createProject()
+        for _ in 1...2 {
+            let answer = try await relay.send(#"{"to": "/topics/sale", "data": {"k": "v"}}"#, key: project.serverKey)
+            #expect(try answer.json()["message_id"] != nil, "\(answer.text)")
+        }
+        let refused = try await relay.send(#"{"to": "/topics/sale", "data": {"k": "v"}}"#, key: project.serverKey)
+        #expect(refused.status == 200)
+        #expect(try refused.json()["error"] as? String == "TopicsMessageRateExceeded", "\(refused.text)")
+        let other = try await relay.send(#"{"to": "/topics/news", "data": {"k": "v"}}"#, key: project.serverKey)
+        #expect(try other.json()["message_id"] != nil, "\(other.text)")
+        let condition = try await relay.send(
+            #"{"condition": "'sale' in topics", "data": {"k": "v"}}"#, key: project.serverKey)
+        #expect(try condition.json()["message_id"] != nil, "\(condition.text)")
+        await relay.close()
+    }
+
+    @Test("HTTP v1 answers a device past its rate with 429 RESOURCE_EXHAUSTED and FcmError QUOTA_EXCEEDED")
+    func v1QuotaExceeded() async throws {
+        let relay = try Self.relay(devicePerMinute: 1)
+        let project = try await relay.createProject()
+        let device = try await relay.registerDevice(project)
+        let key = try await relay.store.addServiceAccountKey(
+            project: project.project.name, keyID: "quota-test", clientEmail: "sender@shop.iam.test",
+            publicKeyPEM: "-----BEGIN PUBLIC KEY-----\nunused by this test\n-----END PUBLIC KEY-----\n")
+        try await relay.store.issueAccessToken("quota-test-token", key: key, expiresAt: Date().addingTimeInterval(3600))
+        let headers: HTTPFields = [.authorization: "Bearer quota-test-token", .contentType: "application/json"]
+        let path = "/v1/projects/\(project.project.name)/messages:send"
+        let body = #"{"message": {"token": "\#(device.token)", "data": {"k": "v"}}}"#
+        let first = try await relay.request(.post, path, headers: headers, body: body)
+        #expect(first.status == 200, "\(first.text)")
+        let second = try await relay.request(.post, path, headers: headers, body: body)
+        #expect(second.status == 429, "\(second.text)")
+        #expect(second.headers[.retryAfter] != nil, "a quota answer says when to retry")
+        let error = try #require(try second.json()["error"] as? [String: Any], "\(second.text)")
+        #expect(error["status"] as? String == "RESOURCE_EXHAUSTED", "\(second.text)")
+        #expect(second.text.contains(#""errorCode":"QUOTA_EXCEEDED""#) || second.text.contains(#""errorCode": "QUOTA_EXCEEDED""#),
+                "\(second.text)")
+        await relay.close()
+    }
+
+    @Test("the quota table forgets buckets that have refilled, and a rate of 0 is no quota")
+    func bucketsAreForgottenAndZeroIsNoQuota() {
+        let clock = NIOLockedValueBox<UInt64>(0)
+        let quotas = SendQuotas(devicePerMinute: 1, topicPerMinute: 0, now: { clock.withLockedValue { $0 } })
+        let devices = (1...5000).map { DeviceID(rawValue: Int64($0)) }
+        #expect(quotas.admit(devices: devices).allSatisfy { $0 })
+        #expect(quotas.admit(devices: devices).allSatisfy { !$0 }, "one per minute: the second is refused")
+        clock.withLockedValue { $0 = 61_000_000_000 }
+        #expect(quotas.admit(devices: [devices[0]]) == [true], "a minute later it has one again")
+        // 4,000 other devices a minute later: when the table grows, the 4,999 refilled buckets are forgotten.
+        let others = (5001...9000).map { DeviceID(rawValue: Int64($0)) }
+        #expect(quotas.admit(devices: others).allSatisfy { $0 })
+        #expect(quotas.trackedDevices < 5000, "tracked: \(quotas.trackedDevices)")
+        for _ in 0..<1000 { #expect(quotas.admit(topic: .topic("t"), project: ProjectID(rawValue: 1))) }
+    }
+}
