@@ -20,6 +20,7 @@ let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "
 let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
 let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
+let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
 
 let package = Package(
     name: "PushRelay",
@@ -36,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // C libraries from Debian, one module each; all pointers stay in the Swift file that wraps them.
@@ -60,19 +62,24 @@ let package = Package(
             dependencies: ["COpenSSL", nio, nioConcurrency, logging],
             swiftSettings: swiftSettings
         ),
+        // RSA keys and RS256 signatures on libcrypto (service accounts, the JWTs of `/token`).
+        .target(name: "PushRelayCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         // The domain: FCM model, validation, envelope, ids, queue policy, topic conditions. No I/O.
         .target(name: "PushRelayCore", dependencies: ["PushRelayWire"], swiftSettings: swiftSettings),
-        // Storage protocol and the SQLite implementation.
+        // Storage protocol, the SQLite implementation and the PostgreSQL one (postgres-nio).
         .target(
             name: "PushRelayStore",
-            dependencies: ["PushRelayCore", "PushRelayWire", "CSQLite", "COpenSSL", logging, nioConcurrency],
+            dependencies: [
+                "PushRelayCore", "PushRelayWire", "CSQLite", "COpenSSL", logging, nio, nioPosix, nioConcurrency,
+                postgresNIO,
+            ],
             swiftSettings: swiftSettings
         ),
         // Routes, auth, delivery, services: wires Core, Store and HTTP together.
         .target(
             name: "PushRelayServer",
             dependencies: [
-                "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS", "PushRelayWire",
+                "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS", "PushRelayWire", "PushRelayCrypto",
                 nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle, metrics, prometheus,
             ],
             swiftSettings: swiftSettings
@@ -95,7 +102,7 @@ let package = Package(
             name: "pushrelay",
             dependencies: [
                 "PushRelayServer", "PushRelayClient", "PushRelayClientNIO", "PushRelayWire", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
-                httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
+                "PushRelayCrypto", httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
             ],
             swiftSettings: swiftSettings
         ),
@@ -120,6 +127,10 @@ let package = Package(
         .testTarget(
             name: "PushRelayCoreTests", dependencies: ["PushRelayCore", "PushRelayWire"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "PushRelayCryptoTests", dependencies: ["PushRelayCrypto", "PushRelayCore", "PushRelayWire"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "PushRelayStoreTests",
             dependencies: ["PushRelayStore", "PushRelayCore", "PushRelayWire", "TestSupport"],
             swiftSettings: swiftSettings
@@ -127,8 +138,8 @@ let package = Package(
         .testTarget(
             name: "PushRelayServerTests",
             dependencies: [
-                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayWire", "TestSupport", nio,
-                httpTypes,
+                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayWire", "TestSupport",
+                nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle,
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what PushRelay needs on Debian 12 when it is missing: C libraries for the build, and with --test
-# the independent peers the tests talk to (curl, nghttp2 tools, openssl, Python h2/httpx/pyfcm/sslyze, ...).
+# the independent peers the tests talk to (curl, nghttp2 tools, openssl, Python h2/httpx/pyfcm/sslyze/google-auth, ...).
 # Idempotent: installs nothing that is already there. Needs root (or sudo) only when it installs something.
 set -euo pipefail
 
@@ -16,7 +16,7 @@ apt_packages=(libnghttp2-dev libssl-dev libsqlite3-dev pkg-config)
 if [ "$want_test" = 1 ]; then
   # The test peers. (The benchmarks' own peers, nginx + nchan and mosquitto, are installed by the benchmark
   # scripts, not here: the test suite does not need them.)
-  apt_packages+=(nghttp2-client nghttp2-server curl openssl sqlite3 python3-venv systemd dpkg-dev chromium)
+  apt_packages+=(nghttp2-client nghttp2-server curl openssl sqlite3 python3-venv systemd dpkg-dev chromium postgresql)
 fi
 
 missing=()
@@ -31,10 +31,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 if [ "$want_test" = 1 ]; then
-  py_packages=(h2 "httpx[http2]" pyfcm==1.5.4 sslyze openapi-spec-validator)
+  py_packages=(h2 "httpx[http2]" pyfcm==1.5.4 sslyze openapi-spec-validator google-auth requests)
   need_pip=0
   python3 - <<'PY' 2>/dev/null || need_pip=1
-import h2, httpx, pyfcm, sslyze, openapi_spec_validator
+import h2, httpx, pyfcm, sslyze, openapi_spec_validator, google.auth, google.oauth2.service_account, requests
 PY
   if [ "$need_pip" = 1 ]; then
     echo "setup: installing Python test peers: ${py_packages[*]}"

@@ -8,3 +8,5 @@ swift build --build-tests
 # The end-to-end tests start the daemon binary built above.
 export PUSHRELAY_BIN="$(swift build --show-bin-path)/pushrelay"
 swift test --skip-build "$@"
+# A short fuzz run of every parser target (Fuzz/run.sh; seconds each): a crash fails the test command.
+Fuzz/run.sh all "${PUSHRELAY_FUZZ_SECONDS:-5}"

@@ -7,6 +7,7 @@
 #include <openssl/pem.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <openssl/rsa.h>
 /* Function-like macros that Swift cannot import are wrapped here as static inline functions. */
 static inline long pushrelay_BIO_pending(BIO *b) { return (long)BIO_pending(b); }
 

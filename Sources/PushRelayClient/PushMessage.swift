@@ -116,11 +116,17 @@ public struct PushMessage: Sendable, Hashable {
         }
     }
 
-    /// Decodes the shop scenario's ``SalesNotification`` from `gcm.notification.orderInfo`.
+    /// Decodes the shop scenario's ``SalesNotification`` from `gcm.notification.orderInfo`, or, in a message without
+    /// it, from the top-level key `orderInfo`: FCM HTTP v1 has no custom notification keys, so v1 senders put the
+    /// order in `data` (as JSON text) or in `apns.payload`, and the device receives it at the top level.
     ///
     /// - Throws: ``NotificationDecodingError`` naming the missing or malformed field.
     public func salesNotification() throws -> SalesNotification {
-        try decode(SalesNotification.self, forNotificationKey: SalesNotification.notificationKey)
+        let key = SalesNotification.notificationKey
+        if envelope[Self.notificationPrefix + key] == nil, envelope[key] != nil {
+            return try decode(SalesNotification.self, forKey: key)
+        }
+        return try decode(SalesNotification.self, forNotificationKey: key)
     }
 
     /// A string as is, a number as its digits.

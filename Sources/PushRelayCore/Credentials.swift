@@ -45,3 +45,11 @@ public enum Credentials {
         return difference == 0
     }
 }
+
+extension Credentials {
+    /// An OAuth 2 access token for a service account: `prat.` + 64 base64url characters (384 random bits).
+    public static func accessToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return "prat." + Base64URL.randomString(length: 64, using: &generator)
+    }
+}

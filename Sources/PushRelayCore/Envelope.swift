@@ -50,6 +50,13 @@ public struct Envelope: Sendable, Hashable {
                 builder.member(prefix: "", key: member.key, stringOrJSON: member.value)
             }
         }
+        if let custom = request.apnsExtras?.custom {
+            // v1 `apns.payload` custom keys, as JSON values (APNs payloads are JSON); a `data` key of the same name
+            // was written already and wins.
+            for member in custom.entries where request.data?[member.key] == nil {
+                builder.member(prefix: "", key: member.key, json: member.value)
+            }
+        }
         if let collapseKey = request.collapseKey { builder.member(#""collapse_key":"#, string: collapseKey) }
         if case .topic(let topic) = request.addressing {
             builder.member(#""from":"#, string: topic.path)
@@ -196,14 +203,25 @@ struct EnvelopeBuilder {
         JSONWriter.appendString(string, to: &buffer)
     }
 
+    /// `"<prefix><key>":<value as JSON>`.
+    mutating func member(prefix: StaticString, key: String, json value: JSONValue) {
+        memberKey(prefix: prefix, key: key)
+        JSONWriter.append(value, to: &buffer)
+    }
+
     /// `"<prefix><key>":"<value as string>"`: strings as they are, other values as escaped compact JSON text.
     mutating func member(prefix: StaticString, key: String, stringOrJSON value: JSONValue) {
+        memberKey(prefix: prefix, key: key)
+        Self.appendStringOrJSON(value, to: &buffer)
+    }
+
+    /// A separator unless first, then `"<prefix><key>":`.
+    private mutating func memberKey(prefix: StaticString, key: String) {
         separator()
         buffer.append(UInt8(ascii: "\""))
         JSONWriter.appendRaw(prefix, to: &buffer)
         JSONWriter.appendEscaped(key, to: &buffer)
         JSONWriter.appendRaw("\":", to: &buffer)
-        Self.appendStringOrJSON(value, to: &buffer)
     }
 
     private static func appendStringOrJSON(_ value: JSONValue, to buffer: inout [UInt8]) {
@@ -225,6 +243,15 @@ struct EnvelopeBuilder {
         JSONWriter.appendRaw(quotedKey, to: &buffer)
     }
 
+    /// `"<key>":<JSON value>` after a comma unless it is the first member.
+    private mutating func jsonField(_ member: JSONObject.Member, first: inout Bool) {
+        if !first { buffer.append(UInt8(ascii: ",")) }
+        first = false
+        JSONWriter.appendString(member.key, to: &buffer)
+        buffer.append(UInt8(ascii: ":"))
+        JSONWriter.append(member.value, to: &buffer)
+    }
+
     private mutating func stringField(_ name: StaticString, _ value: JSONValue?, first: inout Bool) {
         guard let value else { return }
         field(name, first: &first)
@@ -239,13 +266,17 @@ struct EnvelopeBuilder {
 
     mutating func appendAPS(_ aps: APSFields, request: FCMSendRequest) {
         let hasBadgeSoundCategory = aps.badge != nil || aps.sound != nil || aps.clickAction != nil
-        guard aps.hasAlert || hasBadgeSoundCategory || request.contentAvailable || request.mutableContent else {
+        let extras = request.apnsExtras
+        let hasAlert = aps.hasAlert || !(extras?.alert.isEmpty ?? true)
+        guard hasAlert || hasBadgeSoundCategory || request.contentAvailable || request.mutableContent
+            || !(extras?.aps.isEmpty ?? true)
+        else {
             return
         }
         separator()
         JSONWriter.appendRaw(#""aps":{"#, to: &buffer)
         var first = true
-        if aps.hasAlert {
+        if hasAlert {
             field(#""alert":"#, first: &first)
             buffer.append(UInt8(ascii: "{"))
             var alertFirst = true
@@ -256,6 +287,7 @@ struct EnvelopeBuilder {
             argsField(#""title-loc-args":"#, aps.titleLocArgs, first: &alertFirst)
             stringField(#""loc-key":"#, aps.bodyLocKey, first: &alertFirst)
             argsField(#""loc-args":"#, aps.bodyLocArgs, first: &alertFirst)
+            for member in extras?.alert.entries ?? [] { jsonField(member, first: &alertFirst) }
             buffer.append(UInt8(ascii: "}"))
         }
         if let badge = aps.badge {
@@ -276,6 +308,7 @@ struct EnvelopeBuilder {
             field(#""mutable-content":"#, first: &first)
             buffer.append(UInt8(ascii: "1"))
         }
+        for member in extras?.aps.entries ?? [] { jsonField(member, first: &first) }
         buffer.append(UInt8(ascii: "}"))
     }
 

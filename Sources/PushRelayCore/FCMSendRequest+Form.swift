@@ -7,7 +7,8 @@ extension FCMSendRequest {
     /// `condition`, `collapse_key`, `time_to_live`, `dry_run`, `delay_while_idle`, `priority`,
     /// `content_available`, `mutable_content`, `restricted_package_name`, `data.<key>=<value>` for each data
     /// entry and `notification.<key>=<value>` (an extension) for notification keys; values are strings.
-    /// Booleans are `1`/`true`/`0`/`false`; a `time_to_live` that is not an integer is `InvalidTtl`.
+    /// Booleans are `1`/`0` or `true`/`false` in any case (python-gcm writes Python's `True`/`False`); a
+    /// `time_to_live` that is not an integer is `InvalidTtl`.
     /// More than one `registration_id` is a `400` (multicast needs JSON). Unknown fields are ignored.
     public static func parse(form bytes: [UInt8]) throws(FCMError) -> FCMSendRequest {
         var fields = FCMSendFields()
@@ -48,7 +49,7 @@ extension FCMSendRequest {
     }
 
     private static func formBool(_ value: String, field: String) throws(FCMError) -> Bool {
-        switch value {
+        switch value.lowercased() {
         case "1", "true": return true
         case "0", "false", "": return false
         default: throw FCMError.fieldType(field, mustBe: "boolean", value: .string(value))

@@ -55,6 +55,8 @@ public struct FCMSendRequest: Sendable, Hashable {
     public var messageError: FCMError?
     /// The payload size by the ``FCMPayloadSize`` rule.
     public var payloadSize: Int
+    /// What an FCM HTTP v1 message's `apns.payload` carries beyond the legacy fields (nil for legacy sends).
+    public var apnsExtras: APNsPayloadExtras?
 
     /// A request with the given addressing and defaults for every option (not validated; for tests and tools).
     public init(addressing: FCMAddressing, encoding: Encoding = .json) {
@@ -72,6 +74,7 @@ public struct FCMSendRequest: Sendable, Hashable {
         self.delayWhileIdle = false
         self.messageError = nil
         self.payloadSize = 0
+        self.apnsExtras = nil
     }
 
     /// The priority that applies: as given, else `high` for notification messages and `normal` for data messages.
@@ -90,6 +93,27 @@ public struct FCMSendRequest: Sendable, Hashable {
         if case .tokens = addressing { return true }
         return false
     }
+}
+
+/// The parts of an FCM HTTP v1 `apns.payload` that no legacy field carries; the envelope writes them as they are.
+public struct APNsPayloadExtras: Sendable, Hashable {
+    /// `aps` keys without a legacy counterpart (`thread-id`, `interruption-level`, a critical `sound` dictionary, …),
+    /// written inside `aps` after the mapped keys.
+    public var aps: JSONObject
+    /// `aps.alert` keys without a legacy counterpart (`launch-image`, `subtitle-loc-key`, …), written inside `alert`.
+    public var alert: JSONObject
+    /// The custom top-level keys of `apns.payload`, written at the envelope's top level with their JSON values.
+    public var custom: JSONObject
+
+    /// Extras.
+    public init(aps: JSONObject = JSONObject(), alert: JSONObject = JSONObject(), custom: JSONObject = JSONObject()) {
+        self.aps = aps
+        self.alert = alert
+        self.custom = custom
+    }
+
+    /// Whether there is nothing to write.
+    public var isEmpty: Bool { aps.isEmpty && alert.isEmpty && custom.isEmpty }
 }
 
 /// Where a send goes.

@@ -20,22 +20,39 @@ public final class RelayApplication: Sendable {
         public var retryAfterSeconds: Int = 10
         /// How often expired and acknowledged messages are purged. Default 60 s.
         public var purgeInterval: Duration = .seconds(60)
+        /// The largest body on every route but the sends (register, ack, Instance ID), `max_request_body_size`.
+        /// Default 256 KiB.
+        public var maxRequestBodyBytes: Int = 256 * 1024
+        /// Whether `/metrics` is served (`metrics_enabled`); when false the route does not exist (404).
+        public var metricsEnabled: Bool = true
+        /// How often the store's figures behind `/metrics` (queue depth) and `/readyz` (store readable) are
+        /// refreshed (`metrics_interval`); neither route reads the store itself. Default 10 s.
+        public var statisticsInterval: Duration = .seconds(10)
         /// Web origins allowed to call the device routes from a browser (CORS); `*` for any. Default none.
         public var corsAllowedOrigins: [String] = []
+        /// The public base URL (`public_url`): `/token` accepts JWTs whose audience is `<publicURL>/token`.
+        /// ``RelayApplication/publicURL`` can change it once the listeners are bound.
+        public var publicURL: String = "http://127.0.0.1:8080"
 
         public init() {}
     }
 
     let store: any PushStore
     let hub = DeliveryHub()
+    /// Answers and deliveries from the store's writer to the event loops, one wake-up per loop per batch.
+    let handoff = EventLoopHandoff()
     let options: Options
     let logger: Logger
     /// The relay's metrics; the daemon records TLS handshakes through it.
     public let metrics: RelayMetrics
     let readiness: Readiness
+    let snapshot: StoreStatisticsSnapshot
 
     /// The routes: FCM send, device, Instance ID and operations.
     public let router: HTTPRouter
+    /// The public base URL that `/token` checks audiences against; set it once the listeners are bound when
+    /// `public_url` is not configured.
+    public let publicURL: PublicURL
 
     /// The relay on an opened store. `exporter` renders `/metrics`; the relay's metrics are recorded through its
     /// factory (bootstrap the process-wide metrics system with it to export other libraries' metrics too).
@@ -53,57 +70,92 @@ public final class RelayApplication: Sendable {
         let readiness = Readiness()
         self.readiness = readiness
         let hub = self.hub
+        let handoff = self.handoff
+        let snapshot = StoreStatisticsSnapshot()
+        self.snapshot = snapshot
+        let publicURL = PublicURL(options.publicURL)
+        self.publicURL = publicURL
         self.router = Self.makeRouter(
-            store: store, hub: hub, options: options, metrics: metrics, exporter: exporter, readiness: readiness,
-            logger: logger)
+            store: store, hub: hub, handoff: handoff, options: options, metrics: metrics, exporter: exporter,
+            readiness: readiness, snapshot: snapshot, publicURL: publicURL, logger: logger)
         store.setCommitObserver { committed in hub.deliver(committed) }
+        // Rows another node committed (PostgreSQL): the devices' streams here read the store from their cursors.
+        store.setRemoteCommitObserver { commit in
+            switch commit {
+            case .devices(let devices): hub.wake(devices: devices)
+            case .unknown: hub.wakeAll()
+            }
+        }
     }
 
     static func makeRouter(
         store: any PushStore,
         hub: DeliveryHub,
+        handoff: EventLoopHandoff,
         options: Options,
         metrics: RelayMetrics,
         exporter: PrometheusExporter,
         readiness: Readiness,
+        snapshot: StoreStatisticsSnapshot,
+        publicURL: PublicURL,
         logger: Logger
     ) -> HTTPRouter {
         let router = HTTPRouter()
+        let dispatcher = SendDispatcher(
+            store: store, path: MessagePath(store: store, hub: hub, metrics: metrics, handoff: handoff),
+            metrics: metrics)
         let send = SendRoute(
-            store: store, hub: hub, metrics: metrics, logger: logger,
+            store: store, dispatcher: dispatcher, metrics: metrics, logger: logger,
             maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds,
             readiness: readiness)
-        router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
-        router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .collected(send.handle))
+        router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .promised(send.handle))
+        router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .promised(send.handle))
 
-        let devices = DeviceRoutes(store: store, hub: hub, metrics: metrics, logger: logger)
+        // FCM HTTP v1: the service accounts' token endpoint and everything under /v1/projects/.
+        let token = TokenRoute(store: store, publicURL: publicURL, logger: logger)
+        router.add(.post, "/token", maxBodyBytes: 64 * 1024, .collected(token.handle))
+        let v1 = V1ProjectRoutes(
+            store: store, dispatcher: dispatcher, metrics: metrics,
+            logger: logger, retryAfterSeconds: options.retryAfterSeconds, readiness: readiness)
+        for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
+            router.add(method, "/v1/projects/{path*}", maxBodyBytes: options.maxSendBodyBytes, .collected(v1.handle))
+            router.add(method, "/v1/projects", maxBodyBytes: options.maxSendBodyBytes, .collected(v1.handle))
+        }
+
+        let devices = DeviceRoutes(
+            store: store, hub: hub, handoff: handoff, metrics: metrics, logger: logger,
+            maxBodyBytes: options.maxRequestBodyBytes)
         let tickets = StreamTicketRoutes(store: store, devices: devices, logger: logger)
         let cors = CORSPolicy(allowedOrigins: options.corsAllowedOrigins)
-        router.add(.post, "/v1/register", maxBodyBytes: 16 * 1024, .collected(cors.wrap(devices.register)))
+        router.add(.post, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, .collected(cors.wrap(devices.register)))
         router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(cors.wrap(devices.unregister)))
         router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(cors.wrap(tickets.stream)))
-        router.add(.post, "/v1/ack", maxBodyBytes: 256 * 1024, .collected(cors.wrap(devices.acknowledge)))
+        router.add(.post, "/v1/ack", maxBodyBytes: options.maxRequestBodyBytes, .collected(cors.wrap(devices.acknowledge)))
         router.add(.post, "/v1/stream-ticket", maxBodyBytes: 0, .collected(cors.wrap(tickets.issue)))
         for path in ["/v1/register", "/v1/stream", "/v1/ack", "/v1/stream-ticket"] {
             router.add(.options, path, maxBodyBytes: 0, .collected(cors.preflight))
         }
 
-        let iid = InstanceIDRoutes(store: store, logger: logger)
+        let iid = InstanceIDRoutes(store: store, logger: logger, maxBodyBytes: options.maxRequestBodyBytes)
         router.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: true) })
         router.add(.delete, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: false) })
-        router.add(.post, "/iid/v1:batchAdd", maxBodyBytes: 512 * 1024, .collected { try await iid.batch($0, subscribe: true) })
-        router.add(.post, "/iid/v1:batchRemove", maxBodyBytes: 512 * 1024, .collected { try await iid.batch($0, subscribe: false) })
+        router.add(.post, "/iid/v1:batchAdd", maxBodyBytes: options.maxRequestBodyBytes, .collected { try await iid.batch($0, subscribe: true) })
+        router.add(.post, "/iid/v1:batchRemove", maxBodyBytes: options.maxRequestBodyBytes, .collected { try await iid.batch($0, subscribe: false) })
         router.add(.get, "/iid/info/{token}", maxBodyBytes: 0, .collected(iid.info))
         router.add(.post, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: true) })
         router.add(.delete, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: false) })
 
-        let operations = OperationsRoutes(
-            store: store, hub: hub, metrics: metrics, exporter: exporter, readiness: readiness)
+        let operations = OperationsRoutes(exporter: exporter, readiness: readiness, snapshot: snapshot)
         router.add(.get, "/healthz", maxBodyBytes: 0, .immediate { _, _ in OperationsRoutes.healthy })
         router.add(.get, "/readyz", maxBodyBytes: 0, .collected(operations.ready))
-        router.add(.get, "/metrics", maxBodyBytes: 0, .collected(operations.metrics))
+        if options.metricsEnabled {
+            router.add(.get, "/metrics", maxBodyBytes: 0, .collected(operations.metrics))
+        }
         return router
     }
+
+    /// Takes the first statistics snapshot (before ``markReady()``, so `/readyz` and `/metrics` have figures at once).
+    public func refreshStatistics() async { await snapshot.refresh(store: store, metrics: metrics) }
 
     /// Marks the relay ready (listeners bound, store open) for `/readyz`.
     public func markReady() { readiness.set(.ready) }
@@ -115,11 +167,20 @@ public final class RelayApplication: Sendable {
         hub.drain()
     }
 
-    /// Runs the periodic work (heartbeats, purge) until cancelled.
+    /// Runs the periodic work (heartbeats, purge, statistics) until cancelled.
     public func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.heartbeatLoop() }
             group.addTask { await self.purgeLoop() }
+            group.addTask { await self.statisticsLoop() }
+        }
+    }
+
+    /// One snapshot per interval however many clients read `/metrics` and `/readyz`.
+    private func statisticsLoop() async {
+        while !Task.isCancelled {
+            await snapshot.refresh(store: store, metrics: metrics)
+            do { try await Task.sleep(for: options.statisticsInterval) } catch { return }
         }
     }
 

@@ -1,7 +1,7 @@
 import NIOConcurrencyHelpers
 
-/// An in-memory cache of hot lookups: server key → project, device secret → device, token → device,
-/// project id → project. Only hits are cached (a miss always asks the database, so a project or device created by
+/// An in-memory cache of hot lookups: server key → project, access token → project, device secret → device,
+/// token → device, project id → project. Only hits are cached (a miss always asks the database, so a project or device created by
 /// another process is seen at once).
 ///
 /// Invalidation: every write that can turn a hit into a miss (project delete, key rotation, device unregister) bumps
@@ -21,6 +21,9 @@ final class AuthCache: Sendable {
         var epoch: Int64?
         var lastCheck: ContinuousClock.Instant?
         var serverKeys: [KeyHash: ServerKeyEntry] = [:]
+        /// Access tokens of service accounts (FCM HTTP v1), `validUntil` = their expiry; apart from server keys so
+        /// that neither credential opens the other's API.
+        var accessTokens: [KeyHash: ServerKeyEntry] = [:]
         var devicesBySecret: [KeyHash: Device] = [:]
         var devicesByToken: [String: Device] = [:]
         var projects: [ProjectID: Project] = [:]
@@ -42,6 +45,16 @@ final class AuthCache: Sendable {
             }
             state.lastCheck = now
             return true
+        }
+    }
+
+    /// True when an epoch check is due (or none was made yet); unlike ``epochCheckDue(interval:)`` it claims
+    /// nothing: a memory-only lookup asks it and leaves the check to the next lookup that may read the database.
+    func epochCheckPending(interval: Duration) -> Bool {
+        let now = ContinuousClock.now
+        return self.state.withLockedValue { state in
+            guard let last = state.lastCheck, state.epoch != nil else { return true }
+            return now - last >= interval
         }
     }
 
@@ -76,6 +89,14 @@ final class AuthCache: Sendable {
         self.insert(generation: generation) { $0.serverKeys[hash] = entry }
     }
 
+    func accessToken(_ hash: KeyHash) -> ServerKeyEntry? {
+        self.state.withLockedValue { $0.accessTokens[hash] }
+    }
+
+    func insertAccessToken(_ hash: KeyHash, _ entry: ServerKeyEntry, generation: UInt64) {
+        self.insert(generation: generation) { $0.accessTokens[hash] = entry }
+    }
+
     func device(secret hash: KeyHash) -> Device? {
         self.state.withLockedValue { $0.devicesBySecret[hash] }
     }
@@ -108,8 +129,8 @@ final class AuthCache: Sendable {
     private func insert(generation: UInt64, _ body: (inout State) -> Void) {
         self.state.withLockedValue { state in
             guard state.generation == generation else { return }
-            let size = state.serverKeys.count + state.devicesBySecret.count + state.devicesByToken.count
-                + state.projects.count
+            let size = state.serverKeys.count + state.accessTokens.count + state.devicesBySecret.count
+                + state.devicesByToken.count + state.projects.count
             if size >= self.maxEntries {
                 Self.clear(&state)
                 return
@@ -121,6 +142,7 @@ final class AuthCache: Sendable {
     private static func clear(_ state: inout State) {
         state.generation &+= 1
         state.serverKeys.removeAll()
+        state.accessTokens.removeAll()
         state.devicesBySecret.removeAll()
         state.devicesByToken.removeAll()
         state.projects.removeAll()

@@ -14,7 +14,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         case exited
     }
 
-    let queue = WriteQueue()
+    let queue: WriteQueue
     private let context: StoreContext
     // Touched only by the writer thread once it runs.
     private let connection: SQLiteConnection
@@ -22,6 +22,10 @@ final class GroupCommitWriter: @unchecked Sendable {
     private var topicMessages: [Int64]
     private var fanOutBackoffUntil: ContinuousClock.Instant?
     private let queueStates = QueueStateCache(maxEntries: 100_000)
+    /// The size and commit time of the last group: the next one waits a little for as many (see
+    /// ``SQLiteStore/Configuration/maxGroupGather``).
+    private var lastGroupSize = 0
+    private var lastCommitTime = Duration.zero
 
     private let statistics = NIOLockedValueBox(GroupCommitStatistics())
     /// The observer lives in a class box: a function value stored in a generic container is re-abstracted by a
@@ -34,6 +38,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         self.context = context
         self.persistedLastID = persistedLastID
         self.topicMessages = topicMessages
+        self.queue = WriteQueue(capacity: context.configuration.maxPendingWrites)
     }
 
     /// Starts the writer thread.
@@ -52,23 +57,40 @@ final class GroupCommitWriter: @unchecked Sendable {
         _ body: @escaping @Sendable (WriteTransaction) throws -> T
     ) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let result = ResultBox<T>()
-            let request = WriteRequest(
-                isolated: isolated,
-                perform: { transaction in result.value = try body(transaction) },
-                complete: { error in
-                    if let error {
-                        continuation.resume(throwing: error)
-                    } else if let value = result.value {
-                        continuation.resume(returning: value)
-                    } else {
-                        continuation.resume(throwing: StoreError.unavailable("write produced no result"))
-                    }
+            self.submit(isolated: isolated, body) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Runs `body` in the next group transaction and calls `completion` with its result once committed (or with
+    /// the error that failed it), on the writer thread; at once, on the caller's thread, when the store is
+    /// closing. The task-free form of ``write(isolated:_:)`` for the event-loop send path: `completion` must be
+    /// quick (hand the result over, do not wait).
+    func submit<T: Sendable>(
+        isolated: Bool = false,
+        _ body: @escaping @Sendable (WriteTransaction) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        let result = ResultBox<T>()
+        let request = WriteRequest(
+            isolated: isolated,
+            perform: { transaction in result.value = try body(transaction) },
+            complete: { error in
+                if let error {
+                    completion(.failure(error))
+                } else if let value = result.value {
+                    completion(.success(value))
+                } else {
+                    completion(.failure(StoreError.unavailable("write produced no result")))
                 }
-            )
-            if !self.queue.submit(request) {
-                continuation.resume(throwing: StoreError.closed)
             }
+        )
+        switch self.queue.submit(request) {
+        case .accepted:
+            break
+        case .full:
+            completion(.failure(StoreError.unavailable("\(self.queue.capacity) writes are waiting for the disk")))
+        case .closed:
+            completion(.failure(StoreError.closed))
         }
     }
 
@@ -107,7 +129,9 @@ final class GroupCommitWriter: @unchecked Sendable {
     private func run() {
         while true {
             let fanOutReady = self.context.configuration.automaticFanOut && self.fanOutReady
-            let (requests, closing) = self.queue.takeAll(wait: !fanOutReady)
+            let gatherTimeout = min(self.lastCommitTime / 2, self.context.configuration.maxGroupGather)
+            let (requests, closing) = self.queue.takeAll(
+                wait: !fanOutReady, gather: self.lastGroupSize, gatherTimeout: gatherTimeout)
             if !requests.isEmpty {
                 self.runGroup(requests)
             } else if closing {
@@ -202,6 +226,8 @@ final class GroupCommitWriter: @unchecked Sendable {
             let commitStart = ContinuousClock.now
             try self.connection.statement("COMMIT").run()
             commitTime = ContinuousClock.now - commitStart
+            self.lastGroupSize = requests.count
+            self.lastCommitTime = commitTime
         } catch {
             if self.connection.inTransaction {
                 try? self.connection.execute("ROLLBACK")

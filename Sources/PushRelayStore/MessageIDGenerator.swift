@@ -10,6 +10,11 @@ struct MessageIDGenerator: Sendable {
         self.last = last
     }
 
+    /// Moves past `id` (an id handed out elsewhere, e.g. by another node through the database).
+    mutating func advance(past id: Int64) {
+        self.last = max(self.last, id)
+    }
+
     /// The next id.
     mutating func next(nowMicros: Int64) -> Int64 {
         self.last = max(nowMicros, self.last + 1)

@@ -1,8 +1,9 @@
+public import Foundation
 public import PushRelayCore
 /// Where PushRelay keeps projects, devices, topic subscriptions and the per-device message queues.
 ///
-/// Engine-agnostic: ``SQLiteStore`` is the default, a PostgreSQL implementation may follow; SQL stays inside the
-/// implementations. Every write is durable when its call returns (the transaction has committed and, for SQLite,
+/// Engine-agnostic: ``SQLiteStore`` is the default, ``PostgresStore`` lets several nodes share one database; SQL
+/// stays inside the implementations. Every write is durable when its call returns (the transaction has committed and, for SQLite,
 /// fsynced), and many concurrent writes share one commit. Keys and secrets are stored as SHA-256 hashes and
 /// compared in constant time; the clear values exist only in ``ProjectCredentials`` and ``DeviceRegistration``.
 ///
@@ -36,6 +37,32 @@ public protocol PushStore: Sendable {
 
     /// The project if `key` is its client key, or nil.
     func authenticateClientKey(_ key: String, project name: String) async throws -> Project?
+
+    // MARK: Service accounts (FCM HTTP v1)
+
+    /// Adds a service-account key to a project: its id (`private_key_id`), the account's client email and the public
+    /// key PEM (the private key is never given to the store). A project may hold several keys.
+    /// Throws ``StoreError/Code/notFound`` for an unknown project, ``StoreError/Code/alreadyExists`` for a used id.
+    func addServiceAccountKey(
+        project name: String, keyID: String, clientEmail: String, publicKeyPEM: String
+    ) async throws -> ServiceAccountKey
+
+    /// The project's service-account keys, revoked ones included, oldest first.
+    func serviceAccountKeys(project name: String) async throws -> [ServiceAccountKey]
+
+    /// The key with this id (revoked or not), or nil.
+    func serviceAccountKey(id: String) async throws -> ServiceAccountKey?
+
+    /// Revokes a key of the project: it signs no more grants and the access tokens issued for it stop working at
+    /// once. Returns false if the project has no such valid key.
+    func revokeServiceAccountKey(project name: String, keyID: String) async throws -> Bool
+
+    /// Stores an access token issued for `key` (its SHA-256 hash only) until `expiresAt`. Throws
+    /// ``StoreError/Code/notFound`` if the key was revoked meanwhile.
+    func issueAccessToken(_ token: String, key: ServiceAccountKey, expiresAt: Date) async throws
+
+    /// The project an unexpired access token of a valid key sends for, or nil (answer 401).
+    func authenticateAccessToken(_ token: String) async throws -> Project?
 
     // MARK: Devices
 
@@ -106,6 +133,21 @@ public protocol PushStore: Sendable {
     /// condition the compiler rejects.
     func enqueueTopicMessage(_ message: NewTopicMessage) async throws -> MessageID
 
+    // MARK: The hot path without tasks
+
+    /// The project of this server key when the answer is in memory and current, else nil (then ask
+    /// ``authenticateServerKey(_:)``). Never does I/O and never waits: the event-loop send path calls it.
+    func cachedProject(serverKey key: String) -> Project?
+
+    /// The devices of these tokens, in order, when every one of them is in memory; else nil (then ask
+    /// ``resolveTokens(_:)``). Never does I/O and never waits.
+    func cachedDevices(tokens: [String]) -> [Device]?
+
+    /// ``enqueue(_:)`` without a task: `completion` gets the results once the commit is durable (or the error),
+    /// on the store's writer thread, or at once on the caller's thread when nothing needs storing or the store is
+    /// closed. It must be quick: hand the result over, do not wait.
+    func enqueue(_ messages: [NewMessage], completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void)
+
     // MARK: Notification and lifecycle
 
     /// Sets the function called after every commit that appended to device queues, with the appended rows
@@ -116,12 +158,42 @@ public protocol PushStore: Sendable {
     /// the rows over, do not wait). Replaces the previous observer; nil removes it.
     func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?)
 
+    /// Sets the function called when another node of the same database committed rows for devices (PostgreSQL:
+    /// one `NOTIFY` per committed batch), so that their live streams on this node read the store from their
+    /// cursors; ``RemoteCommit/unknown`` when this node may have missed some (its listening connection was lost):
+    /// then every live stream reads the store. Called on a store task: it must return quickly. A store that only
+    /// one process serves (SQLite) never calls it.
+    func setRemoteCommitObserver(_ observer: (@Sendable (RemoteCommit) -> Void)?)
+
     /// Finishes the writes already submitted, stops the background work and closes the engine. Later calls throw
     /// ``StoreError/closed``.
     func close() async
 }
 
 extension PushStore {
+    /// No other node shares the store: nothing to observe.
+    public func setRemoteCommitObserver(_ observer: (@Sendable (RemoteCommit) -> Void)?) {}
+
+    /// Nothing in memory: every send takes the async path.
+    public func cachedProject(serverKey key: String) -> Project? { nil }
+
+    /// Nothing in memory: every send takes the async path.
+    public func cachedDevices(tokens: [String]) -> [Device]? { nil }
+
+    /// Runs ``enqueue(_:)`` in a task.
+    public func enqueue(
+        _ messages: [NewMessage],
+        completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void
+    ) {
+        Task {
+            do {
+                completion(.success(try await self.enqueue(messages)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
+
     /// Rotates the server key with the default grace period of 24 hours.
     public func rotateServerKey(project name: String) async throws -> String {
         try await self.rotateServerKey(project: name, gracePeriod: .seconds(86_400))

@@ -24,6 +24,14 @@ extension SQLiteStore {
         public var authRecheckInterval: Duration = .milliseconds(250)
         /// Entries the auth cache holds before it starts over. Default 200,000.
         public var authCacheEntries: Int = 200_000
+        /// Write requests that may wait for the writer; past it a write fails at once with
+        /// ``StoreError/Code/unavailable`` (the relay answers `Unavailable` with `Retry-After`) instead of queueing
+        /// without bound behind a slow disk. Default 65,536.
+        public var maxPendingWrites: Int = 65_536
+        /// The longest the writer waits, once woken, for the senders of its previous group to come back before it
+        /// commits what it has (they would otherwise miss this fsync and wait for the next one): at most half the
+        /// last commit's duration, and never more than this. Zero commits at once. Default 1 ms.
+        public var maxGroupGather: Duration = .milliseconds(1)
         /// Compiles a condition text (`'a' in topics && 'b' in topics`) into a matcher, or nil if it is malformed.
         /// The relay sets it from the core's condition parser. Default: rejects every condition.
         public var conditionCompiler: @Sendable (String) -> TopicConditionMatcher? = { _ in nil }

@@ -2,17 +2,8 @@ public import PushRelayCore
 extension SQLiteStore {
     /// See ``PushStore/enqueue(_:)``.
     public func enqueue(_ messages: [NewMessage]) async throws -> [EnqueueResult] {
-        if messages.allSatisfy({ $0.timeToLive <= .zero }) {
-            // Nothing to store: number them for the live delivery without a commit.
-            return messages.map { _ in .transient(self.nextTransientMessageID()) }
-        }
-        return try await self.writer.write { transaction in
-            var results: [EnqueueResult] = []
-            results.reserveCapacity(messages.count)
-            for message in messages {
-                results.append(try transaction.enqueue(message))
-            }
-            return results
+        try await withCheckedThrowingContinuation { continuation in
+            self.enqueue(messages) { continuation.resume(with: $0) }
         }
     }
 
@@ -95,6 +86,9 @@ extension SQLiteStore {
             try keys.bind(transaction.nowMicros, at: 1)
             try keys.run()
             report.expiredServerKeys = connection.changes
+            let tokens = try connection.statement("DELETE FROM access_tokens WHERE expires_at <= ?1")
+            try tokens.bind(transaction.nowMicros, at: 1)
+            try tokens.run()
             transaction.discardQueueStates()
             return report
         }

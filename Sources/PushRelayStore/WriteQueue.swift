@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import Foundation
 
 /// One unit of work for the writer thread: `perform` runs inside a write transaction (possibly shared with other
 /// requests); `complete` is called once after the commit (nil) or with the error that failed the request.
@@ -23,60 +23,101 @@ final class WriteRequest: @unchecked Sendable {
 
 /// The queue between the callers and the writer thread: a mutex, a condition variable and an array. The writer takes
 /// everything pending at once: that is the group of the next commit.
+///
+/// Bounded: past ``capacity`` pending requests ``submit(_:)`` refuses (the caller answers `Unavailable`), so a writer
+/// that falls behind (a slow disk) cannot make memory grow without bound. Callers signal the writer only when it
+/// waits for what they bring (one wake-up per group, not per request).
 final class WriteQueue: @unchecked Sendable {
-    // Condition value 1: the writer has something to do (requests while not suspended, or closing).
-    private let condition = ConditionLock(value: 0)
+    /// What ``submit(_:)`` did.
+    enum Submission: Equatable {
+        case accepted
+        /// ``capacity`` requests are pending: try again later.
+        case full
+        /// The store is closing.
+        case closed
+    }
+
+    private let condition = NSCondition()
     private var requests: [WriteRequest] = []
     private var closing = false
     private var suspended = false
+    /// While the writer waits: how many pending requests wake it (0: it is not waiting).
+    private var wakeAt = 0
+    /// The most requests that may wait.
+    let capacity: Int
 
-    /// Adds a request; false if the queue is closing.
-    func submit(_ request: WriteRequest) -> Bool {
-        self.condition.lock()
-        guard !self.closing else {
-            self.condition.unlock()
-            return false
-        }
-        self.requests.append(request)
-        self.condition.unlock(withValue: self.readyValue)
-        return true
+    init(capacity: Int = 65_536) {
+        self.capacity = max(capacity, 1)
     }
 
-    /// Takes every pending request, waiting for one when `wait` is true. `closing` is true once ``close()`` was called.
-    func takeAll(wait: Bool) -> (requests: [WriteRequest], closing: Bool) {
-        if wait {
-            self.condition.lock(whenValue: 1)
-        } else {
-            self.condition.lock()
+    /// Adds a request.
+    func submit(_ request: WriteRequest) -> Submission {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        guard !self.closing else { return .closed }
+        guard self.requests.count < self.capacity else { return .full }
+        self.requests.append(request)
+        if self.wakeAt > 0, self.requests.count >= self.wakeAt, !self.suspended {
+            self.condition.signal()
         }
+        return .accepted
+    }
+
+    /// Takes every pending request, waiting for one when `wait` is true. When fewer than `gather` are pending, it
+    /// waits up to `gatherTimeout` more for that many (a group that would otherwise leave the senders that are a
+    /// moment late for the next fsync). `closing` is true once ``close()`` was called.
+    func takeAll(
+        wait: Bool,
+        gather: Int = 0,
+        gatherTimeout: Duration = .zero
+    ) -> (requests: [WriteRequest], closing: Bool) {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        if wait {
+            self.wakeAt = 1
+            while !self.closing && (self.suspended || self.requests.isEmpty) {
+                self.condition.wait()
+            }
+        }
+        if gather > 1, gatherTimeout > .zero, !self.closing, !self.suspended, !self.requests.isEmpty,
+            self.requests.count < gather
+        {
+            self.wakeAt = gather
+            let deadline = Date(timeIntervalSinceNow: Double(gatherTimeout.components.attoseconds) / 1e18
+                + Double(gatherTimeout.components.seconds))
+            while !self.closing && !self.suspended && self.requests.count < gather {
+                if !self.condition.wait(until: deadline) { break }
+            }
+        }
+        self.wakeAt = 0
         var taken: [WriteRequest] = []
         if !self.suspended || self.closing {
             swap(&taken, &self.requests)
         }
-        let closing = self.closing
-        self.condition.unlock(withValue: self.readyValue)
-        return (taken, closing)
+        return (taken, self.closing)
     }
 
     /// Refuses new requests and wakes the writer so that it finishes what is queued and stops.
     func close() {
         self.condition.lock()
         self.closing = true
-        self.condition.unlock(withValue: self.readyValue)
+        self.condition.broadcast()
+        self.condition.unlock()
     }
 
     /// Holds requests in the queue until ``resume()`` (tests: makes a group deterministic).
     func suspend() {
         self.condition.lock()
         self.suspended = true
-        self.condition.unlock(withValue: self.readyValue)
+        self.condition.unlock()
     }
 
     /// Lets the writer take requests again.
     func resume() {
         self.condition.lock()
         self.suspended = false
-        self.condition.unlock(withValue: self.readyValue)
+        self.condition.broadcast()
+        self.condition.unlock()
     }
 
     /// Requests waiting (tests).
@@ -84,10 +125,5 @@ final class WriteQueue: @unchecked Sendable {
         self.condition.lock()
         defer { self.condition.unlock() }
         return self.requests.count
-    }
-
-    // Call with the lock held.
-    private var readyValue: Int {
-        (self.closing || (!self.requests.isEmpty && !self.suspended)) ? 1 : 0
     }
 }

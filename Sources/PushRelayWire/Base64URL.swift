@@ -87,3 +87,4 @@ public enum Base64URL {
         return output
     }
 }
+

@@ -6,26 +6,17 @@ import PushRelayServer
 import PushRelayStore
 import PushRelayWire
 
-/// `pushrelay project create|list|rotate-key|delete`: manages projects in the data directory directly (the store is
+/// `pushrelay project create|list|rotate-key|delete|service-account|service-account-keys|revoke-service-account-key`: manages projects in the data directory directly (the store is
 /// shared with a running daemon, which sees changes at once).
 struct ProjectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "project",
         abstract: "Create, list, rotate keys of, and delete projects.",
-        subcommands: [Create.self, List.self, RotateKey.self, Delete.self]
+        subcommands: [
+            Create.self, List.self, RotateKey.self, Delete.self, ServiceAccountCommand.self, ServiceAccountKeys.self,
+            RevokeServiceAccountKey.self,
+        ]
     )
-
-    struct StoreOptions: ParsableArguments {
-        @Option(name: .long, help: "The daemon's data directory (holds pushrelay.sqlite).")
-        var dataDir: String = ProcessInfo.processInfo.environment["PUSHRELAY_DATA_DIR"] ?? "/var/lib/pushrelay"
-
-        func open() throws -> SQLiteStore {
-            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
-            var logger = Logger(label: "pushrelay.cli")
-            logger.logLevel = .warning
-            return try SQLiteStore(configuration: .relay(directory: dataDir), logger: logger)
-        }
-    }
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -41,7 +32,7 @@ struct ProjectCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let store = try store.open()
+            let store = try await store.open()
             let credentials: ProjectCredentials
             do {
                 credentials = try await store.createProject(name: name)
@@ -78,7 +69,7 @@ struct ProjectCommand: AsyncParsableCommand {
         @Flag(help: "Print one JSON object per line.") var json = false
 
         func run() async throws {
-            let store = try store.open()
+            let store = try await store.open()
             let projects = try await store.projects()
             await store.close()
             for project in projects {
@@ -101,13 +92,30 @@ struct ProjectCommand: AsyncParsableCommand {
         )
         @Argument(help: "The project's name.") var name: String
         @OptionGroup var store: StoreOptions
-        @Option(help: "How long the old key stays valid, in seconds (default 86400 = 24 h).")
-        var graceSeconds: Int = 86_400
+        @Option(help: "How long the old key stays valid, in seconds (default: server_key_rotation_grace, 24 h).")
+        var graceSeconds: Int?
+        @Option(help: "The configuration file whose server_key_rotation_grace applies (or $PUSHRELAY_CONFIG).")
+        var config: String?
         @Flag(help: "Print JSON: {\"project\", \"server_key\"}.") var json = false
 
         func run() async throws {
-            guard graceSeconds >= 0 else { throw ValidationError("--grace-seconds must not be negative") }
-            let store = try store.open()
+            let graceSeconds: Int
+            if let explicit = self.graceSeconds {
+                guard explicit >= 0 else { throw ValidationError("--grace-seconds must not be negative") }
+                graceSeconds = explicit
+            } else {
+                // The configured `server_key_rotation_grace` (file, PUSHRELAY_SERVER_KEY_ROTATION_GRACE), as the
+                // daemon reads it.
+                let arguments = config.map { [ConfigurationLoader.configFileFlag, $0] } ?? []
+                do {
+                    let loaded = try ConfigurationLoader.load(
+                        arguments: arguments, environment: ProcessInfo.processInfo.environment)
+                    graceSeconds = Int(loaded.configuration.serverKeyRotationGrace.components.seconds)
+                } catch {
+                    throw ValidationError("invalid configuration: \(error.problems.map(\.description).joined(separator: "; "))")
+                }
+            }
+            let store = try await store.open()
             let key: String
             do {
                 key = try await store.rotateServerKey(project: name, gracePeriod: .seconds(graceSeconds))
@@ -133,7 +141,7 @@ struct ProjectCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            let store = try store.open()
+            let store = try await store.open()
             let deleted = try await store.deleteProject(named: name)
             await store.close()
             guard deleted else { throw ValidationError("no project named \(name)") }

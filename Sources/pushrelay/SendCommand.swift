@@ -4,16 +4,22 @@ import HTTPTypes
 import PushRelayCore
 import PushRelayWire
 
-/// `pushrelay send`: posts an FCM legacy message to `/fcm/send`, built from flags or given raw, and prints the
-/// relay's answer.
+/// `pushrelay send`: posts an FCM legacy message to `/fcm/send`, or with `--v1` an FCM HTTP v1 message to
+/// `messages:send` (after the service account's token exchange at `/token`), built from flags or given raw, and
+/// prints the relay's answer.
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Send a push message through the FCM legacy API and print the answer.",
+        abstract: "Send a push message through the FCM legacy API (or HTTP v1 with --v1) and print the answer.",
         discussion: """
             Either build the message from flags (--to and at least one of --title, --body, --order-info, --data) \
-            or post a raw FCM legacy JSON body with --json FILE (--json - reads standard input). The answer's \
+            or post a raw JSON body with --json FILE (--json - reads standard input). The answer's \
             body goes to standard output as the relay sent it.
+
+            Legacy: --server and --server-key. HTTP v1: --v1 --service-account FILE (a file from `pushrelay \
+            project service-account`): the command signs a JWT with the file's key, exchanges it at the file's \
+            token_uri for an access token, and posts to /v1/projects/<project_id>/messages:send (on --server, \
+            default: the token_uri's host). With --v1, --order-info goes into data.orderInfo as JSON text.
 
             Exit status: 0 when the relay answered 2xx and no result failed; 1 when it answered HTTP 400 or \
             above (e.g. 400 malformed, 401 wrong key, 503 Unavailable) or when `failure` is greater than 0 \
@@ -23,10 +29,16 @@ struct SendCommand: AsyncParsableCommand {
     )
 
     @Option(help: "The relay's base URL, e.g. http://127.0.0.1:8080 (h2c) or https://push.example.com.")
-    var server: String
+    var server: String?
 
     @Option(name: .customLong("server-key"), help: "The project's server key (sent as Authorization: key=…).")
-    var serverKey: String
+    var serverKey: String?
+
+    @Flag(help: "Send through FCM HTTP v1 with --service-account.")
+    var v1 = false
+
+    @Option(name: .customLong("service-account"), help: "The service-account file (with --v1).")
+    var serviceAccount: String?
 
     @Option(name: .customLong("json"), help: "Post this file's FCM JSON body as is ('-' for standard input).")
     var jsonFile: String?
@@ -65,7 +77,15 @@ struct SendCommand: AsyncParsableCommand {
     var caFile: String?
 
     func validate() throws {
-        try RelayHTTPCall.validate(server: server)
+        if v1 {
+            guard serviceAccount != nil else { throw ValidationError("--v1 needs --service-account FILE") }
+            if serverKey != nil { throw ValidationError("--server-key is for the legacy API; --v1 uses the service account") }
+        } else {
+            guard server != nil, serverKey != nil else {
+                throw ValidationError("give --server and --server-key (or --v1 --service-account FILE)")
+            }
+        }
+        if let server { try RelayHTTPCall.validate(server: server) }
         let built = to != nil || title != nil || body != nil || orderInfo != nil || !data.isEmpty
             || collapseKey != nil || ttl != nil || priority != nil || contentAvailable || dryRun
         if jsonFile != nil {
@@ -91,15 +111,27 @@ struct SendCommand: AsyncParsableCommand {
                 : try Data(contentsOf: URL(fileURLWithPath: jsonFile))
             payload = Array(contents)
         } else {
-            payload = try buildBody().serialized()
+            payload = try (v1 ? buildV1Body() : buildBody()).serialized()
         }
         var fields = HTTPFields()
-        fields[.authorization] = "key=\(serverKey)"
         fields[.contentType] = "application/json"
+        let server: String
+        let path: String
+        if v1, let serviceAccount {
+            let account = try V1ServiceAccountSession(file: serviceAccount, caFile: caFile)
+            server = self.server ?? account.file.baseURL
+            fields[.authorization] = "Bearer \(try await account.accessToken())"
+            path = "/v1/projects/\(account.file.projectID)/messages:send"
+        } else {
+            server = self.server ?? ""
+            fields[.authorization] = "key=\(serverKey ?? "")"
+            path = "/fcm/send"
+        }
+        try RelayHTTPCall.validate(server: server)
         let call = RelayHTTPCall(server: URL(string: server)!, caFile: caFile)
         let answer: RelayHTTPCall.Answer
         do {
-            answer = try await call.perform(.post, path: "/fcm/send", headerFields: fields, body: payload)
+            answer = try await call.perform(.post, path: path, headerFields: fields, body: payload)
         } catch {
             printToStandardError("pushrelay: cannot reach \(server): \(error)")
             throw ExitCode(1)
@@ -115,6 +147,35 @@ struct SendCommand: AsyncParsableCommand {
             printToStandardError("pushrelay: \(failures) recipient(s) failed")
             throw ExitCode(1)
         }
+    }
+
+    /// The FCM HTTP v1 body from the flags: `{"message": {...}, "validate_only": …}`.
+    func buildV1Body() throws -> JSONValue {
+        var message = JSONObject()
+        if let to {
+            if to.hasPrefix("/topics/") { message["topic"] = .string(String(to.dropFirst(8))) } else { message["token"] = .string(to) }
+        }
+        var notification = JSONObject()
+        notification["title"] = title.map { .string($0) }
+        notification["body"] = body.map { .string($0) }
+        if !notification.isEmpty { message["notification"] = .object(notification) }
+        var values = JSONObject()
+        if let orderInfo { values["orderInfo"] = .string(try JSONValue.parse(orderInfo).serializedString()) }
+        for pair in data {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            values[String(parts[0])] = .string(parts.count > 1 ? String(parts[1]) : "")
+        }
+        if !values.isEmpty { message["data"] = .object(values) }
+        var android = JSONObject()
+        android["collapse_key"] = collapseKey.map { .string($0) }
+        android["ttl"] = ttl.map { .string("\($0)s") }
+        android["priority"] = priority.map { .string($0.uppercased()) }
+        if !android.isEmpty { message["android"] = .object(android) }
+        if contentAvailable { message["apns"] = ["payload": ["aps": ["content-available": 1]]] }
+        var object = JSONObject()
+        object["message"] = .object(message)
+        if dryRun { object["validate_only"] = .bool(true) }
+        return .object(object)
     }
 
     /// The FCM legacy body from the flags, keys in FCM's usual order.

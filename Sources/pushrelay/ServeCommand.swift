@@ -1,19 +1,10 @@
 import ArgumentParser
 import Foundation
-import HTTPTypes
 import Logging
-import NIOCore
-import PushRelayCore
-import PushRelayHTTP
 import PushRelayServer
 import PushRelayStore
 import PushRelayTLS
 import ServiceLifecycle
-import UnixSignals
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `pushrelay serve`: runs the relay daemon until SIGTERM or SIGINT, then drains gracefully.
 struct ServeCommand: AsyncParsableCommand {
@@ -38,13 +29,11 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         if arguments.contains("--help") || arguments.contains("-h") { throw CleanExit.helpRequest(Self.self) }
         let benchRoutes = arguments.contains(Self.benchRoutesFlag)
+        let configurationArguments = arguments.filter { $0 != Self.benchRoutesFlag }
         let environment = ProcessInfo.processInfo.environment
         let loaded: LoadedConfiguration
         do {
-            loaded = try ConfigurationLoader.load(
-                arguments: arguments.filter { $0 != Self.benchRoutesFlag },
-                environment: environment
-            )
+            loaded = try ConfigurationLoader.load(arguments: configurationArguments, environment: environment)
         } catch {
             FileHandle.standardError.write(Data("pushrelay: invalid configuration:\n".utf8))
             for problem in error.problems { FileHandle.standardError.write(Data("  \(problem)\n".utf8)) }
@@ -57,120 +46,32 @@ struct ServeCommand: AsyncParsableCommand {
 
         let exporter = PrometheusExporter()
         exporter.bootstrapMetricsSystem()
-        let notifier = SystemdNotifier(environment: environment)
-
-        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        var storeConfiguration = SQLiteStore.Configuration.relay(directory: configuration.dataDirectory)
-        storeConfiguration.queuePolicy.maxPendingNonCollapsible = configuration.maxPendingMessages
-        storeConfiguration.queuePolicy.maxCollapseKeys = configuration.maxCollapseKeys
-        let store = try SQLiteStore(configuration: storeConfiguration, logger: Logger(label: "pushrelay.store"))
-
-        var options = RelayApplication.Options()
-        options.heartbeatInterval = configuration.heartbeatInterval
-        options.corsAllowedOrigins = configuration.corsAllowedOrigins
-        options.maxSendBodyBytes = configuration.maxSendBodySize
-        options.purgeInterval = configuration.purgeInterval
-        let relay = RelayApplication(store: store, options: options, exporter: exporter, logger: logger)
-        let router = relay.router
-        if benchRoutes {
-            router.add(.post, "/debug/echo", .immediate { _, body in
-                HTTPServerResponse(status: .ok, headerFields: [.contentType: "application/octet-stream"], body: .bytes(body))
-            })
-        }
-
-        let tlsContext: TLSServerContext?
+        let options = RelayServiceGroup.Options(
+            environment: environment,
+            exporter: exporter,
+            logLevel: levelControl,
+            reloadConfiguration: {
+                try ConfigurationLoader.load(arguments: configurationArguments, environment: environment).configuration
+            },
+            debugBenchRoutes: benchRoutes,
+            onListening: { addresses, tokenEndpoint in
+                for address in addresses { print("pushrelay listening on \(address.url)") }
+                print("pushrelay token endpoint \(tokenEndpoint)")
+                fflush(nil)  // tests and scripts read the lines through a pipe
+            }
+        )
+        let group: ServiceGroup
         do {
-            tlsContext = try Self.makeTLSContext(configuration)
-        } catch {
+            group = try await RelayServiceGroup.make(configuration: configuration, options: options, logger: logger)
+        } catch let error as TLSError {
             FileHandle.standardError.write(Data("pushrelay: cannot set up TLS: \(error.message) (\(error.code))\n".utf8))
             throw ExitCode(78)
+        } catch let error as StoreError {
+            // The message never contains the URL's password.
+            FileHandle.standardError.write(Data("pushrelay: cannot open the store: \(error)\n".utf8))
+            throw ExitCode(69)
         }
-
-        var serverConfiguration = HTTPServer.Configuration()
-        serverConfiguration.idleTimeout = .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000)
-        serverConfiguration.drainTimeout = .seconds(configuration.shutdownDrainTimeout.components.seconds)
-        var listeners = configuration.listen.map { HTTPServer.Listener(host: $0.host, port: $0.port) }
-        if let tlsContext {
-            let factory = TLSMetricsHandler.factory(context: tlsContext, metrics: relay.metrics)
-            listeners += configuration.listenTLS.map {
-                HTTPServer.Listener(host: $0.host, port: $0.port, tlsHandlerFactory: factory)
-            }
-        }
-        let server = HTTPServer(configuration: serverConfiguration, listeners: listeners, responder: router, logger: logger)
-        let addresses = try await server.start()
-        // start() returns the bound addresses in the order of `listeners`: cleartext first, then TLS.
-        for (index, address) in addresses.enumerated() {
-            let scheme = index < configuration.listen.count ? "http" : "https"
-            print("pushrelay listening on \(scheme)://\(Self.format(address))")
-        }
-        fflush(nil)  // tests and scripts read the line through a pipe
-        relay.markReady()
-        try? notifier.ready(status: "listening on \(addresses.map(Self.format).joined(separator: ", "))")
-
-        let daemon = DaemonService(server: server, relay: relay, store: store, notifier: notifier, logger: logger)
-        let reload = ReloadSignalService(notifier: notifier, logger: logger) {
-            let reloaded = try ConfigurationLoader.load(arguments: arguments.filter { $0 != Self.benchRoutesFlag }, environment: environment)
-            levelControl.level = reloaded.configuration.logLevel.loggerLevel
-            var status = "reloaded: log level \(reloaded.configuration.logLevel.rawValue)"
-            if let tlsContext {
-                // Refused (logged by the context, old certificate kept) unless both files are good.
-                let certificate = try tlsContext.reload()
-                status += ", TLS certificate serial \(certificate.serialNumber)"
-            }
-            return status
-        }
-        let group = ServiceGroup(
-            services: [daemon, SystemdWatchdogService(notifier: notifier, logger: logger), reload],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
-        )
         try await group.run()
         logger.info("stopped")
-    }
-
-    /// The TLS context for the `listen_tls` listeners, or `nil` when there are none.
-    static func makeTLSContext(_ configuration: PushRelayConfiguration) throws(TLSError) -> TLSServerContext? {
-        guard !configuration.listenTLS.isEmpty,
-            let certificate = configuration.tlsCertificatePath,
-            let key = configuration.tlsKeyPath
-        else { return nil }
-        return try TLSServerContext(
-            configuration: TLSServerConfiguration(certificateChainFile: certificate, privateKeyFile: key),
-            logger: Logger(label: "pushrelay.tls")
-        )
-    }
-
-    static func format(_ address: SocketAddress) -> String {
-        let ip = address.ipAddress ?? "?"
-        let port = address.port ?? 0
-        if case .v6 = address { return "[\(ip)]:\(port)" }
-        return "\(ip):\(port)"
-    }
-}
-
-/// The daemon's main service: the HTTP server and the relay's periodic work. On graceful shutdown it ends the
-/// live streams (clients reconnect elsewhere), stops accepting, lets in-flight requests and commits finish, then
-/// closes the store.
-struct DaemonService: Service {
-    let server: HTTPServer
-    let relay: RelayApplication
-    let store: SQLiteStore
-    let notifier: SystemdNotifier
-    let logger: Logger
-
-    func run() async throws {
-        try await withGracefulShutdownHandler {
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { await relay.run() }
-                try await server.run()
-                group.cancelAll()
-            }
-        } onGracefulShutdown: {
-            logger.info("draining")
-            try? notifier.stopping(status: "draining")
-            relay.drain()
-            server.beginShutdown()
-        }
-        await store.close()
     }
 }

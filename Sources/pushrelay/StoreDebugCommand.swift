@@ -158,8 +158,7 @@ struct StoreCrashWriterCommand: AsyncParsableCommand {
         abstract: "Enqueues and prints acknowledged message ids (for the kill -9 test)."
     )
 
-    @Option(help: "Data directory holding pushrelay.sqlite.")
-    var dataDir: String
+    @OptionGroup var storeOptions: StoreOptions
 
     @Option(help: "Device id (the store's row id) to enqueue to.")
     var device: Int64
@@ -171,10 +170,8 @@ struct StoreCrashWriterCommand: AsyncParsableCommand {
     var concurrency = 16
 
     mutating func run() async throws {
-        var configuration = SQLiteStore.Configuration(directory: self.dataDir)
         // Every acknowledged message must stay: lift the 100-message rule for this one-device test.
-        configuration.queuePolicy = QueuePolicy(maxPendingNonCollapsible: self.count + 1)
-        let store = try SQLiteStore(configuration: configuration)
+        let store = try await self.storeOptions.open(queuePolicy: QueuePolicy(maxPendingNonCollapsible: self.count + 1))
         let device = DeviceID(rawValue: self.device)
         let total = self.count
         let workers = self.concurrency

@@ -55,4 +55,89 @@ import Testing
         try await probe.expectEveryAcceptedMessageDelivered()
         #expect(try await daemon.terminate() == 0)
     }
+
+    /// 100 clients polling `/readyz` and `/metrics` in parallel (one curl with `--parallel-max 100`, rounds of 1,000
+    /// requests) while a healthy client sends, over a store holding a few thousand messages: neither route reads
+    /// the store, so the sends are not stalled, and both keep answering.
+    @Test func parallelReadinessAndMetricsProbesDoNotStallSends() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        // Rows for a per-request count to scan: 2,000 queued messages over 20 devices.
+        let loaded = try await daemon.registerDevices(keys, count: 20)
+        let tokens = loaded.map { "\"\($0.token)\"" }.joined(separator: ",")
+        for round in 0..<100 {
+            let answer = try await daemon.send(
+                #"{"registration_ids": [\#(tokens)], "data": {"fill": "\#(round)"}}"#, serverKey: keys.serverKey)
+            #expect(answer.status == 200, "\(answer.body)")
+        }
+        let probe = try await AttackProbe(daemon: daemon, keys: keys)
+        probe.start()
+        var urls: [String] = []
+        for index in 0..<1000 {
+            urls += ["\(daemon.baseURL)/\(index.isMultiple(of: 2) ? "readyz" : "metrics")", "-o", "/dev/null"]
+        }
+        let rounds = 5
+        var answered = 0
+        for _ in 0..<rounds {
+            let result = try await run(
+                "curl", ["-sS", "--parallel", "--parallel-max", "100", "-w", "%{http_code}\n"] + urls)
+            #expect(result.status == 0, "\(result.stderr)")
+            let codes = result.stdout.split(separator: "\n")
+            #expect(codes.count == 1000)
+            #expect(codes.allSatisfy { $0 == "200" }, "\(Set(codes))")
+            answered += codes.count
+        }
+        await probe.stop()
+        let report = probe.report
+        print("parallel /readyz and /metrics (\(answered) requests, 100 at a time): \(report)")
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.sends > 0)
+        try await probe.expectEveryAcceptedMessageDelivered()
+        // The queue-depth gauge comes from the periodic snapshot (taken at start and every 10 s), not per request.
+        let metrics = try await run("curl", ["-sS", "\(daemon.baseURL)/metrics"])
+        #expect(metrics.stdout.contains("pushrelay_queue_depth"), "\(metrics.stdout)")
+        #expect(try await daemon.terminate() == 0)
+    }
+
+    /// `metrics_enabled = false`: `/metrics` does not exist (404) while `/readyz` still answers.
+    @Test func metricsDisabledRemovesTheRoute() async throws {
+        let daemon = try Daemon(arguments: ["--metrics-enabled", "false"])
+        try await daemon.start()
+        let metrics = try await run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(daemon.baseURL)/metrics"])
+        #expect(metrics.stdout == "404")
+        let ready = try await run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(daemon.baseURL)/readyz"])
+        #expect(ready.stdout == "200")
+        #expect(try await daemon.terminate() == 0)
+    }
+
+    /// `registration_ids` with 999 copies of one token and one other (it made a copy of the message per entry): the
+    /// answer has 1,000 results, one message id for the 999, and the device receives the message once.
+    @Test func duplicateRegistrationIDsAreSentOnce() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let other = try await daemon.registerDevice(keys)
+        let tokens = Array(repeating: "\"\(device.token)\"", count: 999) + ["\"\(other.token)\""]
+        let answer = try await daemon.send(
+            #"{"registration_ids": [\#(tokens.joined(separator: ","))], "data": {"k": "v"}}"#, serverKey: keys.serverKey)
+        #expect(answer.status == 200, "\(answer.body)")
+        let json = try jsonObject(answer.body)
+        let results = try #require(json["results"] as? [[String: Any]])
+        #expect(results.count == 1000)
+        #expect(json["success"] as? Int == 1000)
+        let ids = Set(results.prefix(999).compactMap { $0["message_id"] as? String })
+        #expect(ids.count == 1, "\(ids.count) distinct message ids for one token")
+        let otherID = try #require(results.last?["message_id"] as? String)
+        #expect(!ids.contains(otherID))
+        // The device's queue holds the message once: a marker sent after it is the second and last event.
+        let marker = try messageID(ofSendResponse: try await daemon.send(
+            #"{"to": "\#(device.token)", "data": {"marker": "1"}}"#, serverKey: keys.serverKey).body)
+        let stream = try daemon.openStream(secret: device.secret)
+        defer { stream.stop() }
+        let text = try await stream.waitFor("the marker") { $0.contains(marker) }
+        #expect(parseEvents(text).count == 2, "\(parseEvents(text).count) events: \(text.prefix(500))")
+        #expect(try await daemon.terminate() == 0)
+    }
 }

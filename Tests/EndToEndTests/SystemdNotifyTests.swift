@@ -33,3 +33,67 @@ import Testing
         #expect(exit.status == 0)
     }
 }
+
+/// The watchdog outlives the drain (issue 14): `serve` runs `RelayServiceGroup.make`'s order, watchdog first and
+/// therefore stopped last, so systemd keeps hearing `WATCHDOG=1` while the daemon drains for longer than
+/// `WatchdogSec=`. (Before, `serve` ordered the watchdog after the daemon: it stopped before the drain began.)
+@Suite(.serialized) struct SystemdWatchdogDrainTests {
+    /// An HTTP/2 request whose body never ends: HEADERS and one DATA byte of a declared 100, then a PING. The PING's
+    /// acknowledgement proves the daemon has the stream open (frames are processed in order); prints `held`. Then
+    /// reads until the daemon closes the connection.
+    static let stalledRequest = #"""
+        import socket, sys, h2.connection, h2.config, h2.events
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+        c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        c.initiate_connection()
+        c.send_headers(1, [(":method", "POST"), (":path", "/fcm/send"), (":scheme", "http"),
+                           (":authority", "127.0.0.1"), ("content-type", "application/json"), ("content-length", "100")])
+        c.send_data(1, b"{")
+        c.ping(b"stalled!")
+        s.sendall(c.data_to_send())
+        while True:
+            data = s.recv(65536)
+            if not data: break
+            for event in c.receive_data(data):
+                if isinstance(event, h2.events.PingAckReceived): print("held", flush=True)
+            s.sendall(c.data_to_send())
+        print("closed", flush=True)
+        """#
+
+    @Test func watchdogKeepsPingingThroughADrainLongerThanItsInterval() async throws {
+        let socket = FakeNotifySocket()
+        // WatchdogSec=0.4 s: a ping every 200 ms. The stalled request holds the drain for its whole 2 s timeout.
+        let daemon = try Daemon(
+            arguments: ["--shutdown-drain-timeout", "2s"],
+            environment: ["NOTIFY_SOCKET": socket.address, "WATCHDOG_USEC": "400000"]
+        )
+        try await daemon.start()
+        var beforeStop: [String] = []
+        while let message = await socket.next(timeoutMilliseconds: 10_000) {
+            beforeStop.append(message)
+            if message.split(separator: "\n").contains("READY=1") { break }
+        }
+        #expect(beforeStop.last?.split(separator: "\n").contains("READY=1") == true, "got \(beforeStop)")
+
+        let stalled = try StreamingProcess("python3", ["-c", Self.stalledRequest, "\(daemon.port)"])
+        defer { stalled.stop() }
+        try await stalled.waitFor(timeout: .seconds(30), "the stalled request to be open") { $0.contains("held") }
+
+        daemon.sendTerminate()
+        var afterStop: [String] = []
+        var stopping = false
+        // Every message until the daemon has exited and the socket is quiet.
+        while let message = await socket.next(timeoutMilliseconds: 5_000) {
+            if message.split(separator: "\n").contains("STOPPING=1") { stopping = true }
+            if stopping { afterStop.append(message) }
+        }
+        let exit = try #require(try await daemon.waitForExit(), "the daemon did not exit")
+        #expect(exit.status == 0, "daemon log:\n\(exit.log)")
+        #expect(stopping, "no STOPPING=1")
+        // The drain lasted 2 s at 200 ms per ping: with the watchdog still running, about ten pings. Two prove it.
+        let pings = afterStop.filter { $0.split(separator: "\n").contains("WATCHDOG=1") }.count
+        #expect(pings >= 2, "watchdog pings after STOPPING=1: \(pings); messages: \(afterStop)")
+        // The drain ended the stalled request's connection.
+        #expect(await stalled.waitForExit(timeout: .seconds(10)) == 0, "\(stalled.text)")
+    }
+}

@@ -27,6 +27,16 @@ struct FCMFormRequestTests {
         #expect(request.data?["utf"] == "é")
     }
 
+    @Test func pythonBooleansInFormBodies() throws {
+        for (text, value) in [("True", true), ("TRUE", true), ("true", true), ("1", true), ("False", false),
+                              ("FALSE", false), ("0", false)] {
+            let request = try FCMSendRequest.parse(form: Array("registration_id=\(Fixture.token)&dry_run=\(text)&delay_while_idle=\(text)".utf8))
+            #expect(request.dryRun == value, "\(text)")
+            #expect(request.delayWhileIdle == value, "\(text)")
+        }
+        #expect(Fixture.formError("registration_id=\(Fixture.token)&dry_run=yes") != nil)
+    }
+
     @Test func notificationAndOptions() throws {
         let request = try form(
             "to=\(token)&notification.title=T&notification.body=B&priority=high&content_available=true"

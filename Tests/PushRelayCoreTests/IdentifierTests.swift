@@ -39,7 +39,13 @@ struct IdentifierTests {
     @Test func seededGenerationIsReproducible() {
         var a = FakeRandomNumberGenerator(state: 1)
         var b = FakeRandomNumberGenerator(state: 1)
-        #expect(RegistrationToken.generate(using: &a) == RegistrationToken.generate(using: &b))
+        let first = RegistrationToken.generate(using: &a)
+        #expect(first == RegistrationToken.generate(using: &b))
+        #expect(RegistrationToken.isWellFormed(first.rawValue))
+        // The token comes from the generator: the next draw, or another seed, gives another token.
+        #expect(RegistrationToken.generate(using: &a) != first)
+        var c = FakeRandomNumberGenerator(state: 2)
+        #expect(RegistrationToken.generate(using: &c) != first)
     }
 
     @Test(arguments: [

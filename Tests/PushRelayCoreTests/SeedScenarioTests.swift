@@ -2,7 +2,9 @@ import PushRelayCore
 import PushRelayWire
 import Testing
 
-/// The shop scenario of seed-scenario.md, exactly as written there.
+/// The shop scenario of seed-scenario.md: its send body as written there, and the device's dictionary it shows, which
+/// the envelope matches key for key except where the document itself says real clients differ (`orderId` in the
+/// course's device log, `orderID` as the sender wrote it) and the `from` key PushRelay adds as FCM does.
 @Suite("Seed scenario")
 struct SeedScenarioTests {
     static let token =
@@ -62,6 +64,43 @@ struct SeedScenarioTests {
         #expect(order["orderID"] == 3)
         #expect(order["userEmail"] == "matilde@siecola.com.br")
         #expect(order["newOrderStatus"] == "Novo pedido")
+    }
+
+    /// Section 3 of seed-scenario.md, verbatim.
+    static let deviceDictionaryAsWritten = #"""
+        {
+          "gcm.message_id": "1603214613006763",
+          "google.c.sender.id": "19283323559",
+          "google.c.a.e": "1",
+          "gcm.notification.orderInfo": "{\"newOrderStatus\": \"Novo pedido\", \"orderId\": 3, \"userEmail\": \"matilde@siecola.com.br\", \"infoReason\": \"Status de pedido\"}",
+          "aps": {"alert": {"title": "Provedor de Mensagens", "body": "Status do pedido"}, "content-available": 1}
+        }
+        """#
+
+    @Test func envelopeMatchesTheDeviceDictionaryOfTheScenario() throws {
+        let request = try FCMSendRequest.parse(json: Array(Self.body.utf8))
+        let envelope = Envelope(request: request, senderID: SenderID("19283323559")!)
+        let rendered = try JSONValue.parse(envelope.rendered(messageID: MessageID(1_603_214_613_006_763)))
+        let written = try JSONValue.parse(Self.deviceDictionaryAsWritten)
+        let renderedObject = try #require(rendered.objectValue)
+        let writtenObject = try #require(written.objectValue)
+        // Every key the scenario shows, plus `from` (the sender id, as FCM adds it).
+        #expect(Set(renderedObject.keys) == Set(writtenObject.keys).union(["from"]))
+        #expect(rendered["from"] == "19283323559")
+        for key in ["gcm.message_id", "google.c.sender.id", "google.c.a.e", "aps"] {
+            #expect(rendered[key] == written[key], "\(key)")
+        }
+        // The order as JSON text: the same object once the device log's `orderId` is spelled as the sender wrote it.
+        let renderedOrder = try Self.members(try #require(rendered["gcm.notification.orderInfo"]?.stringValue))
+        var writtenOrder = try Self.members(try #require(written["gcm.notification.orderInfo"]?.stringValue))
+        writtenOrder["orderID"] = writtenOrder.removeValue(forKey: "orderId")
+        #expect(renderedOrder == writtenOrder)
+    }
+
+    /// The members of a JSON object's text, by key (the device sees a dictionary: order does not matter).
+    static func members(_ text: String) throws -> [String: JSONValue] {
+        let object = try #require(try JSONValue.parse(text).objectValue)
+        return Dictionary(uniqueKeysWithValues: object.map { ($0.key, $0.value) })
     }
 
     @Test func storedBodyHasNoMessageID() throws {

@@ -104,7 +104,7 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: ExternalPeer.available("nghttpd")))
+    @Test
     func againstNghttpd() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("nghttpd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)

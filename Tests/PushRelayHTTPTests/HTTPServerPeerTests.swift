@@ -6,7 +6,7 @@ import Testing
 
 /// The server against peers nobody here wrote: curl, nghttp, h2load, Python h2.
 @Suite(.serialized) struct HTTPServerPeerTests {
-    @Test(.enabled(if: ExternalPeer.available("curl")))
+    @Test
     func curlHTTP2PriorKnowledge() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -15,7 +15,7 @@ import Testing
         #expect(result.stdout == "{\"status\":\"ok\"}\n2 200", "\(result.stderr)")
     }
 
-    @Test(.enabled(if: ExternalPeer.available("curl")))
+    @Test
     func curlUpgradeFromHTTP1() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -25,7 +25,7 @@ import Testing
         #expect(result.stderr.contains("101 Switching Protocols"))
     }
 
-    @Test(.enabled(if: ExternalPeer.available("curl")))
+    @Test
     func curlHTTP1KeepAliveAndChunkedStream() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -38,12 +38,12 @@ import Testing
         #expect(result.stderr.lowercased().contains("transfer-encoding: chunked"))
     }
 
-    @Test(.enabled(if: ExternalPeer.available("curl")))
+    @Test
     func curlPostEchoBothProtocolsAndAsyncBody() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
         for flag in ["--http1.1", "--http2-prior-knowledge"] {
-            for path in ["/echo", "/echo-async", "/echo-collected"] {
+            for path in ["/echo", "/echo-async", "/echo-collected", "/echo-promised"] {
                 let result = try await ExternalPeer.run(
                     ["curl", "-sS", flag, "--data-binary", "hello transport", "\(server.baseURL)\(path)"])
                 #expect(result.stdout == "hello transport", "\(flag) \(path): \(result.stderr)")
@@ -51,7 +51,17 @@ import Testing
         }
     }
 
-    @Test(.enabled(if: ExternalPeer.available("nghttp")))
+    @Test func failedPromiseAnswersLikeAThrownErrorOnBothProtocols() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        for flag in ["--http1.1", "--http2-prior-knowledge"] {
+            let result = try await ExternalPeer.run(
+                ["curl", "-sS", flag, "-w", " %{http_code}", "\(server.baseURL)/fail-promised"])
+            #expect(result.stdout == "nope\n 400", "\(flag): \(result.stderr)")
+        }
+    }
+
+    @Test
     func nghttpVerbose() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -62,7 +72,7 @@ import Testing
         #expect(result.stdout.contains("{\"status\":\"ok\"}"))
     }
 
-    @Test(.enabled(if: ExternalPeer.available("h2load")))
+    @Test
     func h2loadTwentyThousandRequestsNoneFail() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -75,7 +85,7 @@ import Testing
         #expect(post.stdout.contains("2000 succeeded, 0 failed"), "\(post.stdout)")
     }
 
-    @Test(.enabled(if: ExternalPeer.available("h2load")))
+    @Test
     func h2loadHTTP1() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -84,7 +94,7 @@ import Testing
         #expect(result.stdout.contains("2000 succeeded, 0 failed"), "\(result.stdout)")
     }
 
-    @Test(.enabled(if: ExternalPeer.pythonH2Available))
+    @Test
     func pythonH2ManyConcurrentStreams() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }

@@ -8,7 +8,7 @@ import TestSupport
 
 /// Long-lived streaming responses: other requests flow beside them, slow readers are held back, shutdown drains.
 @Suite(.serialized) struct HTTPServerStreamingTests {
-    @Test(.enabled(if: ExternalPeer.pythonH2Available))
+    @Test
     func longLivedStreamWhileOtherRequestsAreAnswered() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -36,7 +36,7 @@ import TestSupport
     }
 
     /// A reader that stops reading: the flood route's writer must stall with the server holding a bounded amount.
-    @Test(.enabled(if: ExternalPeer.pythonH2Available))
+    @Test
     func slowHTTP2ReaderDoesNotGrowServerBuffers() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -130,7 +130,7 @@ import TestSupport
         #expect(server.probe.closeCallbacks == 1)
     }
 
-    @Test(.enabled(if: ExternalPeer.available("curl")))
+    @Test
     func onCloseRunsWhenAnHTTP1PeerLeaves() async throws {
         let server = try await TestServer.start()
         let result = try await ExternalPeer.run([

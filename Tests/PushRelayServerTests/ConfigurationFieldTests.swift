@@ -66,7 +66,7 @@ let fieldCases: [FieldCase] = [
         file: (#""sqlite""#, #""sqlite""#),
         environment: ("SQLite", #""sqlite""#),
         flag: ("sqlite", #""sqlite""#),
-        invalid: ["mysql", "postgres", ""]
+        invalid: ["mysql", ""]
     ),
     FieldCase(
         field: .postgresURL,
@@ -153,6 +153,13 @@ let fieldCases: [FieldCase] = [
         invalid: ["maybe", "2", ""]
     ),
     FieldCase(
+        field: .metricsInterval,
+        file: (#""30s""#, #""30s""#),
+        environment: ("5", #""5s""#),
+        flag: ("1m", #""1m""#),
+        invalid: ["-1s", "0s", "often"]
+    ),
+    FieldCase(
         field: .shutdownDrainTimeout,
         file: (#""5s""#, #""5s""#),
         environment: ("45s", #""45s""#),
@@ -167,12 +174,33 @@ let fieldCases: [FieldCase] = [
         invalid: ["0", "-10", "10000001", "unlimited"]
     ),
     FieldCase(
+        field: .maxConnectionsPerAddress,
+        file: ("16", "16"),
+        environment: ("0", "0"),
+        flag: ("4", "4"),
+        invalid: ["-1", "10000001", "many"]
+    ),
+    FieldCase(
+        field: .requestTimeout,
+        file: (#""10s""#, #""10s""#),
+        environment: ("5", #""5s""#),
+        flag: ("1m", #""1m""#),
+        invalid: ["-1s", "0s", "soon"]
+    ),
+    FieldCase(
         field: .corsAllowedOrigins,
         file: (#"["https://shop.example.com", "http://localhost:3000"]"#,
                #"["https://shop.example.com", "http://localhost:3000"]"#),
         environment: ("https://a.example, https://b.example:8443", #"["https://a.example", "https://b.example:8443"]"#),
         flag: ("*", #"["*"]"#),
         invalid: ["shop.example.com", "https://shop.example.com/", "ftp://x", "https://Shop.example.com", "https://"]
+    ),
+    FieldCase(
+        field: .publicURL,
+        file: ("\"https://push.example.com/\"", "\"https://push.example.com\""),
+        environment: ("http://10.0.0.5:8080", "\"http://10.0.0.5:8080\""),
+        flag: ("https://relay.example:8443", "\"https://relay.example:8443\""),
+        invalid: ["push.example.com", "ftp://x", "http://a b"]
     ),
 ]
 

@@ -43,6 +43,24 @@ struct ConfigurationLoaderTests {
         #expect(error?.description.contains("did you mean heartbeat_interval?") == true)
     }
 
+    @Test("store = postgres needs a usable postgres_url; the reason never shows the password")
+    func postgresStoreNeedsURL() throws {
+        let missing = #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.load(arguments: ["--store", "postgres"], environment: [:])
+        }
+        #expect(missing?.problems.map(\.field) == [.postgresURL])
+        let unsupported = #expect(throws: ConfigurationError.self) {
+            try ConfigurationLoader.load(
+                arguments: ["--store", "postgres", "--postgres-url", "postgres://relay:hunter2@db/relay?sslmode=require"],
+                environment: [:])
+        }
+        #expect(unsupported?.problems.map(\.field) == [.postgresURL])
+        #expect(unsupported?.problems.first?.description.contains("hunter2") == false)
+        let loaded = try ConfigurationLoader.load(
+            arguments: ["--store", "postgres", "--postgres-url", "postgres://relay:hunter2@db/relay"], environment: [:])
+        #expect(loaded.configuration.store == .postgres)
+    }
+
     @Test("an unknown flag, a flag without value and a stray argument are errors")
     func unknownFlags() {
         let error = #expect(throws: ConfigurationError.self) {

@@ -56,13 +56,14 @@ struct RelayServiceGroupTests {
         #expect(events.withLockedValue { $0 } == ["start store", "start listeners", "stop listeners", "stop store"])
     }
 
-    @Test("a drain that does not finish is cancelled after shutdown_drain_timeout")
+    @Test("a drain that does not finish is cancelled after shutdown_drain_timeout and the close grace")
     func drainTimeout() async throws {
         let events = NIOLockedValueBox<[String]>([])
         let group = RelayServiceGroup.make(
             services: [FakeService(name: "stuck", events: events, ignoresShutdown: true)],
             watchdog: nil,
             configuration: configuration(drain: .milliseconds(100)),
+            closeGrace: .milliseconds(100),
             logger: Logger(label: "test")
         )
         try await withThrowingTaskGroup(of: Void.self) { tasks in

@@ -24,7 +24,7 @@ struct CrashRecoveryTests {
     @Test("kill -9 during enqueues loses no acknowledged message")
     func killDuringEnqueues() async throws {
         try await withTemporaryDirectory { directory in
-            let fixture = try await withStore(in: directory) { store in try await makeFixture(store) }
+            let fixture = try await withStore(.sqlite, in: directory) { store in try await makeFixture(store) }
 
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Self.binary)
@@ -65,7 +65,7 @@ struct CrashRecoveryTests {
             let acknowledged = String(decoding: buffer, as: UTF8.self).split(separator: "\n").compactMap { MessageID($0) }
             #expect(acknowledged.count >= 2_000)
 
-            try await withStore(in: directory) { store in
+            try await withStore(.sqlite, in: directory) { store in
                 var stored: Set<MessageID> = []
                 var after: MessageID?
                 while true {

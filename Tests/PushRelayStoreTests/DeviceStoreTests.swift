@@ -1,14 +1,15 @@
 import Foundation
 import PushRelayCore
 import Testing
+import TestSupport
 @testable import PushRelayStore
 
 @Suite("Store: devices")
 struct DeviceStoreTests {
-    @Test("register returns an FCM-like token and a secret that authenticates")
-    func register() async throws {
+    @Test("register returns an FCM-like token and a secret that authenticates", arguments: StoreKind.allCases)
+    func register(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let device = fixture.registration.device
                 let parts = device.token.split(separator: ":", maxSplits: 1)
@@ -24,10 +25,10 @@ struct DeviceStoreTests {
         }
     }
 
-    @Test("resolve keeps request order, nil for unknown tokens")
-    func resolve() async throws {
+    @Test("resolve keeps request order, nil for unknown tokens", arguments: StoreKind.allCases)
+    func resolve(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let other = try await store.registerDevice(project: fixture.project, app: "x", platform: "ANDROID")
                 let tokens = [other.device.token, "unknown", fixture.registration.device.token]
@@ -39,10 +40,10 @@ struct DeviceStoreTests {
         }
     }
 
-    @Test("unregister by secret removes the device, its queue and its subscriptions")
-    func unregister() async throws {
+    @Test("unregister by secret removes the device, its queue and its subscriptions", arguments: StoreKind.allCases)
+    func unregister(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let token = fixture.registration.device.token
                 _ = try await store.resolveTokens([token])  // warm the cache
@@ -61,10 +62,10 @@ struct DeviceStoreTests {
         }
     }
 
-    @Test("registering for an unknown project fails with notFound")
-    func unknownProject() async throws {
+    @Test("registering for an unknown project fails with notFound", arguments: StoreKind.allCases)
+    func unknownProject(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 do {
                     _ = try await store.registerDevice(project: ProjectID(rawValue: 42), app: "a", platform: "IOS")
                     Issue.record("registered a device for a missing project")
@@ -75,11 +76,11 @@ struct DeviceStoreTests {
         }
     }
 
-    @Test("the database files never contain a key or secret in clear")
-    func noPlaintextCredentials() async throws {
+    @Test("the database files never contain a key or secret in clear", arguments: StoreKind.allCases)
+    func noPlaintextCredentials(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
             var secrets: [String] = []
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let rotated = try await store.rotateServerKey(project: "shop")
                 secrets = [fixture.credentials.serverKey, fixture.credentials.clientKey, fixture.registration.secret, rotated]
@@ -87,8 +88,15 @@ struct DeviceStoreTests {
                 secrets.append(fixture.registration.device.token)
             }
             var bytes: [UInt8] = []
-            for file in try FileManager.default.contentsOfDirectory(atPath: directory) {
-                bytes += Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + file)))
+            switch kind {
+            case .sqlite:
+                for file in try FileManager.default.contentsOfDirectory(atPath: directory) {
+                    bytes += Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + file)))
+                }
+            case .postgres:
+                // Every table's rows as text (bytea in hex and escape forms would hide nothing: the search is for
+                // the clear text).
+                bytes = Array(try await TestPostgres.shared.dump(database: databaseName(for: directory)).utf8)
             }
             let haystack = String(decoding: bytes.map { $0 == 0 ? 1 : $0 }, as: UTF8.self)
             #expect(haystack.contains(secrets.removeLast()))

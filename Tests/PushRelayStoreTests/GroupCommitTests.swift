@@ -4,10 +4,10 @@ import Testing
 
 @Suite("Store: group commit")
 struct GroupCommitTests {
-    @Test("concurrent enqueues share one transaction")
-    func concurrentEnqueuesShareOneTransaction() async throws {
+    @Test("concurrent enqueues share one transaction", arguments: StoreKind.allCases)
+    func concurrentEnqueuesShareOneTransaction(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let callers = 64
                 let before = store.groupCommitStatistics
@@ -41,10 +41,10 @@ struct GroupCommitTests {
         }
     }
 
-    @Test("a failing request in a group fails alone; the others commit")
-    func failingRequestFailsAlone() async throws {
+    @Test("a failing request in a group fails alone; the others commit", arguments: StoreKind.allCases)
+    func failingRequestFailsAlone(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 store.suspendWriter()
                 async let good = store.enqueue([NewMessage(device: fixture.device, body: [1])])
@@ -70,10 +70,10 @@ struct GroupCommitTests {
         }
     }
 
-    @Test("a closed store refuses writes and reads")
-    func closed() async throws {
+    @Test("a closed store refuses writes and reads", arguments: StoreKind.allCases)
+    func closed(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            let store = try SQLiteStore(configuration: .init(directory: directory))
+            let store = try await openStore(kind, in: directory)
             await store.close()
             do {
                 _ = try await store.createProject(name: "x")

@@ -5,10 +5,10 @@ import Testing
 
 @Suite("Store: projects and keys")
 struct ProjectStoreTests {
-    @Test("create returns an 11-digit sender id and keys that authenticate")
-    func createAndAuthenticate() async throws {
+    @Test("create returns an 11-digit sender id and keys that authenticate", arguments: StoreKind.allCases)
+    func createAndAuthenticate(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let created = try await store.createProject(name: "shop")
                 #expect(created.project.name == "shop")
                 #expect(String(created.project.senderID).count == 11)
@@ -26,10 +26,10 @@ struct ProjectStoreTests {
         }
     }
 
-    @Test("names are unique, non-empty; list is by name")
-    func namesAndList() async throws {
+    @Test("names are unique, non-empty; list is by name", arguments: StoreKind.allCases)
+    func namesAndList(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let b = try await store.createProject(name: "b")
                 let a = try await store.createProject(name: "a")
                 #expect(a.project.senderID != b.project.senderID)
@@ -50,11 +50,11 @@ struct ProjectStoreTests {
         }
     }
 
-    @Test("rotation: the old key works during the grace period, not after; the new key works")
-    func rotation() async throws {
+    @Test("rotation: the old key works during the grace period, not after; the new key works", arguments: StoreKind.allCases)
+    func rotation(kind: StoreKind) async throws {
         let clock = FakeClock()
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory, clock: clock) { store in
+            try await withStore(kind, in: directory, clock: clock) { store in
                 let created = try await store.createProject(name: "shop")
                 #expect(try await store.authenticateServerKey(created.serverKey) != nil)  // cached now
                 let newKey = try await store.rotateServerKey(project: "shop", gracePeriod: .seconds(3600))
@@ -76,11 +76,11 @@ struct ProjectStoreTests {
         }
     }
 
-    @Test("a second rotation does not extend the first key's grace period")
-    func secondRotationKeepsShorterGrace() async throws {
+    @Test("a second rotation does not extend the first key's grace period", arguments: StoreKind.allCases)
+    func secondRotationKeepsShorterGrace(kind: StoreKind) async throws {
         let clock = FakeClock()
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory, clock: clock) { store in
+            try await withStore(kind, in: directory, clock: clock) { store in
                 let created = try await store.createProject(name: "shop")
                 let second = try await store.rotateServerKey(project: "shop", gracePeriod: .seconds(100))
                 clock.advance(by: 50)
@@ -93,10 +93,10 @@ struct ProjectStoreTests {
         }
     }
 
-    @Test("delete cascades devices, messages and subscriptions")
-    func deleteCascades() async throws {
+    @Test("delete cascades devices, messages and subscriptions", arguments: StoreKind.allCases)
+    func deleteCascades(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let other = try await makeFixture(store, name: "other")
                 _ = try await store.enqueue([NewMessage(device: fixture.device, body: [1])])
@@ -117,11 +117,11 @@ struct ProjectStoreTests {
         }
     }
 
-    @Test("another process's changes are seen without restart (new project at once, deletion after the recheck)")
-    func seesOtherProcessChanges() async throws {
+    @Test("another process's changes are seen without restart (new project at once, deletion after the recheck)", arguments: StoreKind.allCases)
+    func seesOtherProcessChanges(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory, configure: { $0.authRecheckInterval = .zero }) { daemon in
-                try await withStore(in: directory) { cli in
+            try await withStore(kind, in: directory, configure: { $0.authRecheckInterval = .zero }) { daemon in
+                try await withStore(kind, in: directory) { cli in
                     let created = try await cli.createProject(name: "late")
                     #expect(try await daemon.authenticateServerKey(created.serverKey) == created.project)
                     let device = try await daemon.registerDevice(project: created.project.id, app: "a", platform: "IOS")

@@ -6,10 +6,10 @@ import Testing
 
 @Suite("Store: queues")
 struct QueueStoreTests {
-    @Test("FIFO by id; pending after an id; limit; acknowledge by ids and up to an id")
-    func fifoAndAcknowledge() async throws {
+    @Test("FIFO by id; pending after an id; limit; acknowledge by ids and up to an id", arguments: StoreKind.allCases)
+    func fifoAndAcknowledge(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 var ids: [MessageID] = []
                 for index in 0..<5 {
@@ -28,10 +28,10 @@ struct QueueStoreTests {
         }
     }
 
-    @Test("a device cannot acknowledge another device's messages")
-    func acknowledgeIsPerDevice() async throws {
+    @Test("a device cannot acknowledge another device's messages", arguments: StoreKind.allCases)
+    func acknowledgeIsPerDevice(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let other = try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS")
                 let id = try #require(try await store.enqueue([NewMessage(device: fixture.device, body: [1])])[0].messageID)
@@ -42,10 +42,10 @@ struct QueueStoreTests {
         }
     }
 
-    @Test("a collapse key replaces the pending message; a fifth key evicts the oldest")
-    func collapse() async throws {
+    @Test("a collapse key replaces the pending message; a fifth key evicts the oldest", arguments: StoreKind.allCases)
+    func collapse(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 func send(_ key: String, _ body: UInt8) async throws {
                     _ = try await store.enqueue([NewMessage(device: fixture.device, body: [body], collapseKey: key)])
@@ -65,10 +65,10 @@ struct QueueStoreTests {
         }
     }
 
-    @Test("over 100 non-collapsible messages: dropped, one deleted_messages marker, then the new message")
-    func overflow() async throws {
+    @Test("over 100 non-collapsible messages: dropped, one deleted_messages marker, then the new message", arguments: StoreKind.allCases)
+    func overflow(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let batch = (0..<100).map { NewMessage(device: fixture.device, body: [UInt8($0)]) }
                 _ = try await store.enqueue(batch)
@@ -87,11 +87,11 @@ struct QueueStoreTests {
         }
     }
 
-    @Test("time to live: 0 is never stored; expired messages leave pending and are purged")
-    func timeToLive() async throws {
+    @Test("time to live: 0 is never stored; expired messages leave pending and are purged", arguments: StoreKind.allCases)
+    func timeToLive(kind: StoreKind) async throws {
         let clock = FakeClock()
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory, clock: clock) { store in
+            try await withStore(kind, in: directory, clock: clock) { store in
                 let fixture = try await makeFixture(store)
                 let zero = try await store.enqueue([NewMessage(device: fixture.device, body: [0], timeToLive: .zero)])
                 guard case .transient(let transientID) = zero[0] else {
@@ -121,11 +121,11 @@ struct QueueStoreTests {
         }
     }
 
-    @Test("expired messages do not count toward the 100 limit")
-    func expiredDoNotCount() async throws {
+    @Test("expired messages do not count toward the 100 limit", arguments: StoreKind.allCases)
+    func expiredDoNotCount(kind: StoreKind) async throws {
         let clock = FakeClock()
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory, clock: clock) { store in
+            try await withStore(kind, in: directory, clock: clock) { store in
                 let fixture = try await makeFixture(store)
                 _ = try await store.enqueue((0..<100).map { _ in
                     NewMessage(device: fixture.device, body: [1], timeToLive: .seconds(5))
@@ -138,15 +138,15 @@ struct QueueStoreTests {
         }
     }
 
-    @Test("the writer's cached queue state follows acknowledgements made by another process")
-    func cachedStateSeesOtherProcess() async throws {
+    @Test("the writer's cached queue state follows acknowledgements made by another process", arguments: StoreKind.allCases)
+    func cachedStateSeesOtherProcess(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { daemon in
+            try await withStore(kind, in: directory) { daemon in
                 let fixture = try await makeFixture(daemon)
                 for index in 0..<100 {
                     _ = try await daemon.enqueue([NewMessage(device: fixture.device, body: [UInt8(index)])])
                 }
-                try await withStore(in: directory) { cli in
+                try await withStore(kind, in: directory) { cli in
                     let acknowledged = try await cli.acknowledge(device: fixture.device, upTo: MessageID(rawValue: Int64.max))
                     #expect(acknowledged == 100)
                 }
@@ -157,11 +157,11 @@ struct QueueStoreTests {
         }
     }
 
-    @Test("messages and ids survive close and reopen; ids keep increasing even if the clock went back")
-    func reopen() async throws {
+    @Test("messages and ids survive close and reopen; ids keep increasing even if the clock went back", arguments: StoreKind.allCases)
+    func reopen(kind: StoreKind) async throws {
         let clock = FakeClock()
         try await withTemporaryDirectory { directory in
-            let (fixture, firstIDs) = try await withStore(in: directory, clock: clock) { store in
+            let (fixture, firstIDs) = try await withStore(kind, in: directory, clock: clock) { store in
                 let fixture = try await makeFixture(store)
                 let results = try await store.enqueue((0..<3).map { NewMessage(device: fixture.device, body: [UInt8($0)]) })
                 _ = try await store.acknowledge(device: fixture.device, upTo: try #require(results[2].messageID))
@@ -170,7 +170,7 @@ struct QueueStoreTests {
                 return (fixture, pending.map(\.id) + results.compactMap(\.messageID))
             }
             clock.advance(by: -3600)
-            try await withStore(in: directory, clock: clock) { store in
+            try await withStore(kind, in: directory, clock: clock) { store in
                 let pending = try await store.pendingMessages(for: fixture.device, after: nil, limit: 10)
                 #expect(pending.map(\.body) == [[9]])
                 #expect(try await store.authenticateServerKey(fixture.credentials.serverKey) == fixture.credentials.project)
@@ -182,10 +182,10 @@ struct QueueStoreTests {
         }
     }
 
-    @Test("the commit observer gets every appended row with its body, in id order, once per commit")
-    func commitObserver() async throws {
+    @Test("the commit observer gets every appended row with its body, in id order, once per commit", arguments: StoreKind.allCases)
+    func commitObserver(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let other = try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS")
                 let heard = NIOLockedValueBox<[[StoredMessage]]>([])

@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import TestSupport
 @testable import PushRelayStore
 
 /// A temporary directory removed at the end of `body`.
@@ -22,19 +23,50 @@ final class FakeClock: Sendable {
     }
 }
 
-/// Opens a store in `directory`, runs `body`, closes it.
+/// The engines every store suite runs against.
+enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    case postgres
+
+    var description: String { self.rawValue }
+}
+
+/// The store settings tests change, for either engine.
+struct StoreOptions {
+    var maxTopicsPerDevice: Int?
+    var conditionCompiler: (@Sendable (String) -> TopicConditionMatcher?)?
+    var automaticFanOut: Bool?
+    var fanOutBatchSize: Int?
+    var authRecheckInterval: Duration?
+    /// SQLite only (the PostgreSQL writer's queue is not bounded yet).
+    var maxPendingWrites: Int?
+}
+
+/// A store with the writer hooks the suites use.
+protocol TestStore: PushStore {
+    func suspendWriter()
+    func resumeWriter()
+    var queuedWriteRequests: Int { get }
+    func expandOneFanOutBatch() async throws -> Bool
+    var groupCommitStatistics: GroupCommitStatistics { get }
+}
+
+extension SQLiteStore: TestStore {}
+extension PostgresStore: TestStore {}
+
+/// Opens a store of `kind` for `directory`, runs `body`, closes it. For PostgreSQL the directory names a database
+/// of the shared test cluster (created at first use): opening it again, or twice at once, is the same database,
+/// as a second node or a restarted one sees it.
 func withStore<T>(
+    _ kind: StoreKind,
     in directory: String,
     clock: FakeClock? = nil,
-    configure: (inout SQLiteStore.Configuration) -> Void = { _ in },
-    _ body: (SQLiteStore) async throws -> T
+    configure: (inout StoreOptions) -> Void = { _ in },
+    _ body: (any TestStore) async throws -> T
 ) async throws -> T {
-    var configuration = SQLiteStore.Configuration(directory: directory)
-    if let clock {
-        configuration.clock = { clock.date }
-    }
-    configure(&configuration)
-    let store = try SQLiteStore(configuration: configuration)
+    var options = StoreOptions()
+    configure(&options)
+    let store = try await openStore(kind, in: directory, clock: clock, options: options)
     do {
         let result = try await body(store)
         await store.close()
@@ -45,6 +77,44 @@ func withStore<T>(
     }
 }
 
+/// Opens (without closing) a store of `kind` for `directory`.
+func openStore(
+    _ kind: StoreKind,
+    in directory: String,
+    clock: FakeClock? = nil,
+    options: StoreOptions = StoreOptions()
+) async throws -> any TestStore {
+    switch kind {
+    case .sqlite:
+        var configuration = SQLiteStore.Configuration(directory: directory)
+        if let clock { configuration.clock = { clock.date } }
+        if let value = options.maxTopicsPerDevice { configuration.maxTopicsPerDevice = value }
+        if let value = options.conditionCompiler { configuration.conditionCompiler = value }
+        if let value = options.automaticFanOut { configuration.automaticFanOut = value }
+        if let value = options.fanOutBatchSize { configuration.fanOutBatchSize = value }
+        if let value = options.authRecheckInterval { configuration.authRecheckInterval = value }
+        if let value = options.maxPendingWrites { configuration.maxPendingWrites = value }
+        return try SQLiteStore(configuration: configuration)
+    case .postgres:
+        let url = try await TestPostgres.shared.database(named: databaseName(for: directory))
+        var configuration = PostgresStore.Configuration(url: try PostgresURL(url))
+        configuration.readConnections = 2
+        if let clock { configuration.clock = { clock.date } }
+        if let value = options.maxTopicsPerDevice { configuration.maxTopicsPerDevice = value }
+        if let value = options.conditionCompiler { configuration.conditionCompiler = value }
+        if let value = options.automaticFanOut { configuration.automaticFanOut = value }
+        if let value = options.fanOutBatchSize { configuration.fanOutBatchSize = value }
+        if let value = options.authRecheckInterval { configuration.authRecheckInterval = value }
+        return try await PostgresStore.open(configuration: configuration)
+    }
+}
+
+/// The test database of a temporary directory.
+func databaseName(for directory: String) -> String {
+    let name = URL(fileURLWithPath: directory).lastPathComponent.lowercased()
+    return "s_" + String(name.map { $0.isLetter || $0.isNumber ? $0 : "_" }.suffix(50))
+}
+
 /// A project with one device.
 struct Fixture {
     var credentials: ProjectCredentials
@@ -53,7 +123,7 @@ struct Fixture {
     var device: DeviceID { self.registration.device.id }
 }
 
-func makeFixture(_ store: SQLiteStore, name: String = "shop") async throws -> Fixture {
+func makeFixture(_ store: any PushStore, name: String = "shop") async throws -> Fixture {
     let credentials = try await store.createProject(name: name)
     let registration = try await store.registerDevice(project: credentials.project.id, app: "com.shop", platform: "IOS")
     return Fixture(credentials: credentials, registration: registration)

@@ -7,12 +7,13 @@ import Testing
 /// each step copies at most one batch, and the snapshot holds while the expansion runs across a restart.
 @Suite("Store: topic fan-out at scale")
 struct TopicFanOutScaleTests {
-    @Test("20,000 subscribers: accepted without copies, one batch per step, snapshot kept across a restart")
-    func snapshotHoldsDuringALongExpansion() async throws {
+    @Test("20,000 subscribers: accepted without copies, one batch per step, snapshot kept across a restart", arguments: StoreKind.allCases)
+    func snapshotHoldsDuringALongExpansion(kind: StoreKind) async throws {
         let subscribers = 20_000
         let batch = 1000
         try await withTemporaryDirectory { directory in
             let fixture = try await withStore(
+                kind,
                 in: directory,
                 configure: {
                     $0.automaticFanOut = false
@@ -70,7 +71,7 @@ struct TopicFanOutScaleTests {
             }
 
             // Restart with the automatic fan-out: it resumes after the five committed batches.
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 try await waitForFanOut(store)
                 let statistics = try await store.queueStatistics()
                 #expect(statistics.storedMessages == subscribers - 1)

@@ -24,11 +24,11 @@ enum FakeConditionCompiler {
 
 @Suite("Store: topics")
 struct TopicStoreTests {
-    @Test("subscribe, per-token results, subscriptions with dates, unsubscribe")
-    func subscribeAndUnsubscribe() async throws {
+    @Test("subscribe, per-token results, subscriptions with dates, unsubscribe", arguments: StoreKind.allCases)
+    func subscribeAndUnsubscribe(kind: StoreKind) async throws {
         let clock = FakeClock()
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory, clock: clock) { store in
+            try await withStore(kind, in: directory, clock: clock) { store in
                 let fixture = try await makeFixture(store)
                 let stranger = try await makeFixture(store, name: "other")
                 let token = fixture.registration.device.token
@@ -48,10 +48,10 @@ struct TopicStoreTests {
         }
     }
 
-    @Test("a device holds at most maxTopicsPerDevice topics")
-    func tooManyTopics() async throws {
+    @Test("a device holds at most maxTopicsPerDevice topics", arguments: StoreKind.allCases)
+    func tooManyTopics(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory, configure: { $0.maxTopicsPerDevice = 2 }) { store in
+            try await withStore(kind, in: directory, configure: { $0.maxTopicsPerDevice = 2 }) { store in
                 let fixture = try await makeFixture(store)
                 let token = fixture.registration.device.token
                 for topic in ["a", "b"] {
@@ -63,10 +63,10 @@ struct TopicStoreTests {
         }
     }
 
-    @Test("a topic message reaches the subscribers at send time, not later ones, not other projects")
-    func topicFanOut() async throws {
+    @Test("a topic message reaches the subscribers at send time, not later ones, not other projects", arguments: StoreKind.allCases)
+    func topicFanOut(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let second = try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS")
                 let late = try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS")
@@ -98,10 +98,10 @@ struct TopicStoreTests {
         }
     }
 
-    @Test("a condition message reaches the devices whose topics satisfy it")
-    func conditionFanOut() async throws {
+    @Test("a condition message reaches the devices whose topics satisfy it", arguments: StoreKind.allCases)
+    func conditionFanOut(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory, configure: { $0.conditionCompiler = FakeConditionCompiler.compile }) { store in
+            try await withStore(kind, in: directory, configure: { $0.conditionCompiler = FakeConditionCompiler.compile }) { store in
                 let fixture = try await makeFixture(store)
                 var devices: [DeviceRegistration] = []
                 for _ in 0..<4 {
@@ -143,11 +143,11 @@ struct TopicStoreTests {
         }
     }
 
-    @Test("20,000 subscribers: a restart in the middle of the expansion finishes it without duplicates")
-    func largeFanOutSurvivesRestart() async throws {
+    @Test("20,000 subscribers: a restart in the middle of the expansion finishes it without duplicates", arguments: StoreKind.allCases)
+    func largeFanOutSurvivesRestart(kind: StoreKind) async throws {
         let subscribers = 20_000
         try await withTemporaryDirectory { directory in
-            let (project, devices) = try await withStore(in: directory, configure: { $0.automaticFanOut = false }) { store in
+            let (project, devices) = try await withStore(kind, in: directory, configure: { $0.automaticFanOut = false }) { store in
                 let project = try await store.createProject(name: "big").project
                 var devices: [Device] = []
                 try await withThrowingTaskGroup(of: [Device].self) { group in
@@ -178,7 +178,7 @@ struct TopicStoreTests {
                 return (project, devices)
             }
             // Reopen with the automatic fan-out: it resumes after the 7 committed batches.
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 try await waitForFanOut(store)
                 let statistics = try await store.queueStatistics()
                 #expect(statistics.storedMessages == subscribers)
@@ -192,10 +192,10 @@ struct TopicStoreTests {
         }
     }
 
-    @Test("unsubscribe and project deletion stop later topic messages and clean subscriptions")
-    func cleanup() async throws {
+    @Test("unsubscribe and project deletion stop later topic messages and clean subscriptions", arguments: StoreKind.allCases)
+    func cleanup(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(in: directory) { store in
+            try await withStore(kind, in: directory) { store in
                 let fixture = try await makeFixture(store)
                 let token = fixture.registration.device.token
                 _ = try await store.subscribe(tokens: [token], to: "news", project: fixture.project)
@@ -212,7 +212,7 @@ struct TopicStoreTests {
 }
 
 /// Waits until no topic message is left to expand (bounded: fails after about a minute).
-func waitForFanOut(_ store: SQLiteStore) async throws {
+func waitForFanOut(_ store: any PushStore) async throws {
     for _ in 0..<6_000 {
         if try await store.queueStatistics().topicMessagesExpanding == 0 {
             return

@@ -209,6 +209,12 @@ final class HTTP2ClientConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
 
     func sessionBeginHeaders(streamID: Int32) {}
 
+    func sessionHeaderListTooLarge(streamID: Int32) {
+        session?.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.protocolError)
+    }
+
+    func sessionControlFrame() -> Bool { true }
+
     func sessionHeader(streamID: Int32, name: String, value: String) {
         guard let stream = streams[streamID], let fieldName = HTTPField.Name(parsed: name) else { return }
         stream.fields.append(HTTPField(name: fieldName, value: value))

@@ -38,6 +38,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     private var requestID = 0
     private var writer: HTTP1StreamBodyWriter?
     private var draining = false
+    /// The idle deadline between requests (the next head must be complete by then) and the body deadline.
+    private var timer: ConnectionTimer?
 
     init(shared: HTTPServerShared) {
         self.shared = shared
@@ -46,23 +48,57 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     /// The NIOHTTP1 handlers plus this one, in pipeline order.
     static func pipeline(shared: HTTPServerShared) -> [any ChannelHandler] {
         var limits = NIOHTTPDecoderLimitConfiguration()
-        limits.maxHeaderListSize = max(shared.configuration.maxHeaderListSize * 4, 64 * 1024)
+        limits.maxHeaderListSize = decoderHeadLimit(shared)
+        // No HTTPServerProtocolErrorHandler: `errorCaught` answers malformed input itself, with a body that says
+        // what was wrong (NIO's handler answers an empty 400, even to a head past the size limit).
         return [
             ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, limitConfiguration: limits)),
             HTTPResponseEncoder(),
             HTTPServerPipelineHandler(),
-            HTTPServerProtocolErrorHandler(),
             HTTP1ServerConnectionHandler(shared: shared),
         ]
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        let timer = ConnectionTimer(eventLoop: context.eventLoop) { [weak self] in self?.deadlinePassed() }
+        timer.set(in: shared.configuration.idleTimeout)
+        self.timer = timer
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         abandonRequest()
+        timer?.cancel()
+        timer = nil
         self.context = nil
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        // A body still incomplete after this read gets its deadline (one clock read, only for such requests).
+        switch state {
+        case .collecting, .streamingBody:
+            if let timer, timer.deadline == nil { timer.set(in: shared.configuration.requestTimeout) }
+        case .idle, .awaitingResponse, .responding, .upgrading:
+            break
+        }
+        context.fireChannelReadComplete()
+    }
+
+    /// The idle deadline passed with no complete request head (an idle or a slowloris connection), or a body did
+    /// not arrive whole in time.
+    private func deadlinePassed() {
+        switch state {
+        case .idle:
+            shared.logger.debug("closing HTTP/1.1 connection: no request within the idle timeout")
+            context?.close(promise: nil)
+        case .streamingBody(let continuation):
+            continuation.finish(throwing: HTTPTransportError.timeout("request body not received in time"))
+            reject(HTTPError(.requestTimeout, "request body not received in time"))
+        case .collecting:
+            reject(HTTPError(.requestTimeout, "request body not received in time"))
+        case .awaitingResponse, .responding, .upgrading:
+            break
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -81,18 +117,46 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             keepAlive = false
             if case .idle = state { context.close(promise: nil) }
             writer?.drain()
-        } else if event is IdleStateHandler.IdleStateEvent {
-            if case .idle = state { context.close(promise: nil) }
         } else {
             context.fireUserInboundEventTriggered(event)
         }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A malformed request: HTTPServerProtocolErrorHandler has answered 400; this end closes the connection.
         shared.logger.debug("closing HTTP/1.1 connection", metadata: ["http.error": "\(error)"])
-        abandonRequest()
-        context.close(promise: nil)
+        guard let parserError = error as? HTTPParserError else {
+            abandonRequest()
+            context.close(promise: nil)
+            return
+        }
+        // Malformed input: answered when no response has begun, then the connection closes (the parser cannot
+        // resynchronise).
+        switch state {
+        case .idle, .collecting, .streamingBody, .awaitingResponse:
+            if case .streamingBody(let continuation) = state {
+                continuation.finish(throwing: HTTPTransportError.protocolError("malformed request"))
+            }
+            state = .awaitingResponse
+            requestID += 1
+            keepAlive = false
+            let error =
+                if case .headerOverflow = parserError {
+                    HTTPError(
+                        .requestHeaderFieldsTooLarge,
+                        "request head (path and header fields) larger than \(Self.decoderHeadLimit(shared)) bytes")
+                } else {
+                    HTTPError(.badRequest, "malformed HTTP/1.1 request")
+                }
+            respond(HTTPResponder.response(for: error), requestID: requestID)
+        case .responding, .upgrading:
+            abandonRequest()
+            context.close(promise: nil)
+        }
+    }
+
+    /// The largest head the decoder parses; past it the request is answered 431 unread.
+    static func decoderHeadLimit(_ shared: HTTPServerShared) -> Int {
+        max(shared.configuration.maxHeaderListSize * 4, 64 * 1024)
     }
 
     // MARK: Requests
@@ -106,6 +170,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     }
 
     private func receiveHead(_ nioHead: HTTPRequestHead) {
+        timer?.set(nil)
         requestCount += 1
         requestID += 1
         receivedBodyBytes = 0
@@ -137,7 +202,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         self.maxBodyBytes = maxBodyBytes
         self.pathParameters = pathParameters
         switch handler {
-        case .immediate, .collected:
+        case .immediate, .collected, .promised:
             state = .collecting(handler)
         case .async(let handler):
             let hasBody = head.headerFields.firstValue(for: .contentLength).map { $0 != "0" } ?? (head.headerFields.firstValue(for: .transferEncoding) != nil)
@@ -188,6 +253,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             switch handler {
             case .immediate(let handler):
                 respond(handler(request, body), requestID: requestID)
+            case .promised(let handler):
+                runPromised(handler, request, body)
             case .collected(let handler), .async(let handler):
                 runAsync(handler, request)
             }
@@ -220,6 +287,21 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             let response = await HTTPResponder.run(handler, request)
             eventLoop.execute { bound.value.respond(response, requestID: requestID) }
         }
+    }
+
+    private func runPromised(
+        _ handler: @Sendable (HTTPServerRequest, ByteBuffer, EventLoopPromise<HTTPServerResponse>) -> Void,
+        _ request: HTTPServerRequest,
+        _ body: ByteBuffer
+    ) {
+        guard let context else { return }
+        let promise = context.eventLoop.makePromise(of: HTTPServerResponse.self)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let requestID = self.requestID
+        promise.futureResult.whenComplete { result in
+            bound.value.respond(HTTPResponder.response(for: result), requestID: requestID)
+        }
+        handler(request, body, promise)
     }
 
     private func abandonRequest() {
@@ -309,6 +391,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         state = .idle
         head = nil
         if keepAlive {
+            timer?.set(in: shared.configuration.idleTimeout)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         } else {
             context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
@@ -353,7 +436,6 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             // hands any bytes it already read past the request to the HTTP/2 handler.
             let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             try pipeline.removeHandler(pipeline.handler(type: HTTPServerPipelineHandler.self), promise: nil)
-            try pipeline.removeHandler(pipeline.handler(type: HTTPServerProtocolErrorHandler.self), promise: nil)
             try pipeline.removeHandler(pipeline.handler(type: HTTPResponseEncoder.self), promise: nil)
             pipeline.removeHandler(context: context, promise: nil)
             try pipeline.addHandler(http2)

@@ -30,10 +30,15 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     private var readPending = false
     private var draining = false
     private var closing = false
+    /// The idle deadline while no stream is open, else the earliest deadline of a request still arriving.
+    private var timer: ConnectionTimer?
+    private var controlFrames: HTTP2ControlFrameBudget
 
     init(shared: HTTPServerShared, upgrade: HTTP2UpgradeRequest? = nil) {
         self.shared = shared
         self.upgrade = upgrade
+        self.controlFrames = HTTP2ControlFrameBudget(
+            burst: shared.configuration.controlFrameBurst, ratePerSecond: shared.configuration.controlFrameRatePerSecond)
     }
 
     /// Bytes buffered in this connection's streaming writers (test hook).
@@ -53,6 +58,9 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             allocator: context.channel.allocator
         )
         self.session = session
+        let timer = ConnectionTimer(eventLoop: context.eventLoop) { [weak self] in self?.deadlinePassed() }
+        timer.set(in: shared.configuration.idleTimeout)
+        self.timer = timer
         if let upgrade {
             self.upgrade = nil
             guard session.upgradeServer(settingsPayload: upgrade.settingsPayload, isHeadRequest: upgrade.head.method == .head)
@@ -69,6 +77,8 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
 
     func handlerRemoved(context: ChannelHandlerContext) {
         closeAllStreams()
+        timer?.cancel()
+        timer = nil
         self.context = nil
     }
 
@@ -126,12 +136,6 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? HTTPServerConnectionEvent, case .drain = event {
             beginDrain()
-        } else if event is IdleStateHandler.IdleStateEvent {
-            if streams.isEmpty {
-                session?.submitGoAway()
-                flushOutput()
-                closeConnection()
-            }
         } else {
             context.fireUserInboundEventTriggered(event)
         }
@@ -198,6 +202,39 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         }
     }
 
+    // MARK: Deadlines
+
+    /// The timer fired: with no stream open the connection has been idle too long (GOAWAY and close, whatever
+    /// PINGs it sent); otherwise every stream whose request has not arrived whole by its deadline is reset.
+    private func deadlinePassed() {
+        guard let session, !closing else { return }
+        if streams.isEmpty {
+            shared.logger.debug("closing HTTP/2 connection: no stream within the idle timeout")
+            session.submitGoAway()
+            flushOutput()
+            closeConnection()
+            return
+        }
+        let now = NIODeadline.now()
+        var next: NIODeadline?
+        for (streamID, stream) in streams where stream.isReceivingRequest {
+            guard let deadline = stream.requestDeadline else { continue }
+            if deadline <= now {
+                stream.requestDeadline = nil
+                if case .streamingBody(let continuation) = stream.phase {
+                    continuation.finish(throwing: HTTPTransportError.timeout("request body not received in time"))
+                }
+                stream.phase = .awaitingResponse
+                stream.body = ByteBuffer()
+                session.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.cancel)
+            } else if next.map({ deadline < $0 }) ?? true {
+                next = deadline
+            }
+        }
+        timer?.set(next)
+        flushOutput()
+    }
+
     // MARK: Graceful shutdown
 
     private func beginDrain() {
@@ -234,7 +271,29 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     // MARK: NGHTTP2SessionDelegate
 
     func sessionBeginHeaders(streamID: Int32) {
-        streams[streamID] = HTTP2ServerStream()
+        let stream = HTTP2ServerStream()
+        if let requestTimeout = shared.configuration.requestTimeout, let timer {
+            let deadline = NIODeadline.now() + requestTimeout
+            stream.requestDeadline = deadline
+            if streams.isEmpty || timer.deadline.map({ deadline < $0 }) ?? true { timer.set(deadline) }
+        } else if streams.isEmpty {
+            timer?.set(nil)
+        }
+        streams[streamID] = stream
+        controlFrames.earn()
+    }
+
+    func sessionHeaderListTooLarge(streamID: Int32) {
+        streams[streamID]?.headerTooLarge = true
+    }
+
+    func sessionControlFrame() -> Bool {
+        if controlFrames.spend() { return true }
+        shared.logger.debug(
+            "closing HTTP/2 connection: control frame flood",
+            metadata: ["http.remote": "\(remoteAddress.map { "\($0)" } ?? "?")"])
+        session?.submitGoAway(errorCode: HTTP2ErrorCode.enhanceYourCalm)
+        return false
     }
 
     func sessionHeader(streamID: Int32, name: String, value: String) {
@@ -300,6 +359,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         Self.abandon(stream)
+        if streams.isEmpty { timer?.set(in: shared.configuration.idleTimeout) }
     }
 
     func sessionGoAway(lastStreamID: Int32, errorCode: UInt32) {}
@@ -336,7 +396,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         stream.pathParameters = pathParameters
         stream.maxBodyBytes = maxBodyBytes
         switch handler {
-        case .immediate, .collected:
+        case .immediate, .collected, .promised:
             if endStream {
                 stream.phase = .awaitingResponse
                 runCollected(stream, streamID: streamID, handler)
@@ -371,6 +431,14 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         switch handler {
         case .immediate(let handler):
             respond(stream, streamID: streamID, response: handler(request, body))
+        case .promised(let handler):
+            guard let context else { return }
+            let promise = context.eventLoop.makePromise(of: HTTPServerResponse.self)
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            promise.futureResult.whenComplete { result in
+                bound.value.respond(streamID: streamID, response: HTTPResponder.response(for: result))
+            }
+            handler(request, body, promise)
         case .collected(let handler), .async(let handler):
             runAsync(streamID: streamID, handler, request)
         }

@@ -19,6 +19,16 @@ final class HTTP2ServerStream {
     }
 
     var phase: Phase = .headers
+    /// The request must have arrived whole by then, or the stream is reset.
+    var requestDeadline: NIODeadline?
+
+    /// Whether the request is still arriving (its deadline applies).
+    var isReceivingRequest: Bool {
+        switch phase {
+        case .headers, .collecting, .streamingBody: true
+        case .awaitingResponse, .responding: false
+        }
+    }
     // Pseudo-header fields and fields of the request head.
     var method: String?
     var scheme: String?

@@ -12,6 +12,12 @@ import NIOCore
 protocol NGHTTP2SessionDelegate: AnyObject {
     /// A HEADERS frame opens a request (server) or starts a response (client) on `streamID`.
     func sessionBeginHeaders(streamID: Int32)
+    /// The header block of `streamID` passed the header list limit: its further fields are not handed up (the
+    /// session still decodes them, to keep the HPACK table in step) and, far past the limit, the connection fails.
+    func sessionHeaderListTooLarge(streamID: Int32)
+    /// A frame that asks for no work arrived (PING, SETTINGS, WINDOW_UPDATE, PRIORITY, an empty DATA frame without
+    /// END_STREAM); return `false` to fail the connection as flooded.
+    func sessionControlFrame() -> Bool
     /// One regular header field of the block begun by `sessionBeginHeaders`; names are lowercase.
     func sessionHeader(streamID: Int32, name: String, value: String)
     /// One pseudo-header field (`:method`, `:path`, …) of the block.
@@ -77,6 +83,11 @@ struct NGHTTP2SessionLimits: Sendable {
     var maxConcurrentStreams: Int
     var initialWindowSize: Int
     var maxHeaderListSize: Int
+    /// Decoded header bytes of one block past which the connection fails: a block that references a large HPACK
+    /// table entry thousands of times (an HPACK bomb) costs a connection error after a few references.
+    var headerListAbortSize: Int {
+        max(4 * maxHeaderListSize, 64 * 1024)
+    }
     var streamResetBurst: Int
     var streamResetRatePerSecond: Int
     var maxContinuations: Int
@@ -92,6 +103,8 @@ struct NGHTTP2Error: Error, CustomStringConvertible {
     var isBadPreface: Bool { code == NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue }
     /// The peer flooded us with frames that need answers.
     var isFlooded: Bool { code == NGHTTP2_ERR_FLOODED.rawValue }
+    /// A callback failed the connection (a frame flood, a header block far past its limit).
+    var isCallbackFailure: Bool { code == NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
 }
 
 /// One `nghttp2_session`: a server or a client side of one HTTP/2 connection. Not thread-safe: used only on the
@@ -107,6 +120,10 @@ final class NGHTTP2Session {
     /// Scratch storage for header blocks, reused across submits.
     private var nameValueBytes: [UInt8] = []
     private var nameValueRanges: [(name: Range<Int>, value: Range<Int>)] = []
+    /// The header list limit, and the decoded bytes of the header block being received (blocks do not interleave).
+    private let maxHeaderListSize: Int
+    private let headerListAbortSize: Int
+    private var headerBlockBytes = 0
 
     init(
         role: Role,
@@ -116,6 +133,8 @@ final class NGHTTP2Session {
     ) {
         self.delegate = delegate
         self.allocator = allocator
+        self.maxHeaderListSize = limits.maxHeaderListSize
+        self.headerListAbortSize = limits.headerListAbortSize
         nameValueBytes.reserveCapacity(512)
         nameValueRanges.reserveCapacity(16)
 
@@ -357,6 +376,7 @@ final class NGHTTP2Session {
     private static func installCallbacks(_ callbacks: OpaquePointer?) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+            NGHTTP2Session.from(userData).headerBlockBytes = 0
             let category = frame.pointee.headers.cat
             if category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE {
                 NGHTTP2Session.from(userData).delegate.sessionBeginHeaders(streamID: frame.pointee.hd.stream_id)
@@ -366,11 +386,22 @@ final class NGHTTP2Session {
         nghttp2_session_callbacks_set_on_header_callback(callbacks) {
             _, frame, name, nameLength, value, valueLength, _, userData in
             guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+            // Counted before anything is copied, trailers included (RFC 7541's 32 bytes of overhead per field).
+            let session = NGHTTP2Session.from(userData)
+            let before = session.headerBlockBytes
+            session.headerBlockBytes += nameLength + valueLength + 32
+            if session.headerBlockBytes > session.headerListAbortSize { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
             let category = frame.pointee.headers.cat
             guard category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE else { return 0 }
+            if session.headerBlockBytes > session.maxHeaderListSize {
+                if before <= session.maxHeaderListSize {
+                    session.delegate.sessionHeaderListTooLarge(streamID: frame.pointee.hd.stream_id)
+                }
+                return 0
+            }
             let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
             let valueString = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
-            let delegate = NGHTTP2Session.from(userData).delegate
+            let delegate = session.delegate
             if nameLength > 0, nameBytes[0] == UInt8(ascii: ":") {
                 delegate.sessionPseudoHeader(
                     streamID: frame.pointee.hd.stream_id, name: NGHTTP2PseudoHeader(nameBytes), value: valueString)
@@ -395,7 +426,14 @@ final class NGHTTP2Session {
                     delegate.sessionTrailersComplete(streamID: header.stream_id)
                 }
             case NGHTTP2_DATA.rawValue:
-                if endStream { delegate.sessionEndStream(streamID: header.stream_id) }
+                if endStream {
+                    delegate.sessionEndStream(streamID: header.stream_id)
+                } else if header.length == frame.pointee.data.padlen, !delegate.sessionControlFrame() {
+                    return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+                }
+            case NGHTTP2_PING.rawValue, NGHTTP2_SETTINGS.rawValue, NGHTTP2_WINDOW_UPDATE.rawValue,
+                NGHTTP2_PRIORITY.rawValue:
+                if !delegate.sessionControlFrame() { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
             case NGHTTP2_GOAWAY.rawValue:
                 delegate.sessionGoAway(
                     lastStreamID: frame.pointee.goaway.last_stream_id, errorCode: frame.pointee.goaway.error_code)

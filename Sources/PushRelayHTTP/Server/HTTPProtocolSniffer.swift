@@ -21,6 +21,8 @@ final class HTTPProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler 
 
     private let shared: HTTPServerShared
     private var buffered: ByteBuffer?
+    /// Closes a connection that has not shown its protocol within the idle timeout.
+    private var idleClose: Scheduled<Void>?
 
     init(shared: HTTPServerShared) {
         self.shared = shared
@@ -32,6 +34,17 @@ final class HTTPProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler 
         let prefix = bytes.getBytes(at: bytes.readerIndex, length: count) ?? []
         guard prefix.elementsEqual(preface.prefix(count)) else { return .http1 }
         return count == preface.count ? .http2 : .needMoreBytes
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        guard let idleTimeout = shared.configuration.idleTimeout else { return }
+        let channel = context.channel
+        idleClose = context.eventLoop.scheduleTask(in: idleTimeout) { channel.close(promise: nil) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idleClose?.cancel()
+        idleClose = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -66,8 +79,6 @@ final class HTTPProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? HTTPServerConnectionEvent, case .drain = event {
             // Nothing decided yet: nothing is in flight, so the connection can just close.
-            context.close(promise: nil)
-        } else if event is IdleStateHandler.IdleStateEvent {
             context.close(promise: nil)
         } else {
             context.fireUserInboundEventTriggered(event)

@@ -28,6 +28,10 @@ public final class HTTPServer: Sendable {
         var state = State.idle
         var addresses: [SocketAddress] = []
         var connections: [ObjectIdentifier: any Channel] = [:]
+        /// Open connections by peer IP address, kept only when a per-address limit is set.
+        var connectionsByAddress: [String: Int] = [:]
+        /// Connections closed at accept because a limit was reached.
+        var refusedConnections = 0
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -180,10 +184,17 @@ public final class HTTPServer: Sendable {
 
     private func bind(_ listener: Listener) async throws -> any Channel {
         let connectionShared = self.connectionShared
-        let idleTimeout = configuration.idleTimeout
         return try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: Int32(clamping: configuration.backlog))
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            // At the open-file limit accept(2) fails with EMFILE while the listener stays readable: without a pause
+            // the accept loop spins a core. Wait a little, then try again (a closed connection frees a descriptor).
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        AcceptBackoffHandler(backoffProvider: HTTPServer.acceptBackoff))
+                }
+            }
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
@@ -194,12 +205,9 @@ public final class HTTPServer: Sendable {
                 .recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536))
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    guard self.register(channel) else {
-                        throw HTTPTransportError.connectionClosed("server is shutting down")
-                    }
+                    try self.register(channel)
                     let pipeline = channel.pipeline.syncOperations
                     if let factory = listener.tlsHandlerFactory { try pipeline.addHandler(factory()) }
-                    if let idleTimeout { try pipeline.addHandler(IdleStateHandler(allTimeout: idleTimeout)) }
                     try pipeline.addHandler(HTTPProtocolSniffer(shared: connectionShared))
                 }
             }
@@ -207,20 +215,55 @@ public final class HTTPServer: Sendable {
             .get()
     }
 
-    /// Tracks a new connection; `false` when the server no longer accepts.
-    private func register(_ channel: any Channel) -> Bool {
-        let id = ObjectIdentifier(channel)
-        let accepted = shared.withLockedValue { shared -> Bool in
-            guard case .running = shared.state else { return false }
-            shared.connections[id] = channel
-            return true
+    /// How long the listener pauses accepting after accept(2) failed for lack of descriptors or memory.
+    @Sendable static func acceptBackoff(_ error: IOError) -> TimeAmount? {
+        switch error.errnoCode {
+        case EMFILE, ENFILE, ENOBUFS, ENOMEM: .milliseconds(100)
+        default: nil
         }
-        guard accepted else { return false }
+    }
+
+    /// Tracks a new connection; throws (the connection is closed) when the server no longer accepts or a
+    /// connection limit is reached.
+    private func register(_ channel: any Channel) throws {
+        let id = ObjectIdentifier(channel)
+        let perAddressLimit = configuration.maxConnectionsPerAddress
+        let address = perAddressLimit == nil ? nil : channel.remoteAddress?.ipAddress
+        let refusal = shared.withLockedValue { shared -> String? in
+            guard case .running = shared.state else { return "server is shutting down" }
+            if let limit = configuration.maxConnections, shared.connections.count >= limit {
+                shared.refusedConnections += 1
+                return "max_connections reached"
+            }
+            if let address, let limit = perAddressLimit {
+                let count = shared.connectionsByAddress[address, default: 0]
+                if count >= limit {
+                    shared.refusedConnections += 1
+                    return "per-address connection limit reached"
+                }
+                shared.connectionsByAddress[address] = count + 1
+            }
+            shared.connections[id] = channel
+            return nil
+        }
+        if let refusal {
+            logger.debug("connection refused", metadata: ["http.reason": "\(refusal)"])
+            throw HTTPTransportError.connectionClosed(refusal)
+        }
         channel.closeFuture.whenComplete { [self] _ in
-            shared.withLockedValue { _ = $0.connections.removeValue(forKey: id) }
+            shared.withLockedValue { shared in
+                _ = shared.connections.removeValue(forKey: id)
+                if let address, let count = shared.connectionsByAddress[address] {
+                    shared.connectionsByAddress[address] = count > 1 ? count - 1 : nil
+                }
+            }
             completeShutdownIfDrained()
         }
-        return true
+    }
+
+    /// Connections closed at accept because `maxConnections` or `maxConnectionsPerAddress` was reached.
+    public var refusedConnectionCount: Int {
+        shared.withLockedValue { $0.refusedConnections }
     }
 
     /// The number of open connections.

@@ -11,9 +11,29 @@ extension HTTPServer {
         /// Largest request header block, in bytes (HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE; HTTP/1.1 head size).
         /// A larger head is answered with `431`. Default 16 KiB.
         public var maxHeaderListSize: Int = 16 * 1024
-        /// A connection with no request in flight and no traffic for this long is closed (GOAWAY first on
-        /// HTTP/2). `nil` disables the timeout. Default 120 s.
+        /// A connection with no request in flight for this long is closed, whatever it sends meanwhile: an
+        /// HTTP/1.1 connection whose next request head is not complete this long after the previous response (or
+        /// after it connected), an HTTP/2 connection with no open stream this long, PINGs or not (GOAWAY first).
+        /// `nil` disables the timeout. Default 120 s.
         public var idleTimeout: TimeAmount? = .seconds(120)
+        /// A request must have arrived whole this long after its head began: on HTTP/1.1 the body, after the head
+        /// (else `408` and the connection closes); on HTTP/2 the stream's header block and body, after its first
+        /// HEADERS frame (else RST_STREAM `CANCEL`). A slow sender of headers or body is cut off here, not held
+        /// open by its trickle. `nil` disables it. Default 30 s.
+        public var requestTimeout: TimeAmount? = .seconds(30)
+        /// Most connections open at once over all listeners; a connection accepted beyond it is closed at once.
+        /// `nil`: no limit. Default `nil` (the daemon derives one from its open-file limit).
+        public var maxConnections: Int?
+        /// Most connections open at once from one IP address; beyond it a new one is closed at accept. `nil`: no
+        /// limit. Default `nil`.
+        public var maxConnectionsPerAddress: Int?
+        /// HTTP/2 frames that ask for no work (PING, SETTINGS, WINDOW_UPDATE, PRIORITY, an empty DATA frame
+        /// without END_STREAM) a connection may send in a burst; beyond it and the rate below the connection is
+        /// closed with GOAWAY `ENHANCE_YOUR_CALM`. Each request a client opens adds two to its allowance.
+        /// Default 10,000.
+        public var controlFrameBurst: Int = 10_000
+        /// Frames that ask for no work allowed per second after the burst. Default 1,000.
+        public var controlFrameRatePerSecond: Int = 1000
         /// How long `shutdown()` lets open requests and streams finish before it closes their connections.
         /// Default 10 s.
         public var drainTimeout: TimeAmount = .seconds(10)

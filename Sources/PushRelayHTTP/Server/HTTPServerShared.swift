@@ -45,6 +45,14 @@ enum HTTPResponder {
         }
     }
 
+    /// The answer of a `.promised` handler: its response, or the response for its error.
+    static func response(for result: Result<HTTPServerResponse, any Error>) -> HTTPServerResponse {
+        switch result {
+        case .success(let response): response
+        case .failure(let error): response(for: error)
+        }
+    }
+
     /// The response for a route that did not match, or `nil` when it matched.
     static func response(forUnmatched match: HTTPRouteMatch) -> HTTPServerResponse? {
         switch match {

@@ -39,12 +39,20 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case logFormat = "log_format"
     /// ``PushRelayConfiguration/metricsEnabled``.
     case metricsEnabled = "metrics_enabled"
+    /// ``PushRelayConfiguration/metricsInterval``.
+    case metricsInterval = "metrics_interval"
     /// ``PushRelayConfiguration/shutdownDrainTimeout``.
     case shutdownDrainTimeout = "shutdown_drain_timeout"
     /// ``PushRelayConfiguration/maxConnections``.
     case maxConnections = "max_connections"
+    /// ``PushRelayConfiguration/maxConnectionsPerAddress``.
+    case maxConnectionsPerAddress = "max_connections_per_address"
+    /// ``PushRelayConfiguration/requestTimeout``.
+    case requestTimeout = "request_timeout"
     /// ``PushRelayConfiguration/corsAllowedOrigins``.
     case corsAllowedOrigins = "cors_allowed_origins"
+    /// ``PushRelayConfiguration/publicURL``.
+    case publicURL = "public_url"
 
     /// The key in the config file, e.g. `heartbeat_interval`.
     public var key: String { rawValue }
@@ -69,8 +77,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .tlsCertificate: "PEM certificate chain file for the TLS listeners"
         case .tlsKey: "PEM private key file for the TLS listeners"
         case .dataDir: "directory of the SQLite store"
-        case .store: "store engine: sqlite (postgres reserved)"
-        case .postgresURL: "PostgreSQL URL (reserved; secret)"
+        case .store: "store engine: sqlite or postgres"
+        case .postgresURL: "PostgreSQL URL for store = postgres (secret)"
         case .heartbeatInterval: "heartbeat on idle device streams, e.g. 25s"
         case .idleTimeout: "close connections idle this long, e.g. 120s"
         case .maxSendBodySize: "largest /fcm/send body, e.g. 512KiB"
@@ -82,9 +90,13 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .logLevel: "trace, debug, info, notice, warning, error, critical"
         case .logFormat: "text or json"
         case .metricsEnabled: "serve /metrics: true or false"
+        case .metricsInterval: "how often the store's figures behind /metrics and /readyz are refreshed, e.g. 10s"
         case .shutdownDrainTimeout: "time allowed to drain on SIGTERM, e.g. 20s"
-        case .maxConnections: "connections accepted at once"
+        case .maxConnections: "connections accepted at once (default: 200000, or what the open-file limit allows)"
+        case .maxConnectionsPerAddress: "connections accepted at once from one IP address, 0 for no limit"
+        case .requestTimeout: "a request must arrive whole this long after it began, e.g. 30s"
         case .corsAllowedOrigins: "web origins allowed on the device routes, e.g. https://shop.example.com (none)"
+        case .publicURL: "base URL senders reach this relay at (token_uri of service accounts)"
         }
     }
 

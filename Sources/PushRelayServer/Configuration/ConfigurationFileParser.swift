@@ -45,9 +45,12 @@ struct ConfigurationFileParser {
                     message: "tables ([section]) are not supported; write every key at the top level"
                 )
             }
-            // An array may span lines: join lines until its brackets balance.
-            while Self.openBrackets(statement) > 0 && index < lines.count {
+            // An array may span lines: join lines until its brackets balance (counted line by line, so a file of
+            // unbalanced brackets costs linear time).
+            var open = Self.openBrackets(statement)
+            while open > 0 && index < lines.count {
                 statement += "\n" + lines[index]
+                open += Self.openBrackets(lines[index])
                 index += 1
             }
             scanner = Scanner(statement)
@@ -104,10 +107,11 @@ struct ConfigurationFileParser {
             while true {
                 scanner.skipWhitespaceAndComments()
                 if scanner.consume("]") { break }
-                let element = try parseValue(&scanner, line: line, key: key)
-                if case .array = element {
+                // Refused before recursing: `[[[[…` never nests deeper than one call.
+                if scanner.peek == "[" {
                     throw SyntaxError(line: line, message: "nested arrays are not supported ('\(key)')")
                 }
+                let element = try parseValue(&scanner, line: line, key: key)
                 elements.append(element)
                 scanner.skipWhitespaceAndComments()
                 if scanner.consume(",") { continue }

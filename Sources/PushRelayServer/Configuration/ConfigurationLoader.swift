@@ -1,3 +1,4 @@
+import PushRelayStore
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -299,10 +300,27 @@ private struct Builder {
             configuration.logFormat = try Parse.choice(raw, as: PushRelayConfiguration.LogFormat.self)
         case .metricsEnabled:
             configuration.metricsEnabled = try Parse.boolean(raw)
+        case .metricsInterval:
+            configuration.metricsInterval = try Parse.duration(raw)
         case .shutdownDrainTimeout:
             configuration.shutdownDrainTimeout = try Parse.duration(raw)
         case .maxConnections:
             configuration.maxConnections = try Parse.integer(raw, in: 1...10_000_000)
+        case .maxConnectionsPerAddress:
+            configuration.maxConnectionsPerAddress = try Parse.integer(raw, in: 0...10_000_000)
+        case .requestTimeout:
+            configuration.requestTimeout = try Parse.duration(raw)
+        case .publicURL:
+            var url = try Parse.text(raw)
+            while url.hasSuffix("/") { url.removeLast() }
+            if url.isEmpty {
+                configuration.publicURL = nil
+            } else {
+                guard url.hasPrefix("http://") || url.hasPrefix("https://"), url.count > 8, !url.contains(" ") else {
+                    throw Parse.Failure("must be an http:// or https:// URL, e.g. https://push.example.com")
+                }
+                configuration.publicURL = url
+            }
         }
     }
 
@@ -368,12 +386,26 @@ private struct Builder {
             ))
         }
         if config.store == .postgres {
-            problems.append(.init(
-                code: .unsupported,
-                field: .store,
-                source: sources[.store] ?? .defaultValue,
-                message: "'postgres' is reserved for the PostgreSQL store, which this build does not have; use sqlite"
-            ))
+            if let url = config.postgresURL {
+                do {
+                    _ = try PostgresURL(url)
+                } catch {
+                    // The parser's reason never contains the password.
+                    problems.append(.init(
+                        code: .invalidValue,
+                        field: .postgresURL,
+                        source: sources[.postgresURL] ?? .defaultValue,
+                        message: error.message
+                    ))
+                }
+            } else {
+                problems.append(.init(
+                    code: .invalidValue,
+                    field: .postgresURL,
+                    source: sources[.store] ?? .defaultValue,
+                    message: "store = postgres needs postgres_url"
+                ))
+            }
         }
         for address in config.privilegedListenAddresses {
             warnings.append(
@@ -381,17 +413,17 @@ private struct Builder {
                     + "(AmbientCapabilities=CAP_NET_BIND_SERVICE and CapabilityBoundingSet=CAP_NET_BIND_SERVICE in the unit)"
             )
         }
-        #if canImport(Glibc)
-        var limit = rlimit()
-        if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max,
-            UInt64(config.maxConnections) + 64 > UInt64(limit.rlim_cur)
+        // The default already fits the open-file limit (PushRelayConfiguration.defaultMaxConnections); a value the
+        // operator set above it is kept, and warned about.
+        if sources[.maxConnections] != .defaultValue, let limit = PushRelayConfiguration.openFileLimit(),
+            config.maxConnections > PushRelayConfiguration.connectionsFitting(openFileLimit: limit)
         {
             warnings.append(
-                "max_connections \(config.maxConnections) is above this process's open-file limit "
-                    + "\(limit.rlim_cur) (minus ~64 for the store and listeners): raise LimitNOFILE= or ulimit -n"
+                "max_connections \(config.maxConnections) is above this process's open-file limit \(limit) "
+                    + "(minus \(PushRelayConfiguration.reservedDescriptors) for the store, listeners and event loops): "
+                    + "raise LimitNOFILE= or ulimit -n"
             )
         }
-        #endif
     }
 
     // MARK: Files

@@ -40,9 +40,13 @@ extension PushRelayConfiguration {
         case .logLevel: return Self.quote(logLevel.rawValue)
         case .logFormat: return Self.quote(logFormat.rawValue)
         case .metricsEnabled: return String(metricsEnabled)
+        case .metricsInterval: return Self.quote(Self.renderDuration(metricsInterval))
         case .shutdownDrainTimeout: return Self.quote(Self.renderDuration(shutdownDrainTimeout))
         case .maxConnections: return String(maxConnections)
+        case .maxConnectionsPerAddress: return String(maxConnectionsPerAddress)
+        case .requestTimeout: return Self.quote(Self.renderDuration(requestTimeout))
         case .corsAllowedOrigins: return Self.renderList(corsAllowedOrigins)
+        case .publicURL: return publicURL.map(Self.quote)
         }
     }
 

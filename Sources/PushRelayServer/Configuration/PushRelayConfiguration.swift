@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Everything the daemon reads at start: listeners, TLS files, the store, timers, limits, logging, metrics.
 ///
 /// Built by ``ConfigurationLoader`` from defaults, a config file, `PUSHRELAY_<FIELD>` environment variables and
@@ -25,7 +29,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Which store engine holds the queues. Key `store`. Default ``StoreKind/sqlite``.
     public var store: StoreKind
 
-    /// PostgreSQL connection URL, reserved for the PostgreSQL store. Key `postgres_url`. Secret: printed masked.
+    /// PostgreSQL connection URL for `store = postgres`. Key `postgres_url`. Secret: printed masked.
     public var postgresURL: String?
 
     /// Interval of the heartbeat comment on an idle device stream. Key `heartbeat_interval`. Default 25 s.
@@ -66,19 +70,36 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Whether `/metrics` is served. Key `metrics_enabled`. Default `true`.
     public var metricsEnabled: Bool
 
+    /// How often the store's figures behind `/metrics` (queue depth) and `/readyz` (store readable) are refreshed;
+    /// neither route reads the store per request. Key `metrics_interval`. Default 10 s.
+    public var metricsInterval: Duration
+
     /// On SIGTERM, how long in-flight sends and commits may take before the daemon closes anyway.
     /// Key `shutdown_drain_timeout`. Default 20 s; keep it below the unit's `TimeoutStopSec=` (30 s).
     public var shutdownDrainTimeout: Duration
 
     /// Connections accepted at once, over all listeners; beyond it new ones are closed at accept.
-    /// Key `max_connections`. Default 200 000; needs `LimitNOFILE=` above it.
+    /// Key `max_connections`. Default 200 000, lowered to the process's open-file limit minus
+    /// ``reservedDescriptors`` when that is lower; a value set above it is kept and warned about.
     public var maxConnections: Int
+    /// Most connections open at once from one IP address; a new one beyond it is closed at accept. `0`: no limit.
+    /// Key `max_connections_per_address`. Default 0 (devices behind one carrier NAT share an address).
+    public var maxConnectionsPerAddress: Int
+    /// A request must have arrived whole this long after its head began: the HTTP/1.1 body after its head (else
+    /// `408`), an HTTP/2 stream's headers and body after its first HEADERS frame (else RST_STREAM `CANCEL`).
+    /// Key `request_timeout`. Default 30 s.
+    public var requestTimeout: Duration
 
     /// Web origins (`https://shop.example.com`, `http://localhost:3000`, or `*` for any) that may call the device
     /// routes from a browser: CORS preflight and `Access-Control-Allow-Origin` on `/v1/register`, `/v1/stream`,
     /// `/v1/ack` and `/v1/stream-ticket`. Key `cors_allowed_origins`. Default none: browsers on other origins are
     /// refused.
     public var corsAllowedOrigins: [String]
+
+    /// The base URL senders reach this relay at, without a trailing `/`: service-account files name
+    /// `<public_url>/token` as their `token_uri`, and `/token` accepts only JWTs with that audience. Key `public_url`.
+    /// Default: none, derived from the first listener (``effectivePublicURL(boundPort:)``).
+    public var publicURL: String?
 
     /// The configuration with every field at its default, for the given environment (`STATE_DIRECTORY`).
     public init(environment: [String: String] = [:]) {
@@ -89,6 +110,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.dataDirectory = Self.defaultDataDirectory(environment: environment)
         self.store = .sqlite
         self.postgresURL = nil
+        self.publicURL = nil
         self.heartbeatInterval = .seconds(25)
         self.idleTimeout = .seconds(120)
         self.maxSendBodySize = 512 * 1024
@@ -100,8 +122,11 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.logLevel = .info
         self.logFormat = .text
         self.metricsEnabled = true
+        self.metricsInterval = .seconds(10)
         self.shutdownDrainTimeout = .seconds(20)
-        self.maxConnections = 200_000
+        self.maxConnections = Self.defaultMaxConnections()
+        self.maxConnectionsPerAddress = 0
+        self.requestTimeout = .seconds(30)
         self.corsAllowedOrigins = []
     }
 
@@ -111,6 +136,46 @@ public struct PushRelayConfiguration: Sendable, Equatable {
             return String(first)
         }
         return "/var/lib/pushrelay"
+    }
+
+    /// Descriptors the daemon keeps open besides connections: the store's files, listeners, event loops, logs.
+    public static let reservedDescriptors = 64
+
+    /// The default `max_connections`: 200,000, or what this process's open-file limit leaves room for when that
+    /// is lower, so that the default fits the machine it runs on.
+    public static func defaultMaxConnections() -> Int {
+        guard let limit = openFileLimit() else { return 200_000 }
+        return min(200_000, connectionsFitting(openFileLimit: limit))
+    }
+
+    /// This process's soft open-file limit (`ulimit -n`), or `nil` when unlimited or unknown.
+    public static func openFileLimit() -> UInt64? {
+        #if canImport(Glibc)
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max
+        else { return nil }
+        return UInt64(limit.rlim_cur)
+        #else
+        return nil
+        #endif
+    }
+
+    /// The most connections an open-file limit of `openFileLimit` leaves room for (at least 1).
+    public static func connectionsFitting(openFileLimit: UInt64) -> Int {
+        Int(clamping: max(openFileLimit, UInt64(reservedDescriptors) + 1) - UInt64(reservedDescriptors))
+    }
+
+    /// ``publicURL`` if set, else the URL of the first TLS listener (`https://`), else of the first cleartext one
+    /// (`http://`), with the port it is bound to (`boundPort`, for port 0) and `localhost` for a wildcard host.
+    public func effectivePublicURL(boundPort: Int? = nil) -> String {
+        if let publicURL { return publicURL }
+        let isTLS = !listenTLS.isEmpty
+        guard var address = listenTLS.first ?? listen.first else { return "http://localhost" }
+        if let boundPort { address.port = boundPort }
+        var host = address.host
+        if host == "0.0.0.0" || host == "::" || host.isEmpty { host = "localhost" }
+        if host.contains(":") { host = "[\(host)]" }
+        return (isTLS ? "https://" : "http://") + host + ":" + String(address.port)
     }
 
     /// Every listen address below 1024, which needs `CAP_NET_BIND_SERVICE` (and the unit's `AmbientCapabilities=`).
@@ -143,7 +208,7 @@ extension PushRelayConfiguration {
     public enum StoreKind: String, Sendable, CaseIterable {
         /// The embedded SQLite store in ``PushRelayConfiguration/dataDirectory`` (WAL mode).
         case sqlite
-        /// Reserved for the PostgreSQL store (``PushRelayConfiguration/postgresURL``); not in this build.
+        /// A PostgreSQL database at ``PushRelayConfiguration/postgresURL``, shared by every node.
         case postgres
     }
 

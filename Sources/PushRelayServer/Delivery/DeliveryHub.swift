@@ -194,6 +194,12 @@ final class DeliveryHub: Sendable {
         }
     }
 
+    /// Tells every live stream on this node to read the store (commits of other nodes may have been missed).
+    func wakeAll() {
+        let devices = state.withLockedValue { Array($0.subscriptions.keys) }
+        wake(devices: devices)
+    }
+
     /// Hands a time-to-live-0 message to the device's live stream. Returns `false` when the device has no live
     /// stream here (the message is then dropped, as FCM does).
     @discardableResult

@@ -14,7 +14,8 @@ import PushRelayWire
 /// forward within a stream, and what the device has not acknowledged comes again on its next stream.
 ///
 /// No task waits for an idle device: the stream is a state machine on its connection's event loop, woken by its
-/// ``DeliveryHub/Subscription`` (one `execute` per wake-up), writing through the transport's completion-based
+/// ``DeliveryHub/Subscription`` through the ``EventLoopHandoff`` (the devices of one commit on one event loop share one
+/// wake-up of that loop), writing through the transport's completion-based
 /// `write`. Only a store read (the backlog, or catching up after falling behind) runs in a short-lived task. A
 /// parked task with its stack of async frames cost about 4 kB per connected device.
 final class DeviceStream: @unchecked Sendable {
@@ -22,6 +23,7 @@ final class DeviceStream: @unchecked Sendable {
     let senderID: SenderID
     private let store: any PushStore
     private let hub: DeliveryHub
+    private let handoff: EventLoopHandoff
     private let metrics: RelayMetrics
     private let logger: Logger
 
@@ -35,13 +37,14 @@ final class DeviceStream: @unchecked Sendable {
     private var ended = false
 
     init(
-        device: Device, senderID: SenderID, store: any PushStore, hub: DeliveryHub, metrics: RelayMetrics,
-        logger: Logger
+        device: Device, senderID: SenderID, store: any PushStore, hub: DeliveryHub, handoff: EventLoopHandoff,
+        metrics: RelayMetrics, logger: Logger
     ) {
         self.device = device
         self.senderID = senderID
         self.store = store
         self.hub = hub
+        self.handoff = handoff
         self.metrics = metrics
         self.logger = logger
     }
@@ -57,8 +60,9 @@ final class DeviceStream: @unchecked Sendable {
         ServerSentEventEncoder.appendComment("connected", to: &connected)
         writer.write(connected) { _ in }
         // Attaching posts the backlog read, which wakes the stream: that first pump runs after this returns.
+        let handoff = self.handoff
         let (subscription, newDevice) = hub.attach(device: device.id) { [self] in
-            eventLoop.execute { self.pump() }
+            handoff.execute(on: eventLoop) { self.pump() }
         }
         self.subscription = subscription
         if newDevice { metrics.deviceConnected() }

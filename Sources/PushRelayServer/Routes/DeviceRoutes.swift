@@ -12,15 +12,19 @@ import PushRelayWire
 struct DeviceRoutes: Sendable {
     let store: any PushStore
     let hub: DeliveryHub
+    /// How committed rows reach the streams' event loops: one wake-up per loop per commit.
+    let handoff: EventLoopHandoff
     let metrics: RelayMetrics
     let logger: Logger
+    /// `max_request_body_size`: the largest register or ack body.
+    let maxBodyBytes: Int
 
     /// `POST /v1/register` with `Authorization: key=<client key>` and `{"project", "app", "platform"}`
     /// → `{"token", "secret", "sender_id"}`.
     func register(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
         guard let header = request.head.headerFields.firstValue(for: .authorization), let key = AuthorizationHeader.serverKey(header)
         else { return JSONResponse.unauthorized("missing Authorization: key=<client key>") }
-        let object = try JSONResponse.parseObject(try await request.body.collect(upTo: 16 * 1024))
+        let object = try await JSONResponse.parseObject(request, upTo: maxBodyBytes)
         guard let projectName = object["project"]?.stringValue, !projectName.isEmpty else {
             return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "\"project\" must be a non-empty string")
         }
@@ -78,6 +82,7 @@ struct DeviceRoutes: Sendable {
             senderID: SenderID(UInt64(project.senderID)),
             store: store,
             hub: hub,
+            handoff: handoff,
             metrics: metrics,
             logger: logger
         )
@@ -89,7 +94,7 @@ struct DeviceRoutes: Sendable {
     /// `POST /v1/ack` with `Authorization: Bearer <secret>` and `{"ids": ["<message id>", …]}` (strings or numbers).
     func acknowledge(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
         guard let secret = Self.bearer(request) else { return JSONResponse.unauthorized("missing Bearer secret") }
-        let object = try JSONResponse.parseObject(try await request.body.collect(upTo: 256 * 1024))
+        let object = try await JSONResponse.parseObject(request, upTo: maxBodyBytes)
         guard let values = object["ids"]?.arrayValue else {
             return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "\"ids\" must be an array of message ids")
         }

@@ -7,7 +7,8 @@ import PushRelayHTTP
 import PushRelayStore
 import PushRelayWire
 
-/// The Instance ID server API for topics, authenticated with the server key, and the device's own topic routes,
+/// The Instance ID server API for topics, authenticated with the server key (or a v1 access token with
+/// `access_token_auth: true`), and the device's own topic routes,
 /// authenticated with the device secret (what the FCM client SDK's `subscribe(toTopic:)` does).
 ///
 /// Answers follow the Instance ID API: `{}` for success, `{"error": "<CODE>"}` otherwise; the batch routes answer
@@ -15,6 +16,8 @@ import PushRelayWire
 struct InstanceIDRoutes: Sendable {
     let store: any PushStore
     let logger: Logger
+    /// `max_request_body_size`: the largest batch body.
+    let maxBodyBytes: Int
 
     /// At most this many tokens per batch call, as FCM.
     static let maxBatchTokens = 1000
@@ -40,7 +43,7 @@ struct InstanceIDRoutes: Sendable {
     /// `POST /iid/v1:batchAdd` and `POST /iid/v1:batchRemove` with `{"to": "/topics/x", "registration_tokens": [...]}`.
     func batch(_ request: HTTPServerRequest, subscribe: Bool) async throws -> HTTPServerResponse {
         guard let project = try await authenticate(request) else { return Self.unauthorized }
-        let object = try JSONResponse.parseObject(try await request.body.collect(upTo: 512 * 1024))
+        let object = try await JSONResponse.parseObject(request, upTo: maxBodyBytes)
         guard let to = object["to"]?.stringValue, let topic = TopicName(to) else {
             return JSONResponse.ok(["error": "INVALID_ARGUMENT: \"to\" must be a topic"], status: .badRequest)
         }
@@ -124,11 +127,23 @@ struct InstanceIDRoutes: Sendable {
         return JSONResponse.ok([:])
     }
 
+    /// The project of `Authorization: key=<server key>`, or, as v1 senders call these routes, of
+    /// `Authorization: Bearer <access token>` with the header `access_token_auth: true`.
     private func authenticate(_ request: HTTPServerRequest) async throws -> Project? {
-        guard let header = request.head.headerFields.firstValue(for: .authorization), let key = AuthorizationHeader.serverKey(header)
-        else { return nil }
-        return try await store.authenticateServerKey(String(key))
+        guard let header = request.head.headerFields.firstValue(for: .authorization) else { return nil }
+        if let key = AuthorizationHeader.serverKey(header) {
+            return try await store.authenticateServerKey(String(key))
+        }
+        if let token = AuthorizationHeader.bearer(header),
+            request.head.headerFields.firstValue(for: Self.accessTokenAuth)?.lowercased() == "true"
+        {
+            return try await store.authenticateAccessToken(String(token))
+        }
+        return nil
     }
+
+    /// `access_token_auth: true`: the Instance ID API's marker for an OAuth 2 bearer token.
+    static let accessTokenAuth = HTTPField.Name("access_token_auth")!
 
     private static let unauthorized = JSONResponse.ok(["error": "UNAUTHENTICATED"], status: .unauthorized)
 

@@ -22,15 +22,35 @@ enum JSONResponse {
         return response
     }
 
-    /// Parses a JSON object body, or throws an `HTTPError` 400 naming the problem.
+    /// Reads the request's body (at most `maxBytes`) as a JSON object, or throws an `HTTPError` whose body is this
+    /// API's JSON error: `400 INVALID_ARGUMENT` naming the problem, `413 PAYLOAD_TOO_LARGE` past the limit.
+    static func parseObject(_ request: HTTPServerRequest, upTo maxBytes: Int) async throws -> JSONObject {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: maxBytes)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw Self.thrown(.contentTooLarge, "PAYLOAD_TOO_LARGE", "the body is larger than \(maxBytes) bytes")
+        }
+        return try parseObject(buffer)
+    }
+
+    /// Parses a JSON object body, or throws an `HTTPError` whose body is the JSON error `400 INVALID_ARGUMENT`.
     static func parseObject(_ buffer: ByteBuffer) throws -> JSONObject {
         let value: JSONValue
         do {
             value = try JSONValue.parse(Array(buffer.readableBytesView))
         } catch {
-            throw HTTPError(.badRequest, "INVALID_ARGUMENT: \(error.message)")
+            throw Self.thrown(.badRequest, "INVALID_ARGUMENT", error.message)
         }
-        guard let object = value.objectValue else { throw HTTPError(.badRequest, "INVALID_ARGUMENT: body must be a JSON object") }
+        guard let object = value.objectValue else {
+            throw Self.thrown(.badRequest, "INVALID_ARGUMENT", "body must be a JSON object")
+        }
         return object
+    }
+
+    /// An error answer that a handler throws: the transport writes it as is (JSON, with its content type).
+    static func thrown(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> HTTPError {
+        let body: JSONValue = ["error": .string(code), "message": .string(message)]
+        return HTTPError(status, body.serializedString(), headerFields: [.contentType: "application/json; charset=UTF-8"])
     }
 }

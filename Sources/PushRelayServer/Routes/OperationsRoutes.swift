@@ -15,12 +15,13 @@ final class Readiness: Sendable {
 }
 
 /// `/healthz` (the process answers), `/readyz` (store readable, listeners up, not draining), `/metrics`.
+///
+/// Both `/readyz` and `/metrics` are O(1) and never touch the store: they read ``StoreStatisticsSnapshot``, which
+/// the relay refreshes once per ``RelayApplication/Options/statisticsInterval``.
 struct OperationsRoutes: Sendable {
-    let store: any PushStore
-    let hub: DeliveryHub
-    let metrics: RelayMetrics
     let exporter: PrometheusExporter
     let readiness: Readiness
+    let snapshot: StoreStatisticsSnapshot
 
     static let healthy: HTTPServerResponse = {
         var fields = HTTPFields()
@@ -35,19 +36,14 @@ struct OperationsRoutes: Sendable {
         case .draining:
             return JSONResponse.ok(["status": "draining"], status: .serviceUnavailable)
         case .ready:
-            do {
-                _ = try await store.queueStatistics()
-                return JSONResponse.ok(["status": "ready"])
-            } catch {
+            guard snapshot.storeReadable else {
                 return JSONResponse.ok(["status": "store unavailable"], status: .serviceUnavailable)
             }
+            return JSONResponse.ok(["status": "ready"])
         }
     }
 
     func metrics(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
-        if let statistics = try? await store.queueStatistics() {
-            metrics.setQueueDepth(statistics.storedMessages)
-        }
         var fields = HTTPFields()
         fields[.contentType] = PrometheusExporter.contentType
         return HTTPServerResponse(status: .ok, headerFields: fields, body: .bytes(ByteBuffer(bytes: exporter.renderBytes())))

@@ -8,12 +8,13 @@ import PushRelayStore
 /// `POST /fcm/send` and `/gcm/send`: the FCM legacy send API.
 ///
 /// Order of work: authenticate the server key (401), read and parse the body (400 with FCM's plain-text reason),
-/// look the well-formed tokens up (`NotRegistered`, `MismatchSenderId`, `InvalidPackageName`), build the envelope
-/// once, commit every target's copy in one group commit, then answer. The answer with message ids goes out only
+/// then ``SendDispatcher`` (shared with the v1 route) looks the well-formed tokens up (`NotRegistered`,
+/// `MismatchSenderId`, `InvalidPackageName`), builds the envelope once and commits every target's copy in one group
+/// commit; then answer. The answer with message ids goes out only
 /// after the commit; a store that cannot commit gives `Unavailable` with `Retry-After` and nothing is stored.
 struct SendRoute: Sendable {
     let store: any PushStore
-    let hub: DeliveryHub
+    let dispatcher: SendDispatcher
     let metrics: RelayMetrics
     let logger: Logger
     let maxBodyBytes: Int
@@ -22,21 +23,53 @@ struct SendRoute: Sendable {
     /// past this check finish their commit and get their ids.
     var readiness: Readiness? = nil
 
+    /// The event-loop path (a `.promised` route): when the server key and every token are in memory, the send is
+    /// parsed, validated, committed and answered without a task (``SendDispatcher/dispatchFromMemory(_:project:on:completion:)``);
+    /// the answer is completed on this connection's loop after the commit. Anything else (a look-up that must
+    /// read the store, a topic or condition send) continues in a task through ``handle(_:)``.
+    func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: EventLoopPromise<HTTPServerResponse>) {
+        let head = request.head
+        let key: Substring
+        switch authorize(head) {
+        case .answer(let response):
+            promise.succeed(response)
+            return
+        case .key(let found):
+            key = found
+        }
+        guard let project = store.cachedProject(serverKey: String(key)) else {
+            promise.completeWithTask { try await self.handle(request) }
+            return
+        }
+        let send: FCMSendRequest
+        switch parse(body, head) {
+        case .answer(let response):
+            promise.succeed(response)
+            return
+        case .send(let parsed):
+            send = parsed
+        }
+        let inMemory = dispatcher.dispatchFromMemory(send, project: project, on: promise.futureResult.eventLoop) {
+            result in
+            do {
+                promise.succeed(answer(try result.get(), send))
+            } catch {
+                do { promise.succeed(try failure(error, send)) } catch { promise.fail(error) }
+            }
+        }
+        if !inMemory {
+            promise.completeWithTask { try await self.dispatch(send, project: project) }
+        }
+    }
+
+    /// The task path: the same send, for look-ups that read the store.
     func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        let key: Substring
+        switch authorize(request.head) {
+        case .answer(let response): return response
+        case .key(let found): key = found
+        }
         let encoding = Self.encoding(of: request.head)
-        if readiness?.current == .draining {
-            metrics.sendRejected(FCMError.Code.unavailable)
-            return Self.answer(
-                FCMHTTPAnswer(
-                    error: FCMError(code: .unavailable), encoding: encoding, retryAfterSeconds: retryAfterSeconds)
-            )
-        }
-        guard let header = request.head.headerFields.firstValue(for: .authorization),
-            let key = AuthorizationHeader.serverKey(header)
-        else {
-            metrics.sendRejected(FCMError.Code.authentication)
-            return Self.answer(FCMHTTPAnswer(error: .missingAuthentication, encoding: encoding))
-        }
         let project: Project?
         do {
             project = try await store.authenticateServerKey(String(key))
@@ -47,149 +80,79 @@ struct SendRoute: Sendable {
             metrics.sendRejected(FCMError.Code.authentication)
             return Self.answer(FCMHTTPAnswer(error: .invalidAuthentication, encoding: encoding))
         }
-
         let body = try await request.body.collect(upTo: maxBodyBytes)
-        let send: FCMSendRequest
-        do {
-            send = try FCMSendRequest.parse(
-                body: Array(body.readableBytesView),
-                contentType: request.head.headerFields.firstValue(for: .contentType)
-            )
-        } catch {
-            metrics.sendRejected(error.code)
-            return Self.answer(FCMHTTPAnswer(error: error, encoding: encoding))
+        switch parse(body, request.head) {
+        case .answer(let response): return response
+        case .send(let send): return try await dispatch(send, project: project)
         }
-        let senderID = SenderID(UInt64(project.senderID))
+    }
 
+    private func dispatch(_ send: FCMSendRequest, project: Project) async throws -> HTTPServerResponse {
         do {
-            switch send.addressing {
-            case .tokens(let recipients):
-                let response = try await sendToTokens(send, recipients: recipients, project: project, senderID: senderID)
-                return Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
-            case .topic(let topic):
-                let response = try await sendToTopic(send, target: .topic(topic.name), project: project, senderID: senderID)
-                return Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
-            case .condition(let condition):
-                // The fan-out looks only at the subscribers of the topics a condition names; a condition that a
-                // device without any of them satisfies (`!('a' in topics)`) would silently miss devices: refuse it.
-                guard !condition.matchesUnsubscribed else {
-                    let error = FCMError.invalidParameters("the condition must require at least one topic")
-                    metrics.sendRejected(error.code)
-                    return Self.answer(FCMHTTPAnswer(error: error, encoding: send.encoding))
-                }
-                let response = try await sendToTopic(
-                    send, target: .condition(condition.text), project: project, senderID: senderID)
-                return Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
-            }
-        } catch let error as StoreError where error.code == .unavailable || error.code == .closed {
+            return answer(try await dispatcher.dispatch(send, project: project), send)
+        } catch {
+            return try failure(error, send)
+        }
+    }
+
+    private func answer(_ outcome: SendDispatcher.Outcome, _ send: FCMSendRequest) -> HTTPServerResponse {
+        switch outcome {
+        case .tokens(let response): Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
+        case .topic(let response): Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
+        }
+    }
+
+    /// The answer for a dispatch error; rethrows what is not the client's or the store's (a 500).
+    private func failure(_ error: any Error, _ send: FCMSendRequest) throws -> HTTPServerResponse {
+        if let error = error as? FCMError {
+            return Self.answer(FCMHTTPAnswer(error: error, encoding: send.encoding))
+        }
+        if let error = error as? StoreError, error.code == .unavailable || error.code == .closed {
             return unavailable(send.encoding, error)
         }
+        throw error
     }
 
-    private func sendToTokens(
-        _ send: FCMSendRequest,
-        recipients: [FCMRecipient],
-        project: Project,
-        senderID: SenderID
-    ) async throws -> FCMSendResponse {
-        var results = [FCMSendResponse.Result?](repeating: nil, count: recipients.count)
-        var lookups: [(index: Int, token: String)] = []
-        lookups.reserveCapacity(recipients.count)
-        for (index, recipient) in recipients.enumerated() {
-            if let error = recipient.error {
-                results[index] = .error(error)
-            } else {
-                lookups.append((index, recipient.token))
-            }
-        }
-
-        var targets: [(index: Int, device: Device)] = []
-        if !lookups.isEmpty {
-            let devices = try await store.resolveTokens(lookups.map(\.token))
-            for (lookup, device) in zip(lookups, devices) {
-                guard let device else {
-                    results[lookup.index] = .error(FCMError(code: .notRegistered))
-                    continue
-                }
-                guard device.project == project.id else {
-                    results[lookup.index] = .error(FCMError(code: .mismatchSenderId))
-                    continue
-                }
-                if let package = send.restrictedPackageName, package != device.app {
-                    results[lookup.index] = .error(FCMError(code: .invalidPackageName))
-                    continue
-                }
-                targets.append((lookup.index, device))
-            }
-        }
-
-        if send.dryRun {
-            // Validated, not delivered: FCM answers a placeholder id.
-            for target in targets { results[target.index] = .dryRun }
-        } else if !targets.isEmpty {
-            let envelope = Envelope(request: send, senderID: senderID)
-            let ttl = Duration.seconds(send.timeToLive)
-            let messages = targets.map {
-                NewMessage(device: $0.device.id, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl)
-            }
-            let started = ContinuousClock.now
-            let outcomes = try await store.enqueue(messages)
-            metrics.recordCommit(duration: ContinuousClock.now - started)
-            for (target, outcome) in zip(targets, outcomes) {
-                switch outcome {
-                case .stored(let id):
-                    results[target.index] = .messageID(id)
-                case .transient(let id):
-                    hub.deliverTransient(TransientMessage(id: id, body: envelope.body), to: target.device.id)
-                    results[target.index] = .messageID(id)
-                case .deviceNotFound:
-                    results[target.index] = .error(FCMError(code: .notRegistered))
-                }
-            }
-        }
-
-        let final = results.map { $0 ?? .error(FCMError(code: .internalServerError)) }
-        metrics.sendAnswered(final)
-        return FCMSendResponse(multicastID: .generate(), results: final)
+    private enum Authorization {
+        case key(Substring)
+        case answer(HTTPServerResponse)
     }
 
-    private func sendToTopic(
-        _ send: FCMSendRequest,
-        target: NewTopicMessage.Target,
-        project: Project,
-        senderID: SenderID
-    ) async throws -> FCMTopicResponse {
-        if let error = send.messageError {
+    /// Draining and the `Authorization` header's form; the key itself is checked by the caller.
+    private func authorize(_ head: HTTPRequest) -> Authorization {
+        if readiness?.current == .draining {
+            metrics.sendRejected(FCMError.Code.unavailable)
+            return .answer(
+                Self.answer(
+                    FCMHTTPAnswer(
+                        error: FCMError(code: .unavailable), encoding: Self.encoding(of: head),
+                        retryAfterSeconds: retryAfterSeconds)))
+        }
+        guard let header = head.headerFields.firstValue(for: .authorization),
+            let key = AuthorizationHeader.serverKey(header)
+        else {
+            metrics.sendRejected(FCMError.Code.authentication)
+            return .answer(Self.answer(FCMHTTPAnswer(error: .missingAuthentication, encoding: Self.encoding(of: head))))
+        }
+        return .key(key)
+    }
+
+    private enum Parsed {
+        case send(FCMSendRequest)
+        case answer(HTTPServerResponse)
+    }
+
+    private func parse(_ body: ByteBuffer, _ head: HTTPRequest) -> Parsed {
+        do {
+            return .send(
+                try FCMSendRequest.parse(
+                    body: Array(body.readableBytesView),
+                    contentType: head.headerFields.firstValue(for: .contentType)
+                ))
+        } catch {
             metrics.sendRejected(error.code)
-            return .error(error)
+            return .answer(Self.answer(FCMHTTPAnswer(error: error, encoding: Self.encoding(of: head))))
         }
-        if send.dryRun {
-            metrics.sendsAccepted()
-            return .dryRun
-        }
-        guard send.timeToLive > 0 else {
-            // A topic message is expanded in the background; "now or never" cannot be kept for it. Accept it as
-            // FCM does and deliver to nobody who is not connected by the time it expands: the smallest TTL.
-            return try await enqueueTopic(send, target: target, project: project, senderID: senderID, ttl: .seconds(1))
-        }
-        return try await enqueueTopic(
-            send, target: target, project: project, senderID: senderID, ttl: .seconds(send.timeToLive))
-    }
-
-    private func enqueueTopic(
-        _ send: FCMSendRequest,
-        target: NewTopicMessage.Target,
-        project: Project,
-        senderID: SenderID,
-        ttl: Duration
-    ) async throws -> FCMTopicResponse {
-        let envelope = Envelope(request: send, senderID: senderID)
-        let id = try await store.enqueueTopicMessage(
-            NewTopicMessage(
-                project: project.id, target: target, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl)
-        )
-        metrics.sendsAccepted()
-        return .messageID(id)
     }
 
     private func unavailable(_ encoding: FCMSendRequest.Encoding, _ error: any Error) -> HTTPServerResponse {

@@ -2,7 +2,7 @@
 /// SHA-256 digests (BLOB), never clear text.
 enum SQLiteSchema {
     /// `PRAGMA user_version` of the current schema.
-    static let version: Int64 = 1
+    static let version: Int64 = 2
 
     /// Settings of every connection. `synchronous=FULL` in WAL mode fsyncs the log at every commit: a returned write
     /// survives power loss.
@@ -21,7 +21,7 @@ enum SQLiteSchema {
         return pragmas
     }
 
-    /// Creates the schema (version 1) in an empty database.
+    /// Creates the schema (version 2) in an empty database: version 1 followed by every migration.
     static let create = """
         CREATE TABLE meta (
             key TEXT PRIMARY KEY,
@@ -106,7 +106,35 @@ enum SQLiteSchema {
         );
 
         PRAGMA user_version = 1;
+        """ + migrations.joined(separator: "\n")
+
+    /// The migrations, in order: `migrations[0]` brings version 1 to 2, and so on.
+    static let migrations = [
+        // 2: FCM HTTP v1. Service-account keys (only the public key is kept) and the access tokens issued for them
+        // (SHA-256 hashes). A revoked key keeps its row (the CLI lists it) and loses its tokens.
         """
+        CREATE TABLE service_account_keys (
+            key_id TEXT PRIMARY KEY,
+            project_id INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            client_email TEXT NOT NULL,
+            public_key TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            revoked_at INTEGER
+        ) WITHOUT ROWID;
+        CREATE INDEX service_account_keys_project ON service_account_keys (project_id);
+
+        CREATE TABLE access_tokens (
+            token_hash BLOB PRIMARY KEY,
+            key_id TEXT NOT NULL REFERENCES service_account_keys (key_id) ON DELETE CASCADE,
+            project_id INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            expires_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX access_tokens_key ON access_tokens (key_id);
+        CREATE INDEX access_tokens_expiry ON access_tokens (expires_at);
+
+        PRAGMA user_version = 2;
+        """,
+    ]
 
     /// Brings a database to the current schema (creating it when empty). Runs on the writer connection.
     static func migrate(_ connection: SQLiteConnection) throws(StoreError) {
@@ -115,6 +143,12 @@ enum SQLiteSchema {
         let version = statement.int64(0)
         try statement.run()
         if version == Self.version {
+            return
+        }
+        if version >= 1 && version < Self.version {
+            // An older PushRelay database: apply the migrations it lacks, in one transaction.
+            let pending = Self.migrations[Int(version - 1)...].joined(separator: "\n")
+            try connection.execute("BEGIN IMMEDIATE;\n" + pending + "\nCOMMIT;")
             return
         }
         if version > Self.version {

@@ -17,6 +17,16 @@ final class Daemon: @unchecked Sendable {
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
+    /// The `--store` and `--postgres-url` arguments the daemon was given, for CLI calls on the same store.
+    var storeArguments: [String] {
+        var found: [String] = []
+        for (index, argument) in extraArguments.enumerated()
+        where (argument == "--store" || argument == "--postgres-url") && index + 1 < extraArguments.count {
+            found += [argument, extraArguments[index + 1]]
+        }
+        return found
+    }
+
     static var binary: String {
         if let path = ProcessInfo.processInfo.environment["PUSHRELAY_BIN"], !path.isEmpty { return path }
         var url = URL(fileURLWithPath: #filePath)

@@ -36,6 +36,8 @@ final class FakeHTTP2Peer: NGHTTP2SessionDelegate {
     }
 
     func sessionBeginHeaders(streamID: Int32) {}
+    func sessionHeaderListTooLarge(streamID: Int32) {}
+    func sessionControlFrame() -> Bool { true }
     func sessionHeader(streamID: Int32, name: String, value: String) {
         headers[streamID, default: [:]][name] = value
     }

@@ -65,7 +65,15 @@ struct TestServer {
             let body = try await request.body.collect(upTo: 1024)
             return HTTPServerResponse(status: .ok, body: .bytes(body))
         })
+        // Same, answered from another thread through the promise (the message path's way: no task).
+        router.add(.post, "/echo-promised", maxBodyBytes: 1024, .promised { _, body, promise in
+            DispatchQueue.global().async { promise.succeed(HTTPServerResponse(status: .ok, body: .bytes(body))) }
+        })
         router.add(.get, "/fail", .async { _ in throw HTTPError(.badRequest, "nope") })
+        // A failed promise answers like a thrown error.
+        router.add(.get, "/fail-promised", .promised { _, _, promise in
+            DispatchQueue.global().async { promise.fail(HTTPError(.badRequest, "nope")) }
+        })
         // `count` events, one every `interval` ms.
         router.add(.get, "/events", .async { request in
             let count = Int(request.queryParameter("count") ?? "") ?? 5
@@ -123,18 +131,4 @@ enum ExternalPeer {
     {
         try await ChildProcess.run(arguments[0], Array(arguments.dropFirst()), standardInput: stdin, timeout: timeout)
     }
-
-    /// Whether a program is on PATH.
-    static func available(_ name: String) -> Bool { ChildProcess.available(name) }
-
-    /// Whether `python3` can import the `h2` package.
-    static let pythonH2Available: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import h2"]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }()
 }

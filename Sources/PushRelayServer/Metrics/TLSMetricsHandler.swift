@@ -1,5 +1,5 @@
 import NIOCore
-import PushRelayServer
+
 import PushRelayTLS
 
 /// Counts the TLS handshakes of one accepted connection in ``RelayMetrics``.

@@ -1,0 +1,154 @@
+import Foundation
+import HTTPTypes
+public import Logging
+public import NIOCore
+import PushRelayCore
+import PushRelayHTTP
+import PushRelayStore
+import PushRelayTLS
+public import ServiceLifecycle
+
+/// The daemon's main service, composed from a ``PushRelayConfiguration``: the store the configuration chooses, the
+/// relay on it, and the HTTP server with its cleartext and TLS listeners.
+///
+/// Built only by ``RelayServiceGroup/make(configuration:options:logger:)``, which puts it between the systemd
+/// watchdog (stopped after it) and the SIGHUP reload (stopped before it). `run()` binds the listeners, reports them
+/// (``RelayServiceGroup/Options/onListening``), tells systemd `READY=1`, and serves. On graceful shutdown it ends
+/// the live streams (clients reconnect elsewhere), fails `/readyz`, stops accepting, lets in-flight requests and
+/// commits finish within `shutdown_drain_timeout`, then closes the store.
+public final class RelayService: Service {
+    let configuration: PushRelayConfiguration
+    let store: any PushStore
+    let relay: RelayApplication
+    let server: HTTPServer
+    let tlsContext: TLSServerContext?
+    let notifier: SystemdNotifier
+    let onListening: @Sendable ([RelayServiceGroup.ListeningAddress], String) -> Void
+    let logger: Logger
+
+    /// Opens the store and builds the relay and its server; binds nothing yet.
+    init(configuration: PushRelayConfiguration, options: RelayServiceGroup.Options, logger: Logger) async throws {
+        let tlsContext = try Self.makeTLSContext(configuration)
+        let store = try await Self.openStore(configuration)
+        var relayOptions = RelayApplication.Options()
+        relayOptions.heartbeatInterval = configuration.heartbeatInterval
+        relayOptions.corsAllowedOrigins = configuration.corsAllowedOrigins
+        relayOptions.maxSendBodyBytes = configuration.maxSendBodySize
+        relayOptions.purgeInterval = configuration.purgeInterval
+        relayOptions.metricsEnabled = configuration.metricsEnabled
+        relayOptions.maxRequestBodyBytes = configuration.maxRequestBodySize
+        relayOptions.statisticsInterval = configuration.metricsInterval
+        relayOptions.publicURL = configuration.effectivePublicURL()
+        let relay = RelayApplication(store: store, options: relayOptions, exporter: options.exporter, logger: logger)
+        if options.debugBenchRoutes {
+            relay.router.add(.post, "/debug/echo", .immediate { _, body in
+                HTTPServerResponse(status: .ok, headerFields: [.contentType: "application/octet-stream"], body: .bytes(body))
+            })
+        }
+
+        var serverConfiguration = HTTPServer.Configuration()
+        serverConfiguration.idleTimeout = .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000)
+        serverConfiguration.drainTimeout = .seconds(configuration.shutdownDrainTimeout.components.seconds)
+        serverConfiguration.requestTimeout = .nanoseconds(
+            Int64(configuration.requestTimeout.components.seconds) * 1_000_000_000
+                + configuration.requestTimeout.components.attoseconds / 1_000_000_000)
+        serverConfiguration.maxConnections = configuration.maxConnections
+        serverConfiguration.maxConnectionsPerAddress =
+            configuration.maxConnectionsPerAddress == 0 ? nil : configuration.maxConnectionsPerAddress
+        var listeners = configuration.listen.map { HTTPServer.Listener(host: $0.host, port: $0.port) }
+        if let tlsContext {
+            let factory = TLSMetricsHandler.factory(context: tlsContext, metrics: relay.metrics)
+            listeners += configuration.listenTLS.map {
+                HTTPServer.Listener(host: $0.host, port: $0.port, tlsHandlerFactory: factory)
+            }
+        }
+        self.configuration = configuration
+        self.store = store
+        self.relay = relay
+        self.tlsContext = tlsContext
+        self.server = HTTPServer(
+            configuration: serverConfiguration, listeners: listeners, responder: relay.router, logger: logger)
+        self.notifier = options.notifier
+        self.onListening = options.onListening
+        self.logger = logger
+    }
+
+    /// Binds, reports the listeners, serves until graceful shutdown, drains, closes the store.
+    public func run() async throws {
+        let addresses: [SocketAddress]
+        do {
+            addresses = try await server.start()
+        } catch {
+            await store.close()
+            throw error
+        }
+        // start() returns the bound addresses in the order of the listeners: cleartext first, then TLS.
+        let listening = addresses.enumerated().map { index, address in
+            RelayServiceGroup.ListeningAddress(address: address, isTLS: index >= configuration.listen.count)
+        }
+        if configuration.publicURL == nil {
+            // The token URI names the first TLS listener, else the first cleartext one, with its bound port.
+            let first = listening.firstIndex(where: \.isTLS) ?? 0
+            if first < listening.count, let port = listening[first].address.port {
+                relay.publicURL.set(configuration.effectivePublicURL(boundPort: port))
+            }
+        }
+        onListening(listening, relay.publicURL.tokenURI)
+        await relay.refreshStatistics()
+        relay.markReady()
+        try? notifier.ready(status: "listening on \(listening.map(\.hostAndPort).joined(separator: ", "))")
+
+        let relay = self.relay
+        let server = self.server
+        try await withGracefulShutdownHandler {
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { await relay.run() }
+                try await server.run()
+                group.cancelAll()
+            }
+        } onGracefulShutdown: { [logger, notifier] in
+            logger.info("draining")
+            try? notifier.stopping(status: "draining")
+            relay.drain()
+            server.beginShutdown()
+        }
+        await store.close()
+    }
+
+    /// What a SIGHUP re-reads: the log level (from `configuration`) and the TLS certificate and key.
+    func reload(_ configuration: PushRelayConfiguration, logLevel: LogLevelControl?) throws -> String {
+        logLevel?.level = configuration.logLevel.loggerLevel
+        var status = "reloaded: log level \(configuration.logLevel.rawValue)"
+        if let tlsContext {
+            // Refused (logged by the context, old certificate kept) unless both files are good.
+            let certificate = try tlsContext.reload()
+            status += ", TLS certificate serial \(certificate.serialNumber)"
+        }
+        return status
+    }
+
+    /// The store engine the configuration names: SQLite in `data_dir` (the default) or PostgreSQL at `postgres_url`.
+    static func openStore(_ configuration: PushRelayConfiguration) async throws -> any PushStore {
+        let location: RelayStore.Location =
+            configuration.store == .postgres
+            ? .postgres(url: configuration.postgresURL ?? "") : .sqlite(directory: configuration.dataDirectory)
+        return try await RelayStore.open(
+            location,
+            queuePolicy: QueuePolicy(
+                maxPendingNonCollapsible: configuration.maxPendingMessages,
+                maxCollapseKeys: configuration.maxCollapseKeys),
+            logger: Logger(label: "pushrelay.store"))
+    }
+
+    /// The TLS context for the `listen_tls` listeners, or `nil` when there are none.
+    static func makeTLSContext(_ configuration: PushRelayConfiguration) throws(TLSError) -> TLSServerContext? {
+        guard !configuration.listenTLS.isEmpty,
+            let certificate = configuration.tlsCertificatePath,
+            let key = configuration.tlsKeyPath
+        else { return nil }
+        return try TLSServerContext(
+            configuration: TLSServerConfiguration(certificateChainFile: certificate, privateKeyFile: key),
+            logger: Logger(label: "pushrelay.tls")
+        )
+    }
+}

@@ -1,0 +1,37 @@
+public import Logging
+public import PushRelayStore
+import Foundation
+public import PushRelayCore
+
+/// Opens the store the relay and the CLI use: SQLite in a data directory (the default) or PostgreSQL at a URL,
+/// with the relay's condition compiler and queue limits.
+public enum RelayStore {
+    /// Which engine, and where.
+    public enum Location: Sendable, Hashable {
+        /// `pushrelay.sqlite` in this data directory (created if missing).
+        case sqlite(directory: String)
+        /// A PostgreSQL database shared by every node (the URL is a secret: never log it unmasked).
+        case postgres(url: String)
+    }
+
+    /// Opens the store. Throws ``StoreError`` (``StoreError/Code/unavailable`` when PostgreSQL cannot be reached,
+    /// ``StoreError/Code/invalidArgument`` for a malformed URL).
+    public static func open(
+        _ location: Location,
+        queuePolicy: QueuePolicy = QueuePolicy(),
+        logger: Logger
+    ) async throws -> any PushStore {
+        switch location {
+        case .sqlite(let directory):
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            var configuration = SQLiteStore.Configuration.relay(directory: directory)
+            configuration.queuePolicy = queuePolicy
+            return try SQLiteStore(configuration: configuration, logger: logger)
+        case .postgres(let url):
+            var configuration = PostgresStore.Configuration(url: try PostgresURL(url))
+            configuration.conditionCompiler = SQLiteStore.Configuration.relayConditionCompiler
+            configuration.queuePolicy = queuePolicy
+            return try await PostgresStore.open(configuration: configuration, logger: logger)
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import NIOConcurrencyHelpers
+import PushRelayStore
+
+/// The store's figures for `/metrics` and its health for `/readyz`, refreshed by the relay's periodic work at most
+/// once per interval, so that neither route touches the store: both are unauthenticated, and counting every row of
+/// the messages and devices tables per request let parallel probes stall sends.
+final class StoreStatisticsSnapshot: Sendable {
+    private struct State {
+        var statistics: QueueStatistics?
+        var storeReadable = true
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    /// The figures of the last successful refresh, if any.
+    var statistics: QueueStatistics? { state.withLockedValue { $0.statistics } }
+
+    /// Whether the last refresh could read the store.
+    var storeReadable: Bool { state.withLockedValue { $0.storeReadable } }
+
+    /// Takes one snapshot: reads the statistics, records them in `metrics`, and notes whether the store answered.
+    func refresh(store: any PushStore, metrics: RelayMetrics) async {
+        do {
+            let statistics = try await store.queueStatistics()
+            metrics.setQueueDepth(statistics.storedMessages)
+            state.withLockedValue {
+                $0.statistics = statistics
+                $0.storeReadable = true
+            }
+        } catch {
+            state.withLockedValue { $0.storeReadable = false }
+        }
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import PushRelayCore
+import PushRelayWire
+import PushRelayHTTP
+import PushRelayStore
+
+/// Everything under `/v1/projects/`: the FCM HTTP v1 API, authorized by a service account's access token
+/// (`Authorization: Bearer …`, from `POST /token`), answered in Google's `google.rpc.Status` form.
+///
+/// - `POST …/{project_id}/messages:send`: parse and validate the v1 `Message` (Core), map it onto the legacy request,
+///   and hand it to the ``SendDispatcher`` the legacy route uses: same tokens, queues, envelope and message ids.
+///   Answers `{"name": "projects/{project_id}/messages/{id}"}` with the id the device sees as `gcm.message_id`.
+/// - `POST …/{project_id}/registrations/{token}/topicSubscriptions?topic_name=…` and
+///   `DELETE …/topicSubscriptions/{topic}?allow_missing=true`: topic membership of one token.
+/// - Anything else: `501 UNIMPLEMENTED`, never a 404, which v1 libraries read as `UNREGISTERED`.
+///
+/// `{project_id}` is the project's name or its sender id (Google accepts the id or the number); a token of another
+/// project is `403 PERMISSION_DENIED`.
+struct V1ProjectRoutes: Sendable {
+    let store: any PushStore
+    let dispatcher: SendDispatcher
+    let metrics: RelayMetrics
+    let logger: Logger
+    let retryAfterSeconds: Int
+    var readiness: Readiness? = nil
+
+    /// The one handler of `/v1/projects/{path*}`, all methods.
+    func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        let rest = request.pathParameters["path"] ?? ""
+        let segments = rest.split(separator: "/", omittingEmptySubsequences: false).map {
+            String($0).removingPercentEncoding ?? String($0)
+        }
+        let method = request.head.method
+        guard segments.count >= 2, !segments[0].isEmpty else { return unimplemented(request) }
+        let projectID = segments[0]
+        switch (method, Array(segments.dropFirst())) {
+        case (.post, ["messages:send"]):
+            return try await authorized(request, projectID) { project in try await send(request, projectID, project) }
+        case (.post, let path) where path.count == 3 && path[0] == "registrations" && path[2] == "topicSubscriptions":
+            return try await authorized(request, projectID) { project in
+                try await membership(request, projectID, project, token: path[1], topic: request.queryParameter("topic_name"), subscribe: true)
+            }
+        case (.delete, let path) where path.count == 4 && path[0] == "registrations" && path[2] == "topicSubscriptions":
+            return try await authorized(request, projectID) { project in
+                try await membership(request, projectID, project, token: path[1], topic: path[3], subscribe: false)
+            }
+        default:
+            return unimplemented(request)
+        }
+    }
+
+    private func unimplemented(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        Self.answer(.unimplemented(method: request.head.method.rawValue, path: String(request.pathWithoutQuery)))
+    }
+
+    /// Authenticates the bearer token (401) and checks that its project is the one in the path (403).
+    private func authorized(
+        _ request: HTTPServerRequest,
+        _ projectID: String,
+        _ body: (Project) async throws -> HTTPServerResponse
+    ) async throws -> HTTPServerResponse {
+        guard let header = request.head.headerFields.firstValue(for: .authorization),
+            let token = AuthorizationHeader.bearer(header)
+        else { return unauthenticated() }
+        let project: Project?
+        do {
+            project = try await store.authenticateAccessToken(String(token))
+        } catch {
+            return unavailable(error)
+        }
+        guard let project else { return unauthenticated() }
+        guard projectID == project.name || projectID == String(project.senderID) else {
+            metrics.sendsRejected(error: "PERMISSION_DENIED")
+            return Self.answer(.permissionDenied(project: projectID))
+        }
+        return try await body(project)
+    }
+
+    private func send(_ request: HTTPServerRequest, _ projectID: String, _ project: Project) async throws
+        -> HTTPServerResponse
+    {
+        if readiness?.current == .draining { return unavailable(nil) }
+        let body = try await request.body.collect(upTo: 256 * 1024)
+        let send: FCMSendRequest
+        do {
+            let message = try FCMv1Message.parse(json: Array(body.readableBytesView))
+            send = try message.legacyRequest(nowSeconds: Int64(Date().timeIntervalSince1970))
+        } catch {
+            metrics.sendsRejected(error: error.errorCode ?? error.status)
+            return Self.answer(error)
+        }
+        let result: FCMSendResponse.Result
+        do {
+            switch try await dispatcher.dispatch(send, project: project) {
+            case .tokens(let response): result = response.results.first ?? .error(.internalServerError)
+            case .topic(.messageID(let id)): result = .messageID(id, canonicalRegistrationID: nil)
+            case .topic(.dryRun): result = .dryRun
+            case .topic(.error(let error)): result = .error(error)
+            }
+        } catch let error as FCMError {
+            return Self.answer(.invalidArgument(error.reason ?? error.description, field: "message.condition"))
+        } catch let error as StoreError where error.code == .unavailable || error.code == .closed {
+            return unavailable(error)
+        }
+        let id: String
+        switch result {
+        case .messageID(let messageID, _): id = messageID.description
+        case .dryRun: id = "fake_message_id"
+        case .error(let error): return Self.answer(.from(error, retryAfterSeconds: retryAfterSeconds))
+        }
+        let answer: JSONValue = ["name": .string("projects/\(projectID)/messages/\(id)")]
+        return JSONResponse.ok(answer)
+    }
+
+    private func membership(
+        _ request: HTTPServerRequest, _ projectID: String, _ project: Project, token: String, topic: String?,
+        subscribe: Bool
+    ) async throws -> HTTPServerResponse {
+        let name = topic.map { $0.hasPrefix(TopicName.prefix) ? String($0.dropFirst(TopicName.prefix.count)) : $0 }
+        guard let name, let topicName = TopicName(TopicName.prefix + name) else {
+            return Self.answer(.invalidArgument("Invalid topic name: a topic matches [a-zA-Z0-9-_.~%]{1,900}", field: "topic_name"))
+        }
+        guard RegistrationToken.isWellFormed(token) else {
+            return Self.answer(.invalidArgument("The registration token is not a valid FCM registration token", field: "registration"))
+        }
+        let results =
+            subscribe
+            ? try await store.subscribe(tokens: [token], to: topicName.name, project: project.id)
+            : try await store.unsubscribe(tokens: [token], from: topicName.name, project: project.id)
+        switch results.first ?? .notFound {
+        case .ok:
+            // Unsubscribing a token that was not subscribed succeeds, with or without `allow_missing=true`.
+            return JSONResponse.ok([:])
+        case .notFound: return Self.answer(.unregistered)
+        case .wrongProject: return Self.answer(.senderIDMismatch)
+        case .tooManyTopics:
+            return Self.answer(.invalidArgument("The registration token is subscribed to too many topics (2000)"))
+        }
+    }
+
+    private func unauthenticated() -> HTTPServerResponse {
+        metrics.sendsRejected(error: "UNAUTHENTICATED")
+        var response = Self.answer(.unauthenticated)
+        response.head.headerFields[.wwwAuthenticate] = "Bearer realm=\"https://accounts.google.com/\""
+        return response
+    }
+
+    private func unavailable(_ error: (any Error)?) -> HTTPServerResponse {
+        if let error { logger.warning("store unavailable; answering UNAVAILABLE", metadata: ["relay.error": "\(error)"]) }
+        metrics.sendRejected(FCMError.Code.unavailable)
+        return Self.answer(.unavailable(retryAfterSeconds: retryAfterSeconds))
+    }
+
+    /// The `google.rpc.Status` answer of an error.
+    static func answer(_ error: FCMv1Error) -> HTTPServerResponse {
+        var fields = HTTPFields()
+        fields[.contentType] = "application/json; charset=UTF-8"
+        if let retryAfter = error.retryAfterSeconds { fields[.retryAfter] = String(retryAfter) }
+        return HTTPServerResponse(
+            status: HTTPResponse.Status(code: error.httpStatus), headerFields: fields,
+            body: .bytes(ByteBuffer(bytes: error.body)))
+    }
+}

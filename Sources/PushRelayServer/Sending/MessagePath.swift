@@ -1,0 +1,55 @@
+import NIOCore
+import PushRelayCore
+import PushRelayStore
+
+/// The durable part of a send, below any route: commit every copy in one group commit, hand the time-to-live-0
+/// copies to live streams, and answer on the event loop that asked, without a task.
+///
+/// A route validates and resolves on its connection's event loop (``PushStore/cachedProject(serverKey:)``,
+/// ``PushStore/cachedDevices(tokens:)``), then calls ``commit(_:on:completion:)``: the store's writer takes the
+/// copies with the rest of its group, and after the fsync the completion runs on that event loop through the
+/// ``EventLoopHandoff``, so a whole group's answers to one loop cost one wake-up. The FCM legacy route uses it; a
+/// second send API (FCM HTTP v1) rides the same path.
+struct MessagePath: Sendable {
+    let store: any PushStore
+    let hub: DeliveryHub
+    let metrics: RelayMetrics
+    let handoff: EventLoopHandoff
+
+    /// Commits `messages` and calls `completion` on `eventLoop` with one outcome per message (or the error that
+    /// failed the commit: nothing was stored).
+    func commit(
+        _ messages: [NewMessage],
+        on eventLoop: any EventLoop,
+        completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void
+    ) {
+        commit(messages) { result in
+            handoff.execute(on: eventLoop) { completion(result) }
+        }
+    }
+
+    /// Commits `messages`; the task form of ``commit(_:on:completion:)``, for sends whose look-ups missed memory.
+    func commit(_ messages: [NewMessage]) async throws -> [EnqueueResult] {
+        try await withCheckedThrowingContinuation { continuation in
+            commit(messages) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// `completion` runs on the store's writer thread (or at once when nothing is stored).
+    private func commit(
+        _ messages: [NewMessage],
+        completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void
+    ) {
+        let started = ContinuousClock.now
+        store.enqueue(messages) { result in
+            metrics.recordCommit(duration: ContinuousClock.now - started)
+            if case .success(let outcomes) = result {
+                for (message, outcome) in zip(messages, outcomes) {
+                    guard case .transient(let id) = outcome else { continue }
+                    hub.deliverTransient(TransientMessage(id: id, body: message.body), to: message.device)
+                }
+            }
+            completion(result)
+        }
+    }
+}

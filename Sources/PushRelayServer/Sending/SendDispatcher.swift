@@ -1,0 +1,119 @@
+import Logging
+import NIOCore
+import PushRelayCore
+import PushRelayStore
+
+/// The send machinery below the send routes, shared by the FCM legacy route (`/fcm/send`) and the HTTP v1 route
+/// (`messages:send`): resolve the tokens (`NotRegistered`, `MismatchSenderId`, `InvalidPackageName`), build the
+/// envelope once, commit every copy in one group commit (or the topic message row), hand time-to-live-0 copies to
+/// live streams, and give each target its message id. Routes parse and answer in their own wire format; everything
+/// between is here, once.
+///
+/// Two ways in: ``dispatchFromMemory(_:project:on:completion:)`` for the event-loop path (every token in memory: no
+/// task, the answer completed on the loop after the commit), and ``dispatch(_:project:)`` for everything else (a
+/// task; look-ups may read the store). Both run ``TokenSend`` and ``MessagePath``, so they answer alike.
+struct SendDispatcher: Sendable {
+    let store: any PushStore
+    let path: MessagePath
+    let metrics: RelayMetrics
+
+    /// What a dispatched send gives its route.
+    enum Outcome: Sendable {
+        /// One result per token recipient, in request order.
+        case tokens(FCMSendResponse)
+        /// The topic or condition answer.
+        case topic(FCMTopicResponse)
+    }
+
+    /// Sends a validated request for `project`. Throws ``FCMError/invalidParameters(_:)`` for a condition that a
+    /// device subscribed to none of its topics would satisfy, and the store's errors (`unavailable`, `closed`).
+    func dispatch(_ send: FCMSendRequest, project: Project) async throws -> Outcome {
+        let senderID = SenderID(UInt64(project.senderID))
+        switch send.addressing {
+        case .tokens(let recipients):
+            return .tokens(try await sendToTokens(send, recipients: recipients, project: project, senderID: senderID))
+        case .topic(let topic):
+            return .topic(try await sendToTopic(send, target: .topic(topic.name), project: project, senderID: senderID))
+        case .condition(let condition):
+            // The fan-out looks only at the subscribers of the topics a condition names; a condition that a
+            // device without any of them satisfies (`!('a' in topics)`) would silently miss devices: refuse it.
+            guard !condition.matchesUnsubscribed else {
+                let error = FCMError.invalidParameters("the condition must require at least one topic")
+                metrics.sendRejected(error.code)
+                throw error
+            }
+            return .topic(
+                try await sendToTopic(send, target: .condition(condition.text), project: project, senderID: senderID))
+        }
+    }
+
+    /// The event-loop path of a send to tokens: when every token is in memory, validates, commits through
+    /// ``MessagePath`` and calls `completion` on `eventLoop` after the commit (or at once when nothing is to be
+    /// committed), without a task, and returns true. Returns false, having done nothing, for a topic or condition
+    /// send or a token that is not in memory: the caller then uses ``dispatch(_:project:)``.
+    func dispatchFromMemory(
+        _ send: FCMSendRequest,
+        project: Project,
+        on eventLoop: any EventLoop,
+        completion: @escaping @Sendable (Result<Outcome, any Error>) -> Void
+    ) -> Bool {
+        guard case .tokens(let recipients) = send.addressing else { return false }
+        var tokenSend = TokenSend(recipients: recipients)
+        guard let devices = store.cachedDevices(tokens: tokenSend.tokens) else { return false }
+        tokenSend.resolve(devices, send: send, project: project)
+        let resolved = tokenSend
+        guard !resolved.messages.isEmpty else {
+            completion(.success(.tokens(answered(resolved.response()))))
+            return true
+        }
+        path.commit(resolved.messages, on: eventLoop) { result in
+            completion(result.map { .tokens(answered(resolved.response(outcomes: $0))) })
+        }
+        return true
+    }
+
+    private func sendToTokens(
+        _ send: FCMSendRequest,
+        recipients: [FCMRecipient],
+        project: Project,
+        senderID: SenderID
+    ) async throws -> FCMSendResponse {
+        var tokenSend = TokenSend(recipients: recipients)
+        let devices = tokenSend.lookups.isEmpty ? [] : try await store.resolveTokens(tokenSend.tokens)
+        tokenSend.resolve(devices, send: send, project: project)
+        let outcomes = tokenSend.messages.isEmpty ? [] : try await path.commit(tokenSend.messages)
+        return answered(tokenSend.response(outcomes: outcomes))
+    }
+
+    /// The response of a token send, counted.
+    private func answered(_ response: FCMSendResponse) -> FCMSendResponse {
+        metrics.sendAnswered(response.results)
+        return response
+    }
+
+    private func sendToTopic(
+        _ send: FCMSendRequest,
+        target: NewTopicMessage.Target,
+        project: Project,
+        senderID: SenderID
+    ) async throws -> FCMTopicResponse {
+        if let error = send.messageError {
+            metrics.sendRejected(error.code)
+            return .error(error)
+        }
+        if send.dryRun {
+            metrics.sendsAccepted()
+            return .dryRun
+        }
+        // A topic message is expanded in the background; "now or never" cannot be kept for it. Accept it as FCM
+        // does and deliver to nobody who is not connected by the time it expands: the smallest TTL.
+        let ttl: Duration = send.timeToLive > 0 ? .seconds(send.timeToLive) : .seconds(1)
+        let envelope = Envelope(request: send, senderID: senderID)
+        let id = try await store.enqueueTopicMessage(
+            NewTopicMessage(
+                project: project.id, target: target, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl)
+        )
+        metrics.sendsAccepted()
+        return .messageID(id)
+    }
+}

@@ -1,0 +1,90 @@
+import PushRelayCore
+import PushRelayStore
+
+/// One FCM send to tokens, as a value: what is answered without the store, the copies to commit, and the answer
+/// once they are committed. The event-loop path and the task path of ``SendRoute`` both run it, so they answer alike.
+struct TokenSend: Sendable {
+    /// One result per recipient, in order; nil where the commit decides.
+    private(set) var results: [FCMSendResponse.Result?]
+    /// The well-formed tokens to look up, with their recipient index.
+    let lookups: [(index: Int, token: String)]
+    /// The recipients that get a copy, in the order of ``messages``.
+    private(set) var targets: [Int] = []
+    /// The copies to commit (empty for a dry run or when no recipient is valid).
+    private(set) var messages: [NewMessage] = []
+    /// Recipients whose token appeared earlier in the list, with that first index: a token repeated in
+    /// `registration_ids` is sent once and every copy answers the first one's result.
+    let duplicates: [(index: Int, first: Int)]
+
+    init(recipients: [FCMRecipient]) {
+        var results = [FCMSendResponse.Result?](repeating: nil, count: recipients.count)
+        var lookups: [(index: Int, token: String)] = []
+        lookups.reserveCapacity(recipients.count)
+        var firstIndex: [String: Int] = [:]
+        var duplicates: [(index: Int, first: Int)] = []
+        for (index, recipient) in recipients.enumerated() {
+            if let error = recipient.error {
+                results[index] = .error(error)
+            } else if recipients.count > 1, let first = firstIndex.updateValue(index, forKey: recipient.token) {
+                firstIndex[recipient.token] = first
+                duplicates.append((index, first))
+            } else {
+                lookups.append((index, recipient.token))
+            }
+        }
+        self.results = results
+        self.lookups = lookups
+        self.duplicates = duplicates
+    }
+
+    /// The tokens to resolve, in ``lookups`` order.
+    var tokens: [String] { lookups.map(\.token) }
+
+    /// Applies the looked-up devices (one per token of ``tokens``, nil when unknown) and builds the copies.
+    mutating func resolve(_ devices: [Device?], send: FCMSendRequest, project: Project) {
+        var found: [Device] = []
+        for (lookup, device) in zip(lookups, devices) {
+            guard let device else {
+                results[lookup.index] = .error(FCMError(code: .notRegistered))
+                continue
+            }
+            guard device.project == project.id else {
+                results[lookup.index] = .error(FCMError(code: .mismatchSenderId))
+                continue
+            }
+            if let package = send.restrictedPackageName, package != device.app {
+                results[lookup.index] = .error(FCMError(code: .invalidPackageName))
+                continue
+            }
+            targets.append(lookup.index)
+            found.append(device)
+        }
+        if send.dryRun {
+            // Validated, not delivered: FCM answers a placeholder id.
+            for index in targets { results[index] = .dryRun }
+            targets = []
+        } else if !found.isEmpty {
+            let envelope = Envelope(request: send, senderID: SenderID(UInt64(project.senderID)))
+            let ttl = Duration.seconds(send.timeToLive)
+            messages = found.map {
+                NewMessage(device: $0.id, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl)
+            }
+        }
+    }
+
+    /// The response once ``messages`` are committed with these outcomes (none when nothing was committed).
+    func response(outcomes: [EnqueueResult] = []) -> FCMSendResponse {
+        var results = self.results
+        for (index, outcome) in zip(targets, outcomes) {
+            switch outcome {
+            case .stored(let id), .transient(let id):
+                results[index] = .messageID(id)
+            case .deviceNotFound:
+                results[index] = .error(FCMError(code: .notRegistered))
+            }
+        }
+        for duplicate in duplicates { results[duplicate.index] = results[duplicate.first] }
+        return FCMSendResponse(
+            multicastID: .generate(), results: results.map { $0 ?? .error(FCMError(code: .internalServerError)) })
+    }
+}

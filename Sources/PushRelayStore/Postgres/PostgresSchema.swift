@@ -1,0 +1,171 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL schema, as versioned migrations. Times are microseconds since the Unix epoch; keys and secrets
+/// are SHA-256 digests (`bytea`), never clear text. Same tables as ``SQLiteSchema``.
+enum PostgresSchema {
+    /// The advisory lock every node takes while it migrates, so that nodes starting together apply each migration
+    /// once (`pg_advisory_lock` is per database; the number is "pushrelay" in ASCII, truncated).
+    static let migrationLock: Int64 = 0x7075_7368_7265_6c61
+
+    /// Migration `n` is `migrations[n - 1]`; each runs in its own transaction with its version row.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE meta (
+            key text PRIMARY KEY,
+            value bigint NOT NULL
+        );
+        INSERT INTO meta (key, value) VALUES ('last_message_id', 0), ('auth_epoch', 0);
+
+        CREATE TABLE projects (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            name text NOT NULL UNIQUE,
+            sender_id bigint NOT NULL UNIQUE,
+            client_key_hash bytea NOT NULL,
+            created_at bigint NOT NULL
+        );
+
+        -- valid_until NULL: the current key; otherwise a rotated key in its grace period.
+        CREATE TABLE server_keys (
+            key_hash bytea PRIMARY KEY,
+            project_id bigint NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            created_at bigint NOT NULL,
+            valid_until bigint
+        );
+        CREATE INDEX server_keys_project ON server_keys (project_id);
+
+        CREATE TABLE devices (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            project_id bigint NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            token text NOT NULL UNIQUE,
+            secret_hash bytea NOT NULL UNIQUE,
+            app text NOT NULL,
+            platform text NOT NULL,
+            registered_at bigint NOT NULL
+        );
+        CREATE INDEX devices_project ON devices (project_id);
+
+        -- One row per pending message of a device; id is the message id (unique in the database, increasing in
+        -- commit order: see meta.last_message_id). kind: 0 message, 1 deleted_messages marker.
+        CREATE TABLE messages (
+            id bigint PRIMARY KEY,
+            device_id bigint NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+            kind smallint NOT NULL,
+            collapse_key text,
+            expires_at bigint NOT NULL,
+            body bytea NOT NULL
+        );
+        CREATE INDEX messages_device ON messages (device_id, id);
+        CREATE INDEX messages_expiry ON messages (expires_at);
+
+        CREATE TABLE topics (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            project_id bigint NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            name text NOT NULL,
+            UNIQUE (project_id, name)
+        );
+
+        CREATE TABLE subscriptions (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            topic_id bigint NOT NULL REFERENCES topics (id) ON DELETE CASCADE,
+            device_id bigint NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+            added_at bigint NOT NULL,
+            UNIQUE (topic_id, device_id)
+        );
+        CREATE INDEX subscriptions_device ON subscriptions (device_id);
+        CREATE INDEX subscriptions_fanout ON subscriptions (topic_id, device_id, id);
+
+        -- A topic or condition message being expanded; cursor: the last device id done; snapshot: the largest
+        -- subscription id at send. Deleted when the expansion finishes.
+        CREATE TABLE topic_messages (
+            id bigint PRIMARY KEY,
+            project_id bigint NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            topic text,
+            condition text,
+            snapshot bigint NOT NULL,
+            cursor bigint NOT NULL DEFAULT 0,
+            collapse_key text,
+            expires_at bigint NOT NULL,
+            created_at bigint NOT NULL,
+            body bytea NOT NULL
+        );
+        """,
+        // 2: FCM HTTP v1. Service-account keys (only the public key) and the access tokens issued for them (SHA-256
+        // hashes). A revoked key keeps its row and loses its tokens.
+        """
+        CREATE TABLE service_account_keys (
+            key_id text PRIMARY KEY,
+            project_id bigint NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            client_email text NOT NULL,
+            public_key text NOT NULL,
+            created_at bigint NOT NULL,
+            revoked_at bigint
+        );
+        CREATE INDEX service_account_keys_project ON service_account_keys (project_id);
+
+        CREATE TABLE access_tokens (
+            token_hash bytea PRIMARY KEY,
+            key_id text NOT NULL REFERENCES service_account_keys (key_id) ON DELETE CASCADE,
+            project_id bigint NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            expires_at bigint NOT NULL
+        );
+        CREATE INDEX access_tokens_key ON access_tokens (key_id);
+        CREATE INDEX access_tokens_expiry ON access_tokens (expires_at);
+        """,
+    ]
+
+    /// A migration's statements (each ends with `;` at the end of a line).
+    static func statements(of migration: String) -> [String] {
+        migration.components(separatedBy: ";\n").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            .map { $0.hasSuffix(";") ? String($0.dropLast()) : $0 }.filter { !$0.isEmpty }
+    }
+
+    /// The newest schema version this build knows.
+    static var version: Int { self.migrations.count }
+
+    /// Brings the database to ``version`` under the advisory lock: the first node to start applies what is
+    /// missing, the others wait and find nothing to do. Refuses a database of a newer schema.
+    static func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("SELECT pg_advisory_lock(\(Self.migrationLock))", logger: logger)
+        do {
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS pushrelay_migrations (
+                    version integer PRIMARY KEY,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                logger: logger
+            )
+            var current = 0
+            for try await version in try await connection.query(
+                "SELECT coalesce(max(version), 0)::int8 FROM pushrelay_migrations", logger: logger
+            ).decode(Int64.self) {
+                current = Int(version)
+            }
+            if current > Self.version {
+                throw StoreError(code: .corrupt, message: "database schema \(current) is newer than \(Self.version)")
+            }
+            for version in (current + 1)...max(Self.version, current + 1) where version <= Self.version {
+                try await connection.query("BEGIN", logger: logger)
+                do {
+                    for statement in Self.statements(of: Self.migrations[version - 1]) {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    try await connection.query(
+                        "INSERT INTO pushrelay_migrations (version) VALUES (\(version))", logger: logger)
+                    try await connection.query("COMMIT", logger: logger)
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    throw error
+                }
+                logger.info("database migrated", metadata: ["relay.store.schema": "\(version)"])
+            }
+        } catch {
+            _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.migrationLock))", logger: logger)
+            throw error
+        }
+        try await connection.query("SELECT pg_advisory_unlock(\(Self.migrationLock))", logger: logger)
+    }
+}

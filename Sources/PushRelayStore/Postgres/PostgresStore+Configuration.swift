@@ -1,0 +1,46 @@
+public import Foundation
+public import PushRelayCore
+
+extension PostgresStore {
+    /// How a ``PostgresStore`` connects and behaves. The queue and topic fields mean what they mean for
+    /// ``SQLiteStore/Configuration``; every field has a default except the URL.
+    public struct Configuration: Sendable {
+        /// The database (created by the operator; the store creates and migrates its tables).
+        public var url: PostgresURL
+        /// Connections for reads (lookups, pending messages, statistics), besides the writer's and the
+        /// listener's. Default 4.
+        public var readConnections: Int = 4
+        /// How long a connection attempt may take before ``StoreError/Code/unavailable``. Default 5 s.
+        public var connectTimeout: Duration = .seconds(5)
+        /// How long a read waits for the pool (PostgreSQL away) before ``StoreError/Code/unavailable``. Default 5 s.
+        public var readTimeout: Duration = .seconds(5)
+        /// The per-device queue limits. Default FCM's: 100 non-collapsible, 4 collapse keys.
+        public var queuePolicy: QueuePolicy = QueuePolicy()
+        /// How long a `deleted_messages` marker stays pending. Default 4 weeks.
+        public var deletedMessagesTimeToLive: Duration = .seconds(2_419_200)
+        /// Devices expanded per transaction when a topic message fans out. Default 1000.
+        public var fanOutBatchSize: Int = 1000
+        /// How often a node looks for topic messages left unfinished by another node (one that died). Default 1 s.
+        public var fanOutPollInterval: Duration = .seconds(1)
+        /// Topics one device may hold (FCM: 2000). Default 2000.
+        public var maxTopicsPerDevice: Int = 2000
+        /// How often the auth cache re-reads the auth epoch, in case a notification from another node was missed.
+        /// Default 250 ms.
+        public var authRecheckInterval: Duration = .milliseconds(250)
+        /// Entries the auth cache holds before it starts over. Default 200,000.
+        public var authCacheEntries: Int = 200_000
+        /// Compiles a condition text into a matcher, or nil if it is malformed. Default: rejects every condition.
+        public var conditionCompiler: @Sendable (String) -> TopicConditionMatcher? = { _ in nil }
+        /// Makes tokens, secrets and keys. Default ``CredentialGenerator/default``.
+        public var credentials: CredentialGenerator = .default
+        /// The wall clock (expiry, ids, dates). Tests move it.
+        public var clock: @Sendable () -> Date = { Date() }
+        /// Whether the writer expands topic messages by itself (tests turn it off to stop mid-expansion).
+        var automaticFanOut = true
+
+        /// A configuration for the database at `url`.
+        public init(url: PostgresURL) {
+            self.url = url
+        }
+    }
+}

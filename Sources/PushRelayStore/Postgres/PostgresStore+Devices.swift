@@ -1,0 +1,97 @@
+import NIOCore
+import PostgresNIO
+
+extension PostgresStore {
+    /// See ``PushStore/registerDevice(project:app:platform:)``.
+    public func registerDevice(project: ProjectID, app: String, platform: String) async throws -> DeviceRegistration {
+        let credentials = self.context.configuration.credentials
+        return try await self.writer.write { write in
+            guard try await !write.rows("SELECT 1 FROM projects WHERE id = \(project.rawValue)").isEmpty else {
+                throw StoreError.notFound("no project with id \(project)")
+            }
+            let token = credentials.deviceToken()
+            let secret = credentials.deviceSecret()
+            let rows = try await write.rows(
+                """
+                INSERT INTO devices (project_id, token, secret_hash, app, platform, registered_at)
+                VALUES (\(project.rawValue), \(token), \(ByteBuffer(bytes: KeyHash(of: secret).bytes)), \(app),
+                    \(platform), \(write.nowMicros))
+                RETURNING id
+                """
+            )
+            let device = Device(
+                id: DeviceID(rawValue: try rows[0].decode(Int64.self)), project: project, token: token, app: app,
+                platform: platform, registeredAt: StoreContext.date(micros: write.nowMicros))
+            return DeviceRegistration(device: device, secret: secret)
+        }
+    }
+
+    /// See ``PushStore/unregisterDevice(secret:)``.
+    public func unregisterDevice(secret: String) async throws -> Device? {
+        let hash = KeyHash(of: secret)
+        return try await self.writer.write { write in
+            let rows = try await write.rows(
+                "DELETE FROM devices WHERE secret_hash = \(ByteBuffer(bytes: hash.bytes)) RETURNING \(unescaped: Self.deviceColumns)")
+            guard let row = rows.first, let device = try Self.device(row, matching: hash) else { return nil }
+            write.authChanged = true
+            return device
+        }
+    }
+
+    /// See ``PushStore/authenticateDevice(secret:)``.
+    public func authenticateDevice(secret: String) async throws -> Device? {
+        let hash = KeyHash(of: secret)
+        try await self.refreshAuthCacheIfDue()
+        let cache = self.context.authCache
+        if let device = cache.device(secret: hash) {
+            return device
+        }
+        let generation = cache.generation
+        let rows = try await self.rows(
+            "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE secret_hash = \(ByteBuffer(bytes: hash.bytes))")
+        guard let row = rows.first, let device = try Self.device(row, matching: hash) else { return nil }
+        cache.insertDevice(device, secret: hash, generation: generation)
+        return device
+    }
+
+    /// See ``PushStore/resolveTokens(_:)``: the uncached tokens in one query.
+    public func resolveTokens(_ tokens: [String]) async throws -> [Device?] {
+        try await self.refreshAuthCacheIfDue()
+        let cache = self.context.authCache
+        var devices = cache.devices(tokens: tokens)
+        let missing = devices.indices.filter { devices[$0] == nil }
+        guard !missing.isEmpty else { return devices }
+        let generation = cache.generation
+        let wanted = missing.map { tokens[$0] }
+        var found: [String: Device] = [:]
+        for row in try await self.rows(
+            "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE token = ANY(\(wanted))")
+        {
+            let device = try Self.device(row)
+            found[device.token] = device
+        }
+        for index in missing {
+            devices[index] = found[tokens[index]]
+        }
+        cache.insertDevices(Array(found.values), generation: generation)
+        return devices
+    }
+
+    /// Columns of ``device(_:)``, plus the secret hash as column 6.
+    static let deviceColumns = "id, project_id, token, app, platform, registered_at, secret_hash"
+
+    /// A device from columns 0…5 of ``deviceColumns``.
+    static func device(_ row: PostgresRow) throws -> Device {
+        let (id, project, token, app, platform, registeredAt, _) = try row.decode(
+            (Int64, Int64, String, String, String, Int64, ByteBuffer).self)
+        return Device(
+            id: DeviceID(rawValue: id), project: ProjectID(rawValue: project), token: token, app: app,
+            platform: platform, registeredAt: StoreContext.date(micros: registeredAt))
+    }
+
+    /// The device of the row if its secret hash matches `hash` (constant-time comparison).
+    static func device(_ row: PostgresRow, matching hash: KeyHash) throws -> Device? {
+        let (_, _, _, _, _, _, stored) = try row.decode((Int64, Int64, String, String, String, Int64, ByteBuffer).self)
+        return hash.matches(Array(stored.readableBytesView)) ? try Self.device(row) : nil
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import NIOCore
+import PostgresNIO
+
+extension PostgresStore {
+    /// See ``PushStore/createProject(name:)``.
+    public func createProject(name: String) async throws -> ProjectCredentials {
+        guard !name.isEmpty, name.utf8.count <= 256 else {
+            throw StoreError.invalidArgument("a project name has 1 to 256 bytes")
+        }
+        let credentials = self.context.configuration.credentials
+        return try await self.writer.write { write in
+            guard try await write.rows("SELECT 1 FROM projects WHERE name = \(name)").isEmpty else {
+                throw StoreError.alreadyExists("a project named \(name) exists")
+            }
+            var senderID: Int64
+            repeat {
+                senderID = Int64.random(in: 10_000_000_000...99_999_999_999)
+            } while try await !write.rows("SELECT 1 FROM projects WHERE sender_id = \(senderID)").isEmpty
+            let serverKey = credentials.serverKey()
+            let clientKey = credentials.clientKey()
+            let rows = try await write.rows(
+                """
+                INSERT INTO projects (name, sender_id, client_key_hash, created_at)
+                VALUES (\(name), \(senderID), \(ByteBuffer(bytes: KeyHash(of: clientKey).bytes)), \(write.nowMicros))
+                RETURNING id
+                """
+            )
+            let id = ProjectID(rawValue: try rows[0].decode(Int64.self))
+            try await Self.insertServerKey(serverKey, project: id, in: write)
+            let project = Project(
+                id: id, name: name, senderID: senderID, createdAt: StoreContext.date(micros: write.nowMicros))
+            return ProjectCredentials(project: project, serverKey: serverKey, clientKey: clientKey)
+        }
+    }
+
+    private static func insertServerKey(_ key: String, project: ProjectID, in write: PostgresWriteContext) async throws {
+        try await write.run(
+            """
+            INSERT INTO server_keys (key_hash, project_id, created_at, valid_until)
+            VALUES (\(ByteBuffer(bytes: KeyHash(of: key).bytes)), \(project.rawValue), \(write.nowMicros), NULL)
+            """
+        )
+    }
+
+    /// See ``PushStore/projects()``.
+    public func projects() async throws -> [Project] {
+        try await self.rows("SELECT id, name, sender_id, created_at FROM projects ORDER BY name").map(Self.project)
+    }
+
+    /// See ``PushStore/project(named:)``.
+    public func project(named name: String) async throws -> Project? {
+        try await self.rows("SELECT id, name, sender_id, created_at FROM projects WHERE name = \(name)")
+            .first.map(Self.project)
+    }
+
+    /// See ``PushStore/project(id:)``.
+    public func project(id: ProjectID) async throws -> Project? {
+        try await self.refreshAuthCacheIfDue()
+        let cache = self.context.authCache
+        if let project = cache.project(id) {
+            return project
+        }
+        let generation = cache.generation
+        let project = try await self.rows(
+            "SELECT id, name, sender_id, created_at FROM projects WHERE id = \(id.rawValue)"
+        ).first.map(Self.project)
+        if let project {
+            cache.insertProject(project, generation: generation)
+        }
+        return project
+    }
+
+    /// See ``PushStore/deleteProject(named:)``.
+    public func deleteProject(named name: String) async throws -> Bool {
+        try await self.writer.write { write in
+            let deleted = try await !write.rows("DELETE FROM projects WHERE name = \(name) RETURNING id").isEmpty
+            if deleted { write.authChanged = true }
+            return deleted
+        }
+    }
+
+    /// See ``PushStore/rotateServerKey(project:gracePeriod:)``.
+    public func rotateServerKey(project name: String, gracePeriod: Duration) async throws -> String {
+        let grace = max(StoreContext.micros(gracePeriod), 0)
+        let credentials = self.context.configuration.credentials
+        return try await self.writer.write { write in
+            guard let row = try await write.rows("SELECT id FROM projects WHERE name = \(name) FOR UPDATE").first else {
+                throw StoreError.notFound("no project named \(name)")
+            }
+            let project = ProjectID(rawValue: try row.decode(Int64.self))
+            let graceEnd = write.nowMicros &+ grace
+            try await write.run(
+                """
+                UPDATE server_keys SET valid_until = \(graceEnd)
+                WHERE project_id = \(project.rawValue) AND (valid_until IS NULL OR valid_until > \(graceEnd))
+                """
+            )
+            let key = credentials.serverKey()
+            try await Self.insertServerKey(key, project: project, in: write)
+            write.authChanged = true
+            return key
+        }
+    }
+
+    /// See ``PushStore/authenticateServerKey(_:)``.
+    public func authenticateServerKey(_ key: String) async throws -> Project? {
+        let hash = KeyHash(of: key)
+        let now = self.context.nowMicros
+        try await self.refreshAuthCacheIfDue()
+        let cache = self.context.authCache
+        if let entry = cache.serverKey(hash) {
+            if let validUntil = entry.validUntil, validUntil <= now {
+                return nil
+            }
+            return entry.project
+        }
+        let generation = cache.generation
+        let rows = try await self.rows(
+            """
+            SELECT p.id, p.name, p.sender_id, p.created_at, k.key_hash, k.valid_until
+            FROM server_keys k JOIN projects p ON p.id = k.project_id
+            WHERE k.key_hash = \(ByteBuffer(bytes: hash.bytes))
+            """
+        )
+        guard let row = rows.first else { return nil }
+        let (_, _, _, _, stored, validUntil) = try row.decode((Int64, String, Int64, Int64, ByteBuffer, Int64?).self)
+        guard hash.matches(Array(stored.readableBytesView)) else { return nil }
+        let entry = AuthCache.ServerKeyEntry(project: try Self.project(row), validUntil: validUntil)
+        cache.insertServerKey(hash, entry, generation: generation)
+        if let validUntil = entry.validUntil, validUntil <= now {
+            return nil
+        }
+        return entry.project
+    }
+
+    /// See ``PushStore/authenticateClientKey(_:project:)``.
+    public func authenticateClientKey(_ key: String, project name: String) async throws -> Project? {
+        let hash = KeyHash(of: key)
+        let rows = try await self.rows(
+            "SELECT id, name, sender_id, created_at, client_key_hash FROM projects WHERE name = \(name)")
+        guard let row = rows.first else { return nil }
+        let (_, _, _, _, stored) = try row.decode((Int64, String, Int64, Int64, ByteBuffer).self)
+        return hash.matches(Array(stored.readableBytesView)) ? try Self.project(row) : nil
+    }
+
+    /// Re-reads the auth epoch when due: a notification from another node may have been missed.
+    func refreshAuthCacheIfDue() async throws(StoreError) {
+        let cache = self.context.authCache
+        guard cache.epochCheckDue(interval: self.context.configuration.authRecheckInterval) else { return }
+        let rows = try await self.rows("SELECT value FROM meta WHERE key = 'auth_epoch'")
+        do {
+            if let epoch = try rows.first?.decode(Int64.self) { cache.observe(epoch: epoch) }
+        } catch {
+            throw PostgresStoreContext.storeError(error)
+        }
+    }
+
+    /// A project from columns 0…3 (id, name, sender_id, created_at).
+    static func project(_ row: PostgresRow) throws -> Project {
+        let columns = row.makeRandomAccess()
+        return Project(
+            id: ProjectID(rawValue: try columns[0].decode(Int64.self)),
+            name: try columns[1].decode(String.self),
+            senderID: try columns[2].decode(Int64.self),
+            createdAt: StoreContext.date(micros: try columns[3].decode(Int64.self))
+        )
+    }
+}

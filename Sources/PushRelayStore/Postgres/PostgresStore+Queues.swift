@@ -1,0 +1,112 @@
+public import PushRelayCore
+import NIOConcurrencyHelpers
+import NIOCore
+import PostgresNIO
+
+extension PostgresStore {
+    /// See ``PushStore/enqueue(_:)``.
+    public func enqueue(_ messages: [NewMessage]) async throws -> [EnqueueResult] {
+        if messages.allSatisfy({ $0.timeToLive <= .zero }) {
+            // Nothing to store: number them for the live delivery without a commit.
+            return messages.map { _ in .transient(self.nextTransientMessageID()) }
+        }
+        guard case .enqueued(let results) = try await self.writer.hot(.enqueue(messages)) else {
+            throw StoreError.unavailable("unexpected writer result")
+        }
+        return results
+    }
+
+    /// See ``PushStore/nextTransientMessageID()``: `max(now µs, last + 1)` past the last id this node saw taken,
+    /// unique within the node (such a message is never stored).
+    public func nextTransientMessageID() -> MessageID {
+        let now = self.context.nowMicros
+        return MessageID(rawValue: self.context.ids.withLockedValue { $0.next(nowMicros: now) })
+    }
+
+    /// See ``PushStore/pendingMessages(for:after:limit:)``.
+    public func pendingMessages(for device: DeviceID, after: MessageID?, limit: Int) async throws -> [StoredMessage] {
+        guard limit > 0 else { return [] }
+        let now = self.context.nowMicros
+        let rows = try await self.rows(
+            """
+            SELECT id, kind, collapse_key, expires_at, body FROM messages
+            WHERE device_id = \(device.rawValue) AND id > \(after?.rowValue ?? 0) AND expires_at > \(now)
+            ORDER BY id LIMIT \(limit)
+            """
+        )
+        do {
+            return try rows.map { row in
+                let (id, kind, collapseKey, expiresAt, body) = try row.decode(
+                    (Int64, Int16, String?, Int64, ByteBuffer).self)
+                return StoredMessage(
+                    id: MessageID(rawValue: id), device: device, kind: kind == 1 ? .deletedMessages : .message,
+                    body: Array(body.readableBytesView), collapseKey: collapseKey, expiresAtMicros: expiresAt)
+            }
+        } catch {
+            throw PostgresStoreContext.storeError(error)
+        }
+    }
+
+    /// See ``PushStore/acknowledge(device:ids:)``.
+    @discardableResult
+    public func acknowledge(device: DeviceID, ids: [MessageID]) async throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        guard case .acknowledged(let count) = try await self.writer.hot(.acknowledge(device, ids)) else {
+            throw StoreError.unavailable("unexpected writer result")
+        }
+        return count
+    }
+
+    /// See ``PushStore/acknowledge(device:upTo:)``.
+    @discardableResult
+    public func acknowledge(device: DeviceID, upTo: MessageID) async throws -> Int {
+        guard case .acknowledged(let count) = try await self.writer.hot(.acknowledgeUpTo(device, upTo)) else {
+            throw StoreError.unavailable("unexpected writer result")
+        }
+        return count
+    }
+
+    /// See ``PushStore/purge(limit:)``.
+    public func purge(limit: Int) async throws -> PurgeReport {
+        try await self.writer.write { write in
+            var report = PurgeReport()
+            report.expiredMessages = try await write.rows(
+                """
+                DELETE FROM messages WHERE id IN (
+                    SELECT id FROM messages WHERE expires_at <= \(write.nowMicros) LIMIT \(max(limit, 0)))
+                RETURNING id
+                """
+            ).count
+            report.expiredTopicMessages = try await write.rows(
+                "DELETE FROM topic_messages WHERE expires_at <= \(write.nowMicros) RETURNING id"
+            ).count
+            report.expiredServerKeys = try await write.rows(
+                """
+                DELETE FROM server_keys WHERE valid_until IS NOT NULL AND valid_until <= \(write.nowMicros)
+                RETURNING project_id
+                """
+            ).count
+            try await write.run("DELETE FROM access_tokens WHERE expires_at <= \(write.nowMicros)")
+            return report
+        }
+    }
+
+    /// See ``PushStore/queueStatistics()``.
+    public func queueStatistics() async throws -> QueueStatistics {
+        let rows = try await self.rows(
+            """
+            SELECT (SELECT count(*) FROM messages), (SELECT count(DISTINCT device_id) FROM messages),
+                (SELECT count(*) FROM topic_messages), (SELECT count(*) FROM devices), (SELECT count(*) FROM projects)
+            """
+        )
+        do {
+            let (messages, devicesWithMessages, topicMessages, devices, projects) = try rows[0].decode(
+                (Int64, Int64, Int64, Int64, Int64).self)
+            return QueueStatistics(
+                storedMessages: Int(messages), devicesWithMessages: Int(devicesWithMessages),
+                topicMessagesExpanding: Int(topicMessages), devices: Int(devices), projects: Int(projects))
+        } catch {
+            throw PostgresStoreContext.storeError(error)
+        }
+    }
+}

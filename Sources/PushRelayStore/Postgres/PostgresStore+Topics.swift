@@ -1,0 +1,165 @@
+public import PushRelayCore
+import NIOConcurrencyHelpers
+import NIOCore
+import PostgresNIO
+
+extension PostgresStore {
+    /// See ``PushStore/subscribe(tokens:to:project:)``.
+    public func subscribe(
+        tokens: [String],
+        to topic: String,
+        project: ProjectID
+    ) async throws -> [TopicMembershipResult] {
+        guard !topic.isEmpty else { throw StoreError.invalidArgument("empty topic name") }
+        let maxTopics = self.context.configuration.maxTopicsPerDevice
+        return try await self.writer.write { write in
+            let devices = try await Self.lookUp(tokens: tokens, project: project, in: write)
+            guard devices.contains(where: { if case .success = $0 { true } else { false } }) else {
+                return devices.map { if case .failure(let result) = $0 { result } else { .ok } }
+            }
+            let topicID = try await write.rows(
+                """
+                INSERT INTO topics (project_id, name) VALUES (\(project.rawValue), \(topic))
+                ON CONFLICT (project_id, name) DO UPDATE SET name = EXCLUDED.name RETURNING id
+                """
+            )[0].decode(Int64.self)
+            var results: [TopicMembershipResult] = []
+            results.reserveCapacity(tokens.count)
+            for lookup in devices {
+                guard case .success(let device) = lookup else {
+                    if case .failure(let result) = lookup { results.append(result) }
+                    continue
+                }
+                let existing = try await write.rows(
+                    "SELECT 1 FROM subscriptions WHERE topic_id = \(topicID) AND device_id = \(device.rawValue)")
+                if !existing.isEmpty {
+                    results.append(.ok)
+                    continue
+                }
+                let held = try await write.rows(
+                    "SELECT count(*) FROM subscriptions WHERE device_id = \(device.rawValue)")[0].decode(Int64.self)
+                guard held < maxTopics else {
+                    results.append(.tooManyTopics)
+                    continue
+                }
+                try await write.run(
+                    """
+                    INSERT INTO subscriptions (topic_id, device_id, added_at)
+                    VALUES (\(topicID), \(device.rawValue), \(write.nowMicros)) ON CONFLICT DO NOTHING
+                    """
+                )
+                results.append(.ok)
+            }
+            return results
+        }
+    }
+
+    /// See ``PushStore/unsubscribe(tokens:from:project:)``.
+    public func unsubscribe(
+        tokens: [String],
+        from topic: String,
+        project: ProjectID
+    ) async throws -> [TopicMembershipResult] {
+        try await self.writer.write { write in
+            let devices = try await Self.lookUp(tokens: tokens, project: project, in: write)
+            let ids = devices.compactMap { if case .success(let device) = $0 { device.rawValue } else { nil } }
+            if !ids.isEmpty {
+                try await write.run(
+                    """
+                    DELETE FROM subscriptions s USING topics t
+                    WHERE t.id = s.topic_id AND t.project_id = \(project.rawValue) AND t.name = \(topic)
+                        AND s.device_id = ANY(\(ids))
+                    """
+                )
+            }
+            return devices.map { if case .failure(let result) = $0 { result } else { .ok } }
+        }
+    }
+
+    /// See ``PushStore/subscriptions(of:)``.
+    public func subscriptions(of device: DeviceID) async throws -> [TopicSubscription] {
+        let rows = try await self.rows(
+            """
+            SELECT t.name, s.added_at FROM subscriptions s JOIN topics t ON t.id = s.topic_id
+            WHERE s.device_id = \(device.rawValue) ORDER BY t.name
+            """
+        )
+        do {
+            return try rows.map { row in
+                let (name, addedAt) = try row.decode((String, Int64).self)
+                return TopicSubscription(topic: name, addedAt: StoreContext.date(micros: addedAt))
+            }
+        } catch {
+            throw PostgresStoreContext.storeError(error)
+        }
+    }
+
+    /// See ``PushStore/enqueueTopicMessage(_:)``.
+    public func enqueueTopicMessage(_ message: NewTopicMessage) async throws -> MessageID {
+        let ttl = StoreContext.micros(message.timeToLive)
+        guard ttl > 0 else {
+            throw StoreError.invalidArgument("a topic message needs a positive time to live")
+        }
+        var topic: String?
+        var condition: String?
+        switch message.target {
+        case .topic(let name):
+            guard !name.isEmpty else { throw StoreError.invalidArgument("empty topic name") }
+            topic = name
+        case .condition(let text):
+            guard self.context.configuration.conditionCompiler(text) != nil else {
+                throw StoreError.invalidArgument("the condition does not compile")
+            }
+            condition = text
+        }
+        let (topicName, conditionText) = (topic, condition)
+        let context = self.context
+        return try await self.writer.write { write in
+            let floor = context.ids.withLockedValue { max(write.nowMicros, $0.last + 1) }
+            guard try await !write.rows("SELECT 1 FROM projects WHERE id = \(message.project.rawValue)").isEmpty else {
+                throw StoreError.notFound("no project with id \(message.project)")
+            }
+            // The id from the same block row as queue rows: increasing with them.
+            let id = try await write.rows(
+                """
+                UPDATE meta SET value = greatest(value + 1, \(floor))
+                WHERE key = 'last_message_id' RETURNING value
+                """
+            )[0].decode(Int64.self)
+            context.ids.withLockedValue { $0.advance(past: id) }
+            try await write.run(
+                """
+                INSERT INTO topic_messages
+                    (id, project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, created_at, body)
+                VALUES (\(id), \(message.project.rawValue), \(topicName), \(conditionText),
+                    (SELECT coalesce(max(id), 0) FROM subscriptions), 0, \(message.collapseKey),
+                    \(write.nowMicros &+ ttl), \(write.nowMicros), \(ByteBuffer(bytes: message.body)))
+                """
+            )
+            write.topicMessageAdded = true
+            return MessageID(rawValue: id)
+        }
+    }
+
+    private enum TokenLookup {
+        case success(DeviceID)
+        case failure(TopicMembershipResult)
+    }
+
+    /// The devices of these tokens in one query: found in the project, in another project, or unknown.
+    private static func lookUp(
+        tokens: [String],
+        project: ProjectID,
+        in write: PostgresWriteContext
+    ) async throws -> [TokenLookup] {
+        var found: [String: (Int64, Int64)] = [:]
+        for row in try await write.rows("SELECT token, id, project_id FROM devices WHERE token = ANY(\(tokens))") {
+            let (token, id, owner) = try row.decode((String, Int64, Int64).self)
+            found[token] = (id, owner)
+        }
+        return tokens.map { token in
+            guard let (id, owner) = found[token] else { return .failure(.notFound) }
+            return owner == project.rawValue ? .success(DeviceID(rawValue: id)) : .failure(.wrongProject)
+        }
+    }
+}

@@ -1,0 +1,183 @@
+public import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+import PushRelayCore
+
+/// A ``PushStore`` on PostgreSQL, for several nodes sharing one database (postgres-nio, no C library).
+///
+/// - Writes go to one writer task per node with its own connection: sends and acknowledgements pending together
+///   share one transaction of a fixed number of statements (multi-row, `unnest` arrays), committed with
+///   `synchronous_commit=on` before any caller resumes. Message ids come from one row (`meta.last_message_id`),
+///   taken as a block per transaction and held until the commit: unique in the database and increasing in commit
+///   order, hence per device (`max(now µs, last + 1)` as with SQLite).
+/// - Each committed batch sends ONE `NOTIFY` naming the devices that got rows; every other node's
+///   ``setRemoteCommitObserver(_:)`` hears it and its streams read the store. Auth changes (key rotation,
+///   unregister, project deletion) clear every node's auth cache the same way, and through the auth epoch.
+/// - Reads (lookups, pending messages, statistics) use a pool of connections (`PostgresClient`).
+/// - Topic messages are expanded by whichever node takes them first, one bounded batch per transaction.
+///
+/// Open it with ``open(configuration:logger:)``; the schema is created and migrated under an advisory lock.
+public final class PostgresStore: PushStore {
+    let context: PostgresStoreContext
+    let writer: PostgresWriter
+    let client: PostgresClient
+    private let tasks: NIOLockedValueBox<[Task<Void, Never>]>
+    private let writerTask: Task<Void, Never>
+    private let closed = NIOLockedValueBox(false)
+
+    private init(
+        context: PostgresStoreContext, writer: PostgresWriter, client: PostgresClient,
+        tasks: [Task<Void, Never>], writerTask: Task<Void, Never>
+    ) {
+        self.context = context
+        self.writer = writer
+        self.client = client
+        self.tasks = NIOLockedValueBox(tasks)
+        self.writerTask = writerTask
+    }
+
+    /// Connects, creates or migrates the schema, starts the writer, the read pool and the notification listener.
+    /// Throws ``StoreError/Code/unavailable`` when the database cannot be reached. Call ``close()`` when done.
+    public static func open(
+        configuration: Configuration,
+        logger: Logger = Logger(label: "pushrelay.store")
+    ) async throws -> PostgresStore {
+        let context = PostgresStoreContext(configuration: configuration, logger: logger)
+        let connection = try await context.connect(id: 1000)
+        do {
+            try await PostgresSchema.migrate(connection, logger: logger)
+            let rows = try await connection.query(
+                "SELECT value FROM meta WHERE key = 'last_message_id'", logger: logger
+            ).collect()
+            if let last = try rows.first?.decode(Int64.self) {
+                context.ids.withLockedValue { $0.advance(past: last) }
+            }
+        } catch {
+            try? await connection.close()
+            throw PostgresStoreContext.storeError(error)
+        }
+        let client = PostgresClient(configuration: Self.clientConfiguration(context), backgroundLogger: logger)
+        let writer = PostgresWriter(context: context, connection: connection)
+        let listener = PostgresListener(context: context)
+        let poll = configuration.fanOutPollInterval
+        var tasks = [
+            Task { await client.run() },
+            Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: poll)
+                    writer.queue.requestFanOut()
+                }
+            },
+        ]
+        let writerTask = Task { await writer.run() }
+        // The first LISTEN is active before open returns, so that no commit of another node made afterwards goes
+        // unheard.
+        let listenerTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
+        do {
+            try await withCheckedThrowingContinuation { (started: CheckedContinuation<Void, any Error>) in
+                listenerTask.withLockedValue { $0 = Task { await listener.run(started: started) } }
+            }
+        } catch {
+            for task in tasks { task.cancel() }
+            listenerTask.withLockedValue { $0 }?.cancel()
+            writer.queue.close()
+            await writerTask.value
+            throw PostgresStoreContext.storeError(error)
+        }
+        if let task = listenerTask.withLockedValue({ $0 }) { tasks.append(task) }
+        logger.debug("store opened", metadata: ["relay.store.url": "\(configuration.url)"])
+        return PostgresStore(context: context, writer: writer, client: client, tasks: tasks, writerTask: writerTask)
+    }
+
+    /// See ``PushStore/setCommitObserver(_:)``.
+    public func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?) {
+        self.context.commitObserver.withLockedValue { $0 = observer }
+    }
+
+    /// See ``PushStore/setRemoteCommitObserver(_:)``.
+    public func setRemoteCommitObserver(_ observer: (@Sendable (RemoteCommit) -> Void)?) {
+        self.context.remoteObserver.withLockedValue { $0 = observer }
+    }
+
+    /// See ``PushStore/close()``: finishes the queued writes, then closes every connection.
+    public func close() async {
+        let first = self.closed.withLockedValue { closed -> Bool in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
+        self.writer.queue.close()
+        await self.writerTask.value
+        let tasks = self.tasks.withLockedValue { $0 }
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+    }
+
+    /// Counters of the writer since open: transactions, requests, the largest group.
+    public var groupCommitStatistics: GroupCommitStatistics {
+        self.context.statistics.withLockedValue { $0 }
+    }
+
+    /// Runs a read on the pool; ``StoreError/closed`` after ``close()``.
+    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws(StoreError) -> T {
+        guard !self.closed.withLockedValue({ $0 }) else { throw StoreError.closed }
+        let client = self.client
+        let timeout = self.context.configuration.readTimeout
+        do {
+            // The pool waits for a connection as long as PostgreSQL is away: a read gives up after `readTimeout`
+            // (the route answers Unavailable) instead of holding the request.
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await body(client) }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw StoreError.unavailable("PostgreSQL did not answer a read within \(timeout)")
+                }
+                return value
+            }
+        } catch {
+            if self.closed.withLockedValue({ $0 }) { throw StoreError.closed }
+            throw PostgresStoreContext.storeError(error)
+        }
+    }
+
+    /// The rows of a read query.
+    func rows(_ query: PostgresQuery) async throws(StoreError) -> [PostgresRow] {
+        let logger = self.context.logger
+        return try await self.read { client in try await client.query(query, logger: logger).collect() }
+    }
+
+    // MARK: Test hooks (internal; `@testable import`)
+
+    /// Holds write requests in the queue until ``resumeWriter()``.
+    func suspendWriter() { self.writer.queue.suspend() }
+
+    /// Lets the writer run again.
+    func resumeWriter() { self.writer.queue.resume() }
+
+    /// Write requests waiting in the queue.
+    var queuedWriteRequests: Int { self.writer.queue.count }
+
+    /// Runs one fan-out batch now; false when no topic message is left to expand.
+    func expandOneFanOutBatch() async throws -> Bool { try await self.writer.expandOneBatch() }
+
+    static func clientConfiguration(_ context: PostgresStoreContext) -> PostgresClient.Configuration {
+        let url = context.configuration.url
+        var configuration: PostgresClient.Configuration
+        if let socket = url.socketPath {
+            configuration = PostgresClient.Configuration(
+                unixSocketPath: socket, username: url.user, password: url.password, database: url.database)
+        } else {
+            configuration = PostgresClient.Configuration(
+                host: url.host ?? "localhost", port: url.port, username: url.user, password: url.password,
+                database: url.database, tls: .disable)
+        }
+        configuration.options.maximumConnections = max(context.configuration.readConnections, 1)
+        configuration.options.connectTimeout = context.configuration.connectTimeout
+        configuration.options.additionalStartupParameters = [("application_name", "pushrelay")]
+        return configuration
+    }
+}

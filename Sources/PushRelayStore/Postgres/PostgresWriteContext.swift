@@ -1,0 +1,32 @@
+import Logging
+import PostgresNIO
+
+/// One write transaction of the PostgreSQL writer, as a request sees it: the connection inside `BEGIN … COMMIT`,
+/// one clock reading, and what to do after the commit.
+final class PostgresWriteContext: @unchecked Sendable {
+    let connection: PostgresConnection
+    let logger: Logger
+    let nowMicros: Int64
+    /// Set by writes that can turn an auth-cache hit into a miss: the epoch is bumped and every node told.
+    var authChanged = false
+    /// Set when a topic message was committed: the writer starts expanding it.
+    var topicMessageAdded = false
+    /// Rows appended to device queues (for the commit observer and the notification).
+    var appended: [StoredMessage] = []
+
+    init(connection: PostgresConnection, logger: Logger, nowMicros: Int64) {
+        self.connection = connection
+        self.logger = logger
+        self.nowMicros = nowMicros
+    }
+
+    /// Runs a statement, discarding its rows.
+    func run(_ query: PostgresQuery) async throws {
+        try await self.connection.query(query, logger: self.logger)
+    }
+
+    /// Runs a query and returns its rows.
+    func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await self.connection.query(query, logger: self.logger).collect()
+    }
+}

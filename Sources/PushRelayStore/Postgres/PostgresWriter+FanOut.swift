@@ -1,0 +1,102 @@
+import NIOCore
+import PostgresNIO
+import PushRelayCore
+
+extension PostgresWriter {
+    /// Expands the next batch of the oldest topic message that no other node holds (`FOR UPDATE SKIP LOCKED`)
+    /// into its subscribers' queues and saves the cursor, in `write`'s transaction: a node that dies mid-way
+    /// leaves the row at its last committed batch and another node resumes it. False when there was none.
+    func expandTopicMessage(in write: PostgresWriteContext) async throws -> Bool {
+        let rows = try await write.rows(
+            """
+            SELECT id, project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, body
+            FROM topic_messages ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+            """
+        )
+        guard let row = rows.first else { return false }
+        let (id, project, topic, condition, snapshot, cursor, collapseKey, expiresAt, body) = try row.decode(
+            (Int64, Int64, String?, String?, Int64, Int64, String?, Int64, ByteBuffer).self)
+        guard expiresAt > write.nowMicros else {
+            try await write.run("DELETE FROM topic_messages WHERE id = \(id)")
+            return true
+        }
+        let batchSize = self.batchSize
+        let candidates: (devices: [DeviceID], lastScanned: Int64, exhausted: Bool)
+        if let topic {
+            candidates = try await self.topicCandidates(
+                project: project, topic: topic, snapshot: snapshot, cursor: cursor, limit: batchSize, in: write)
+        } else if let condition, let matcher = self.conditionCompiler(condition) {
+            candidates = try await self.conditionCandidates(
+                project: project, matcher: matcher, snapshot: snapshot, cursor: cursor, limit: batchSize, in: write)
+        } else {
+            write.logger.error(
+                "topic message condition no longer compiles; dropping it", metadata: ["relay.topic_message.id": "\(id)"])
+            try await write.run("DELETE FROM topic_messages WHERE id = \(id)")
+            return true
+        }
+        var batch = try await self.loadBatch(devices: Set(candidates.devices), in: write)
+        let bytes = Array(body.readableBytesView)
+        for device in candidates.devices {
+            _ = batch.append(device: device, body: bytes, collapseKey: collapseKey, expiresAt: expiresAt)
+        }
+        try await self.flush(batch, in: write)
+        if candidates.exhausted {
+            try await write.run("DELETE FROM topic_messages WHERE id = \(id)")
+        } else {
+            try await write.run("UPDATE topic_messages SET cursor = \(candidates.lastScanned) WHERE id = \(id)")
+        }
+        return true
+    }
+
+    private func topicCandidates(
+        project: Int64, topic: String, snapshot: Int64, cursor: Int64, limit: Int, in write: PostgresWriteContext
+    ) async throws -> (devices: [DeviceID], lastScanned: Int64, exhausted: Bool) {
+        let rows = try await write.rows(
+            """
+            SELECT s.device_id FROM subscriptions s JOIN topics t ON t.id = s.topic_id
+            WHERE t.project_id = \(project) AND t.name = \(topic) AND s.device_id > \(cursor) AND s.id <= \(snapshot)
+            ORDER BY s.device_id LIMIT \(limit)
+            """
+        )
+        let devices = try rows.map { DeviceID(rawValue: try $0.decode(Int64.self)) }
+        return (devices, devices.last?.rawValue ?? cursor, devices.count < limit)
+    }
+
+    /// The next `limit` devices subscribed to at least one topic the condition names, and those among them whose
+    /// topics satisfy it.
+    private func conditionCandidates(
+        project: Int64, matcher: TopicConditionMatcher, snapshot: Int64, cursor: Int64, limit: Int,
+        in write: PostgresWriteContext
+    ) async throws -> (devices: [DeviceID], lastScanned: Int64, exhausted: Bool) {
+        let names = Array(Set(matcher.topics))
+        var topicNames: [Int64: String] = [:]
+        for row in try await write.rows(
+            "SELECT id, name FROM topics WHERE project_id = \(project) AND name = ANY(\(names))")
+        {
+            let (id, name) = try row.decode((Int64, String).self)
+            topicNames[id] = name
+        }
+        guard !topicNames.isEmpty else { return ([], cursor, true) }
+        let topicIDs = Array(topicNames.keys)
+        let scanned = try await write.rows(
+            """
+            SELECT DISTINCT device_id FROM subscriptions
+            WHERE topic_id = ANY(\(topicIDs)) AND device_id > \(cursor) AND id <= \(snapshot)
+            ORDER BY device_id LIMIT \(limit)
+            """
+        ).map { try $0.decode(Int64.self) }
+        guard let last = scanned.last else { return ([], cursor, true) }
+        var topics: [Int64: Set<String>] = [:]
+        for row in try await write.rows(
+            """
+            SELECT device_id, topic_id FROM subscriptions
+            WHERE topic_id = ANY(\(topicIDs)) AND device_id = ANY(\(scanned)) AND id <= \(snapshot)
+            """
+        ) {
+            let (device, topic) = try row.decode((Int64, Int64).self)
+            if let name = topicNames[topic] { topics[device, default: []].insert(name) }
+        }
+        let matched = scanned.filter { matcher.matches(topics[$0] ?? []) }.map { DeviceID(rawValue: $0) }
+        return (matched, last, scanned.count < limit)
+    }
+}

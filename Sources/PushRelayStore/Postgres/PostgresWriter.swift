@@ -1,0 +1,403 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import PostgresNIO
+import PushRelayCore
+
+/// The PostgreSQL writer of one node: a task with its own connection that takes every pending request, runs the
+/// sends and acknowledgements among them in ONE transaction (lock the devices, load their queues, apply the
+/// policy in memory, one multi-row statement, one `NOTIFY`, `COMMIT`), then resumes every caller. Other requests
+/// run in their own transactions, in submission order. Between groups it expands topic messages, one bounded
+/// batch per transaction, any node taking any message (`FOR UPDATE SKIP LOCKED`).
+///
+/// A commit returns once PostgreSQL has flushed it (`synchronous_commit=on`). A lost connection fails the requests
+/// in flight with ``StoreError/Code/unavailable`` and is replaced on the next request.
+final class PostgresWriter: @unchecked Sendable {
+    let queue = PostgresWriteQueue()
+    private let context: PostgresStoreContext
+    // Touched only by the writer task.
+    private var connection: PostgresConnection?
+    private var fanOutHint = true
+    private var connectionNumber = 0
+
+    init(context: PostgresStoreContext, connection: PostgresConnection) {
+        self.context = context
+        self.connection = connection
+    }
+
+    // MARK: Callers
+
+    /// Runs `body` in its own transaction and returns its result once committed.
+    func write<T: Sendable>(_ body: @escaping @Sendable (PostgresWriteContext) async throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let result = NIOLockedValueBox<T?>(nil)
+            let request = PostgresIsolatedRequest(
+                perform: { context in
+                    let value = try await body(context)
+                    result.withLockedValue { $0 = value }
+                },
+                complete: { error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let value = result.withLockedValue({ $0 }) {
+                        continuation.resume(returning: value)
+                    } else {
+                        continuation.resume(throwing: StoreError.unavailable("write produced no result"))
+                    }
+                }
+            )
+            if !self.queue.submit(.isolated(request)) {
+                continuation.resume(throwing: StoreError.closed)
+            }
+        }
+    }
+
+    /// Submits a send or an acknowledgement to the next group.
+    func hot(_ kind: PostgresHotRequest.Kind) async throws -> PostgresHotRequest.Result {
+        try await withCheckedThrowingContinuation { continuation in
+            if !self.queue.submit(.hot(PostgresHotRequest(kind: kind, continuation: continuation))) {
+                continuation.resume(throwing: StoreError.closed)
+            }
+        }
+    }
+
+    // MARK: The task
+
+    /// Serves requests until the queue closes and is empty; then closes the connection.
+    func run() async {
+        while true {
+            let (jobs, fanOutRequested, closing) = await self.queue.next()
+            if fanOutRequested { self.fanOutHint = true }
+            var index = 0
+            while index < jobs.count {
+                switch jobs[index] {
+                case .isolated(let request):
+                    await self.runIsolated(request)
+                    index += 1
+                case .hot:
+                    var group: [PostgresHotRequest] = []
+                    while index < jobs.count, case .hot(let request) = jobs[index] {
+                        group.append(request)
+                        index += 1
+                    }
+                    await self.runHotGroup(group)
+                }
+            }
+            if closing && jobs.isEmpty { break }
+            if self.fanOutHint && self.context.configuration.automaticFanOut && !closing {
+                self.fanOutHint = await self.runFanOutStep()
+                if self.fanOutHint { self.queue.requestFanOut() }
+            }
+        }
+        try? await self.connection?.close()
+        self.connection = nil
+    }
+
+    /// Runs one fan-out step now (tests, with automatic fan-out off): false when nothing is left to expand.
+    func expandOneBatch() async throws -> Bool {
+        try await self.write { context in
+            try await self.expandTopicMessage(in: context)
+        }
+    }
+
+    // MARK: Transactions
+
+    private func currentConnection() async throws(StoreError) -> PostgresConnection {
+        if let connection = self.connection, !connection.isClosed {
+            return connection
+        }
+        self.connection = nil
+        self.connectionNumber += 1
+        let connection = try await self.context.connect(id: 1000 + self.connectionNumber)
+        self.connection = connection
+        return connection
+    }
+
+    /// `BEGIN`, `body`, the notification and `COMMIT`; afterwards the observers. Rolls back on error.
+    private func transaction(
+        counted: Bool = true,
+        _ body: (PostgresWriteContext) async throws -> Void
+    ) async throws(StoreError) -> PostgresWriteContext {
+        let connection = try await self.currentConnection()
+        let write = PostgresWriteContext(
+            connection: connection, logger: self.context.logger, nowMicros: self.context.nowMicros)
+        do {
+            try await write.run("BEGIN")
+            try await body(write)
+            if write.authChanged {
+                try await write.run("UPDATE meta SET value = value + 1 WHERE key = 'auth_epoch'")
+            }
+            if let payload = self.notification(for: write) {
+                try await write.run("SELECT pg_notify(\(PostgresStoreContext.channel), \(payload))")
+            }
+            let start = ContinuousClock.now
+            try await write.run("COMMIT")
+            let commitTime = ContinuousClock.now - start
+            if counted {
+                self.context.statistics.withLockedValue {
+                    $0.transactions += 1
+                    $0.commitMicros += StoreContext.micros(commitTime)
+                }
+            }
+        } catch {
+            if PostgresStoreContext.isConnectionLost(error, connection: connection) {
+                self.connection = nil
+                try? await connection.close()
+            } else {
+                try? await write.run("ROLLBACK")
+            }
+            throw PostgresStoreContext.storeError(error)
+        }
+        if write.authChanged {
+            self.context.authCache.invalidate(epoch: nil)
+        }
+        if write.topicMessageAdded {
+            self.fanOutHint = true
+        }
+        if !write.appended.isEmpty, let observer = self.context.commitObserver.withLockedValue({ $0 }) {
+            observer(write.appended)
+        }
+        return write
+    }
+
+    /// The payload of the batch's one `NOTIFY`: `node auth-flag device,device,…` (`*` when the list would not fit
+    /// in PostgreSQL's 8,000-byte limit), or nil when other nodes have nothing to learn.
+    private func notification(for write: PostgresWriteContext) -> String? {
+        guard write.authChanged || !write.appended.isEmpty else { return nil }
+        var devices = Set<Int64>()
+        var list = ""
+        for message in write.appended where devices.insert(message.device.rawValue).inserted {
+            if !list.isEmpty { list += "," }
+            list += String(message.device.rawValue)
+            if list.utf8.count > 7_000 {
+                list = "*"
+                break
+            }
+        }
+        return "\(self.context.node) \(write.authChanged ? "a" : "-") \(list.isEmpty ? "-" : list)"
+    }
+
+    private func runIsolated(_ request: PostgresIsolatedRequest) async {
+        do {
+            _ = try await self.transaction { write in try await request.perform(write) }
+            self.context.statistics.withLockedValue {
+                $0.requests += 1
+                $0.largestGroup = max($0.largestGroup, 1)
+            }
+            request.complete(nil)
+        } catch {
+            request.complete(error)
+        }
+    }
+
+    private func runHotGroup(_ requests: [PostgresHotRequest]) async {
+        var results: [PostgresHotRequest.Result] = []
+        do {
+            _ = try await self.transaction { write in
+                results = try await self.applyHot(requests, in: write)
+            }
+        } catch {
+            if requests.count > 1 && error.code != .closed && self.connection != nil {
+                // One request may be the cause (or a deadlock with another node): each alone.
+                self.context.statistics.withLockedValue { $0.groupFailures += 1 }
+                for request in requests { await self.runHotGroup([request]) }
+            } else {
+                for request in requests { request.continuation.resume(throwing: error) }
+            }
+            return
+        }
+        self.context.statistics.withLockedValue {
+            $0.requests += requests.count
+            $0.largestGroup = max($0.largestGroup, requests.count)
+        }
+        for (request, result) in zip(requests, results) {
+            request.continuation.resume(returning: result)
+        }
+    }
+
+    /// Applies a group of sends and acknowledgements in one queue batch.
+    private func applyHot(
+        _ requests: [PostgresHotRequest],
+        in write: PostgresWriteContext
+    ) async throws -> [PostgresHotRequest.Result] {
+        var devices = Set<DeviceID>()
+        for request in requests {
+            switch request.kind {
+            case .enqueue(let messages):
+                for message in messages where message.timeToLive > .zero { devices.insert(message.device) }
+            case .acknowledge(let device, _):
+                devices.insert(device)
+            case .acknowledgeUpTo(let device, _):
+                devices.insert(device)
+            }
+        }
+        var batch = try await self.loadBatch(devices: devices, in: write)
+        enum Pending {
+            case enqueued([PendingResult])
+            case acknowledged(Int)
+        }
+        enum PendingResult {
+            case provisional(Int64)
+            case final(EnqueueResult)
+        }
+        var pending: [Pending] = []
+        pending.reserveCapacity(requests.count)
+        for request in requests {
+            switch request.kind {
+            case .enqueue(let messages):
+                var results: [PendingResult] = []
+                results.reserveCapacity(messages.count)
+                for message in messages {
+                    let ttl = StoreContext.micros(message.timeToLive)
+                    if ttl <= 0 {
+                        results.append(.final(.transient(self.nextTransientID(nowMicros: write.nowMicros))))
+                    } else if let id = batch.append(
+                        device: message.device, body: message.body, collapseKey: message.collapseKey,
+                        expiresAt: write.nowMicros &+ ttl)
+                    {
+                        results.append(.provisional(id))
+                    } else {
+                        results.append(.final(.deviceNotFound))
+                    }
+                }
+                pending.append(.enqueued(results))
+            case .acknowledge(let device, let ids):
+                pending.append(.acknowledged(batch.acknowledge(device: device, ids: ids)))
+            case .acknowledgeUpTo(let device, let upTo):
+                pending.append(.acknowledged(batch.acknowledge(device: device, upTo: upTo)))
+            }
+        }
+        let base = try await self.flush(batch, in: write)
+        return pending.map { entry in
+            switch entry {
+            case .acknowledged(let count):
+                return .acknowledged(count)
+            case .enqueued(let results):
+                return .enqueued(
+                    results.map { result in
+                        switch result {
+                        case .final(let value): value
+                        case .provisional(let id): .stored(MessageID(rawValue: Self.realID(id, base: base)))
+                        }
+                    })
+            }
+        }
+    }
+
+    var batchSize: Int { self.context.configuration.fanOutBatchSize }
+
+    var conditionCompiler: @Sendable (String) -> TopicConditionMatcher? { self.context.configuration.conditionCompiler }
+
+    private static func realID(_ provisional: Int64, base: Int64) -> Int64 {
+        base + (provisional - PostgresQueueBatch.provisionalBase)
+    }
+
+    private func nextTransientID(nowMicros: Int64) -> MessageID {
+        MessageID(rawValue: self.context.ids.withLockedValue { $0.next(nowMicros: nowMicros) })
+    }
+
+    /// Locks the devices (in id order, so that nodes never deadlock on each other) and loads their queues. The
+    /// rows are read by a statement that starts after the locks are held, so they include every commit made
+    /// before by another node.
+    func loadBatch(devices: Set<DeviceID>, in write: PostgresWriteContext) async throws -> PostgresQueueBatch {
+        var batch = PostgresQueueBatch(
+            policy: self.context.configuration.queuePolicy,
+            nowMicros: write.nowMicros,
+            markerTimeToLive: StoreContext.micros(self.context.configuration.deletedMessagesTimeToLive)
+        )
+        guard !devices.isEmpty else { return batch }
+        let ids = devices.map(\.rawValue).sorted()
+        for row in try await write.rows("SELECT id FROM devices WHERE id = ANY(\(ids)) ORDER BY id FOR UPDATE") {
+            batch.load(device: DeviceID(rawValue: try row.decode(Int64.self)))
+        }
+        let rows = try await write.rows(
+            "SELECT device_id, id, kind, collapse_key, expires_at FROM messages WHERE device_id = ANY(\(ids))")
+        for row in rows {
+            let (device, id, kind, collapseKey, expiresAt) = try row.decode((Int64, Int64, Int16, String?, Int64).self)
+            batch.load(
+                device: DeviceID(rawValue: device), id: id, kind: kind, collapseKey: collapseKey, expiresAt: expiresAt)
+        }
+        return batch
+    }
+
+    /// Writes a batch in one statement: the id block, the deletions, the insertions. Returns the id base (real id =
+    /// base + provisional offset) and records the appended rows on `write`.
+    @discardableResult
+    func flush(_ batch: PostgresQueueBatch, in write: PostgresWriteContext) async throws -> Int64 {
+        guard !batch.isEmpty else { return 0 }
+        let deletions = batch.deletions
+        let cleared = batch.clearedDevices.map(\.rawValue)
+        let count = batch.provisionalCount
+        guard count > 0 else {
+            try await write.run(
+                """
+                WITH removed AS (DELETE FROM messages WHERE id = ANY(\(deletions)))
+                DELETE FROM messages WHERE device_id = ANY(\(cleared)) AND collapse_key IS NULL AND kind = 0
+                """
+            )
+            return 0
+        }
+        let rows = batch.insertions
+        let offsets = rows.map { $0.id - PostgresQueueBatch.provisionalBase }
+        let devices = rows.map(\.device.rawValue)
+        let kinds = rows.map { Int64($0.row.kind) }
+        let hasKey = rows.map { $0.row.collapseKey != nil }
+        let keys = rows.map { $0.row.collapseKey ?? "" }
+        let expiries = rows.map(\.row.expiresAt)
+        let bodies = rows.map { ByteBuffer(bytes: $0.row.body) }
+        // Past the transient ids this node handed out too, so that they stay in sequence with stored ones.
+        let floor = self.context.ids.withLockedValue { max(write.nowMicros, $0.last + 1) }
+        let result = try await write.rows(
+            """
+            WITH block AS (
+                UPDATE meta SET value = greatest(value + \(count), \(floor) + \(count) - 1)
+                WHERE key = 'last_message_id' RETURNING value - \(count) AS base
+            ), removed AS (
+                DELETE FROM messages WHERE id = ANY(\(deletions))
+            ), cleared AS (
+                DELETE FROM messages WHERE device_id = ANY(\(cleared)) AND collapse_key IS NULL AND kind = 0
+            ), inserted AS (
+                INSERT INTO messages (id, device_id, kind, collapse_key, expires_at, body)
+                SELECT block.base + r.offset_id, r.device_id, r.kind::smallint,
+                    CASE WHEN r.has_key THEN r.collapse_key END, r.expires_at, r.body
+                FROM block, unnest(\(offsets)::int8[], \(devices)::int8[], \(kinds)::int8[], \(hasKey)::bool[],
+                    \(keys)::text[], \(expiries)::int8[], \(bodies)::bytea[])
+                    AS r(offset_id, device_id, kind, has_key, collapse_key, expires_at, body)
+            )
+            SELECT base FROM block
+            """
+        )
+        guard let first = result.first else {
+            throw StoreError(code: .corrupt, message: "meta.last_message_id is missing")
+        }
+        let base = try first.decode(Int64.self)
+        self.context.ids.withLockedValue { $0.advance(past: base + count) }
+        for (id, device, row) in rows {
+            write.appended.append(
+                StoredMessage(
+                    id: MessageID(rawValue: Self.realID(id, base: base)), device: device,
+                    kind: row.kind == 1 ? .deletedMessages : .message, body: row.body,
+                    collapseKey: row.collapseKey, expiresAtMicros: row.expiresAt))
+        }
+        return base
+    }
+
+    // MARK: Fan-out
+
+    /// One step of the oldest topic message no other node is expanding; false when there is none.
+    private func runFanOutStep() async -> Bool {
+        var found = false
+        do {
+            // An empty look (the poll found nothing) is not a group.
+            _ = try await self.transaction(counted: false) { write in
+                found = try await self.expandTopicMessage(in: write)
+            }
+            if found { self.context.statistics.withLockedValue { $0.transactions += 1 } }
+            return found
+        } catch {
+            self.context.logger.error(
+                "topic fan-out batch failed; retrying at the next poll", metadata: ["relay.error": "\(error)"])
+            return false
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PushRelayCore
+import PushRelayServer
+import PushRelayStore
+
+/// Where a CLI command finds the store, as `serve` does: `--data-dir` for SQLite, or `--store postgres` with
+/// `--postgres-url` (defaults from `PUSHRELAY_DATA_DIR`, `PUSHRELAY_STORE`, `PUSHRELAY_POSTGRES_URL`). The store
+/// is shared with running daemons, which see changes at once.
+struct StoreOptions: ParsableArguments {
+    @Option(name: .long, help: "The daemon's data directory (holds pushrelay.sqlite).")
+    var dataDir: String = ProcessInfo.processInfo.environment["PUSHRELAY_DATA_DIR"] ?? "/var/lib/pushrelay"
+
+    @Option(name: .long, help: "The store engine: sqlite or postgres.")
+    var store: String = ProcessInfo.processInfo.environment["PUSHRELAY_STORE"] ?? "sqlite"
+
+    @Option(name: .long, help: "The PostgreSQL URL with --store postgres (a secret: prefer PUSHRELAY_POSTGRES_URL).")
+    var postgresURL: String? = ProcessInfo.processInfo.environment["PUSHRELAY_POSTGRES_URL"]
+
+    func validate() throws {
+        guard self.store == "sqlite" || self.store == "postgres" else {
+            throw ValidationError("--store must be sqlite or postgres")
+        }
+        if self.store == "postgres" {
+            guard let url = self.postgresURL else { throw ValidationError("--store postgres needs --postgres-url") }
+            do {
+                _ = try PostgresURL(url)
+            } catch {
+                throw ValidationError("--postgres-url: \(error.message)")
+            }
+        }
+    }
+
+    /// Where the options point.
+    var location: RelayStore.Location {
+        if self.store == "postgres", let url = self.postgresURL { return .postgres(url: url) }
+        return .sqlite(directory: self.dataDir)
+    }
+
+    /// Opens the store (close it when done); a store error becomes a validation error (exit 64) with its message.
+    func open(queuePolicy: QueuePolicy = QueuePolicy()) async throws -> any PushStore {
+        var logger = Logger(label: "pushrelay.cli")
+        logger.logLevel = .warning
+        do {
+            return try await RelayStore.open(self.location, queuePolicy: queuePolicy, logger: logger)
+        } catch let error as StoreError {
+            throw ValidationError("cannot open the store: \(error.message)")
+        }
+    }
+}

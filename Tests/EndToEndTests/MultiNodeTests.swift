@@ -1,0 +1,147 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Three daemons on one PostgreSQL database (the throwaway test cluster): every node serves every route, a device's
+/// stream may sit on any node, and what one node commits reaches the others through `NOTIFY`.
+@Suite("Several nodes on one PostgreSQL")
+struct MultiNodeTests {
+    /// Three started daemons on a fresh database.
+    static func nodes(_ count: Int = 3) async throws -> [Daemon] {
+        let url = try await TestPostgres.shared.freshDatabase("nodes")
+        var daemons: [Daemon] = []
+        for _ in 0..<count {
+            let daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url])
+            try await daemon.start()
+            daemons.append(daemon)
+        }
+        return daemons
+    }
+
+    @Test("register on node A, stream on node B, send on node C: delivered (send→receive time printed)")
+    func crossNodeDelivery() async throws {
+        let nodes = try await Self.nodes()
+        let (a, b, c) = (nodes[0], nodes[1], nodes[2])
+        let keys = try await a.createProject()
+        let device = try await a.registerDevice(keys)
+        let stream = try b.openStream(secret: device.secret)
+        defer { stream.stop() }
+        try await stream.waitFor(timeout: .seconds(30), "the stream to open") { $0.contains(": connected") }
+        var ids: [String] = []
+        for round in 0..<3 {
+            let start = ContinuousClock.now
+            let answer = try await c.send(scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token),
+                                          serverKey: keys.serverKey)
+            #expect(answer.status == 200, "\(answer.body)")
+            let id = try messageID(ofSendResponse: answer.body)
+            ids.append(id)
+            try await stream.waitFor(timeout: .seconds(30), "message \(id) on node B") { $0.contains("id: \(id)") }
+            let elapsed = ContinuousClock.now - start
+            print("multi-node: send on C -> event on B, round \(round): \(elapsed) (curl start included)")
+        }
+        let events = parseEvents(stream.text)
+        #expect(events.compactMap(\.id) == ids)
+        for node in nodes { _ = try await node.terminate() }
+    }
+
+    @Test("a topic message sent on one node reaches subscribers streaming on the others")
+    func topicAcrossNodes() async throws {
+        let nodes = try await Self.nodes()
+        let keys = try await nodes[0].createProject()
+        let devices = [try await nodes[1].registerDevice(keys), try await nodes[2].registerDevice(keys)]
+        let list = devices.map { "\"\($0.token)\"" }.joined(separator: ",")
+        let subscribed = try await run("curl", [
+            "-sS", "-X", "POST", "\(nodes[0].baseURL)/iid/v1:batchAdd", "-H", "Authorization: key=\(keys.serverKey)",
+            "-H", "Content-Type: application/json", "--data-binary", #"{"to": "/topics/news", "registration_tokens": [\#(list)]}"#,
+        ])
+        #expect(subscribed.status == 0 && subscribed.stdout.contains("results"), "\(subscribed.stdout)")
+        let streams = try zip(devices, [nodes[1], nodes[2]]).map { device, node in try node.openStream(secret: device.secret) }
+        defer { for stream in streams { stream.stop() } }
+        for stream in streams {
+            try await stream.waitFor(timeout: .seconds(30), "the stream to open") { $0.contains(": connected") }
+        }
+        let answer = try await nodes[0].send(#"{"to": "/topics/news", "data": {"headline": "cross-node"}}"#,
+                                             serverKey: keys.serverKey)
+        #expect(answer.status == 200, "\(answer.body)")
+        for stream in streams {
+            try await stream.waitFor(timeout: .seconds(30), "the topic message") { $0.contains("cross-node") }
+        }
+        for node in nodes { _ = try await node.terminate() }
+    }
+
+    @Test("a key rotated through the CLI stops working on every node; the new key works on every node")
+    func keyRotationSeenByEveryNode() async throws {
+        let nodes = try await Self.nodes()
+        let keys = try await nodes[0].createProject()
+        let device = try await nodes[0].registerDevice(keys)
+        let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
+        for node in nodes {  // every node caches the old key
+            #expect(try await node.send(body, serverKey: keys.serverKey).status == 200)
+        }
+        let rotated = try await Daemon.cli(
+            ["project", "rotate-key", keys.project, "--grace-seconds", "0", "--json", "--data-dir", nodes[0].dataDir.path]
+                + nodes[0].storeArguments)
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let newKey = try jsonObject(rotated.stdout)["server_key"] as? String ?? ""
+        for node in nodes {
+            // Eventually, not at once: the CLI's notification is heard asynchronously (bounded wait).
+            var status = 0
+            for _ in 0..<300 {
+                status = try await node.send(body, serverKey: keys.serverKey).status
+                if status == 401 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(status == 401)
+            #expect(try await node.send(body, serverKey: newKey).status == 200)
+        }
+        for node in nodes { _ = try await node.terminate() }
+    }
+}
+
+/// PostgreSQL stopped under a node and started again, on a cluster of the test's own.
+@Suite("A node while PostgreSQL is down")
+struct PostgresOutageTests {
+    @Test("sends answer Unavailable with Retry-After while PostgreSQL is down; after it is back the node accepts again, and nothing accepted before is lost")
+    func outage() async throws {
+        let cluster = try await TestPostgres.start()
+        let url = try await cluster.database(named: "outage")
+        let daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
+        var accepted: [String] = []
+        for _ in 0..<5 {
+            let answer = try await daemon.send(body, serverKey: keys.serverKey)
+            #expect(answer.status == 200)
+            accepted.append(try messageID(ofSendResponse: answer.body))
+        }
+
+        try await cluster.stop()
+        let result = try await run("curl", [
+            "-sS", "-i", "--http1.1", "-X", "POST", "\(daemon.baseURL)/fcm/send", "-H", "Authorization: key=\(keys.serverKey)",
+            "-H", "Content-Type: application/json", "--data-binary", body, "--max-time", "60",
+        ])
+        #expect(result.stdout.contains(" 503") || result.stdout.contains("Unavailable"), "\(result.stdout)")
+        #expect(result.stdout.lowercased().contains("retry-after:"), "\(result.stdout)")
+
+        try await cluster.restart()
+        // The node reconnects by itself: a later send is accepted (bounded wait, no fixed sleep).
+        var status = 0
+        for _ in 0..<300 where status != 200 {
+            let answer = try await daemon.send(body, serverKey: keys.serverKey)
+            status = answer.status
+            if status == 200 { accepted.append(try messageID(ofSendResponse: answer.body)) } else {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        #expect(status == 200)
+        let stream = try daemon.openStream(secret: device.secret)
+        defer { stream.stop() }
+        let last = try #require(accepted.last)
+        try await stream.waitFor(timeout: .seconds(30), "every accepted message") { $0.contains("id: \(last)") }
+        #expect(parseEvents(stream.text).compactMap(\.id) == accepted)
+        _ = try await daemon.terminate()
+        try await cluster.stop()
+    }
+}

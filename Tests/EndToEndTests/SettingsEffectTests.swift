@@ -1,0 +1,91 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Settings that used to parse and do nothing, each tested by its effect on the real daemon and CLI, and the JSON
+/// error format of the device and Instance ID routes (docs/openapi.yaml).
+@Suite(.serialized) struct SettingsEffectTests {
+    /// POSTs `body` with curl; returns status, content type and body.
+    static func post(_ url: String, key: String, body: String) async throws -> (status: Int, type: String, body: String) {
+        let result = try await run("curl", [
+            "-sS", "-X", "POST", url, "-H", "Authorization: key=\(key)", "-H", "Content-Type: application/json",
+            "--data-binary", "@-", "-w", "\n%{http_code} %{content_type}",
+        ], stdin: body)
+        var lines = result.stdout.components(separatedBy: "\n")
+        let last = lines.removeLast().split(separator: " ", maxSplits: 1)
+        return (Int(last.first ?? "") ?? 0, last.count > 1 ? String(last[1]) : "", lines.joined(separator: "\n"))
+    }
+
+    /// `max_request_body_size` sets the register limit (it was hard-coded to 16 KiB): with 64 KiB a 20 KB
+    /// registration is accepted and a 70 KB one is refused with 413.
+    @Test func maxRequestBodySizeAppliesToRegistration() async throws {
+        let daemon = try Daemon(arguments: ["--max-request-body-size", "64KiB"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        func register(padding: Int) async throws -> (status: Int, type: String, body: String) {
+            let body = #"{"project":"\#(keys.project)","app":"a","platform":"ios","pad":"\#(String(repeating: "x", count: padding))"}"#
+            return try await Self.post("\(daemon.baseURL)/v1/register", key: keys.clientKey, body: body)
+        }
+        let accepted = try await register(padding: 20_000)
+        #expect(accepted.status == 200, "\(accepted.body)")
+        let refused = try await register(padding: 70_000)
+        #expect(refused.status == 413, "\(refused.body)")
+        #expect(try await daemon.terminate() == 0)
+    }
+
+    /// Malformed JSON on `/v1/register`, `/v1/ack` and `/iid/v1:batchAdd` is answered in the routes' documented
+    /// JSON error format (it was plain text).
+    @Test func parseErrorsAreJSON() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let cases: [(path: String, key: String, bearer: Bool)] = [
+            ("/v1/register", keys.clientKey, false), ("/v1/ack", device.secret, true),
+            ("/iid/v1:batchAdd", keys.serverKey, false),
+        ]
+        for item in cases {
+            for body in ["{not json", "[1, 2]"] {
+                let result = try await run("curl", [
+                    "-sS", "-X", "POST", "\(daemon.baseURL)\(item.path)",
+                    "-H", item.bearer ? "Authorization: Bearer \(item.key)" : "Authorization: key=\(item.key)",
+                    "-H", "Content-Type: application/json", "--data-binary", body,
+                    "-w", "\n%{http_code} %{content_type}",
+                ])
+                var lines = result.stdout.components(separatedBy: "\n")
+                let last = lines.removeLast()
+                #expect(last.hasPrefix("400 application/json"), "\(item.path) \(body): \(last)")
+                let json = try jsonObject(lines.joined(separator: "\n"))
+                #expect(json["error"] as? String == "INVALID_ARGUMENT", "\(item.path): \(json)")
+                #expect((json["message"] as? String)?.isEmpty == false)
+            }
+        }
+        #expect(try await daemon.terminate() == 0)
+    }
+
+    /// `pushrelay project rotate-key` takes its grace period from `server_key_rotation_grace` (it used its own
+    /// 24 h): with 1 s the previous key stops working within seconds while the new one works.
+    @Test func rotateKeyHonoursTheConfiguredGrace() async throws {
+        let daemon = try Daemon()
+        let keys = try await daemon.createProject()
+        let rotated = try await run(
+            Daemon.binary, ["project", "rotate-key", keys.project, "--data-dir", daemon.dataDir.path, "--json"],
+            environment: ["PUSHRELAY_SERVER_KEY_ROTATION_GRACE": "1s"])
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let newKey = try #require(try jsonObject(rotated.stdout)["server_key"] as? String)
+        try await daemon.start()
+        let device = try await daemon.registerDevice(keys)
+        let body = #"{"to": "\#(device.token)", "data": {"k": "v"}}"#
+        #expect(try await daemon.send(body, serverKey: newKey).status == 200)
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(30)
+        var oldKeyStatus = 0
+        while clock.now < deadline {
+            oldKeyStatus = try await daemon.send(body, serverKey: keys.serverKey).status
+            if oldKeyStatus == 401 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(oldKeyStatus == 401, "the previous key still worked 30 s after a rotation with a 1 s grace")
+        #expect(try await daemon.terminate() == 0)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import TestSupport
+import Testing
+@testable import PushRelayStore
+
+/// Service-account keys and access tokens in the store, and the migration of a version-1 database.
+@Suite struct ServiceAccountStoreTests {
+    @Test(arguments: StoreKind.allCases) func keysTokensRevocationAndExpiry(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            let clock = FakeClock()
+            try await withStore(kind, in: directory, clock: clock) { store in
+                _ = try await store.createProject(name: "shop")
+                let first = try await store.addServiceAccountKey(
+                    project: "shop", keyID: "k1", clientEmail: "a@shop", publicKeyPEM: "PEM1")
+                _ = try await store.addServiceAccountKey(project: "shop", keyID: "k2", clientEmail: "a@shop", publicKeyPEM: "PEM2")
+                await #expect(throws: StoreError.self) {
+                    try await store.addServiceAccountKey(project: "shop", keyID: "k1", clientEmail: "a@shop", publicKeyPEM: "x")
+                }
+                await #expect(throws: StoreError.self) {
+                    try await store.addServiceAccountKey(project: "nope", keyID: "k3", clientEmail: "a@x", publicKeyPEM: "x")
+                }
+                #expect(try await store.serviceAccountKeys(project: "shop").map(\.id) == ["k1", "k2"])
+                #expect(try await store.serviceAccountKey(id: "k1")?.publicKeyPEM == "PEM1")
+
+                try await store.issueAccessToken(
+                    "token-1", key: first, expiresAt: clock.date.addingTimeInterval(3600))
+                #expect(try await store.authenticateAccessToken("token-1")?.name == "shop")
+                #expect(try await store.authenticateAccessToken("token-2") == nil)
+                clock.advance(by: 3601)
+                #expect(try await store.authenticateAccessToken("token-1") == nil)
+
+                try await store.issueAccessToken(
+                    "token-3", key: first, expiresAt: clock.date.addingTimeInterval(3600))
+                #expect(try await store.authenticateAccessToken("token-3")?.name == "shop")  // now cached
+                #expect(try await store.revokeServiceAccountKey(project: "shop", keyID: "k1"))
+                #expect(try await store.authenticateAccessToken("token-3") == nil)
+                #expect(try await !store.revokeServiceAccountKey(project: "shop", keyID: "k1"))
+                #expect(try await store.serviceAccountKey(id: "k1")?.revokedAt != nil)
+                await #expect(throws: StoreError.self) {
+                    try await store.issueAccessToken("token-4", key: first, expiresAt: clock.date.addingTimeInterval(60))
+                }
+            }
+            // Nothing of a token in clear in the database.
+            let bytes: Data
+            switch kind {
+            case .sqlite: bytes = try Data(contentsOf: URL(fileURLWithPath: directory + "/pushrelay.sqlite"))
+            case .postgres: bytes = Data(try await TestPostgres.shared.dump(database: databaseName(for: directory)).utf8)
+            }
+            #expect(bytes.range(of: Data("token-3".utf8)) == nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func aVersion1DatabaseIsMigrated(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory) { store in _ = try await store.createProject(name: "shop") }
+            // Back to the version-1 schema, as a database of the previous release.
+            switch kind {
+            case .sqlite:
+                let connection = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
+                try connection.execute(
+                    "DROP TABLE access_tokens; DROP TABLE service_account_keys; PRAGMA user_version = 1;")
+                connection.close()
+            case .postgres:
+                let result = try await TestPostgres.shared.psql(
+                    "DROP TABLE access_tokens; DROP TABLE service_account_keys; "
+                        + "DELETE FROM pushrelay_migrations WHERE version = 2;",
+                    database: databaseName(for: directory))
+                #expect(result.status == 0, "\(result.stderr)")
+            }
+            try await withStore(kind, in: directory) { store in
+                #expect(try await store.project(named: "shop") != nil)
+                let key = try await store.addServiceAccountKey(
+                    project: "shop", keyID: "k1", clientEmail: "a@shop", publicKeyPEM: "PEM")
+                try await store.issueAccessToken("t", key: key, expiresAt: Date().addingTimeInterval(60))
+                #expect(try await store.authenticateAccessToken("t")?.name == "shop")
+            }
+            switch kind {
+            case .sqlite:
+                let reopened = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
+                let version = try reopened.statement("PRAGMA user_version")
+                _ = try version.step()
+                #expect(version.int64(0) == SQLiteSchema.version)
+                try version.run()
+                reopened.close()
+            case .postgres:
+                let result = try await TestPostgres.shared.psql(
+                    "SELECT max(version) FROM pushrelay_migrations", database: databaseName(for: directory))
+                #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "\(PostgresSchema.version)")
+            }
+        }
+    }
+}
