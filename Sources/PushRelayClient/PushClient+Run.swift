@@ -152,7 +152,7 @@ extension PushClient {
 
         if duplicate {
             logger.debug("duplicate acknowledged again")
-        } else if let envelope = try? JSON.parse(event.data).objectValue {
+        } else if let envelope = try? JSON.parse(event.data).dictionaryValue {
             let message = PushMessage(id: id, envelope: envelope)
             do {
                 try await onMessage(message)

@@ -1,4 +1,4 @@
-import PushRelayWire
+public import PushRelayWire
 
 /// One message as the device receives it: the envelope and what is read from it.
 ///
@@ -133,7 +133,7 @@ public struct PushMessage: Sendable, Hashable {
     private static func text(_ value: JSON) -> String? {
         switch value {
         case .string(let text): text
-        case .integer(let number): String(number)
+        case .number(let number) where number.isIntegerText: number.text
         default: nil
         }
     }

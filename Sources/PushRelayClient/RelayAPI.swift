@@ -36,7 +36,7 @@ struct RelayAPI: Sendable {
             "platform": .string(registration.platform),
         ]
         return TransportRequest(method: .post, path: pathPrefix + DeviceAPI.registerPath, headerFields: fields,
-                                body: Array(body.jsonText.utf8))
+                                body: body.serialized())
     }
 
     func registration(from response: TransportResponse) throws -> PushCredentials {
@@ -62,7 +62,7 @@ struct RelayAPI: Sendable {
         fields[.contentType] = "application/json"
         let body: JSON = ["ids": .array(ids.map(JSON.string))]
         return TransportRequest(method: .post, path: pathPrefix + DeviceAPI.acknowledgePath, headerFields: fields,
-                                body: Array(body.jsonText.utf8))
+                                body: body.serialized())
     }
 
     func streamRequest(secret: String, lastEventID: String?) -> TransportRequest {

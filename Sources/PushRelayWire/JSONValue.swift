@@ -117,3 +117,26 @@ extension JSONValue: ExpressibleByDictionaryLiteral {
         self = .object(object)
     }
 }
+
+extension JSONValue {
+    /// The same value with every object's keys in ascending order, recursively: a canonical form for display and
+    /// comparison (objects otherwise keep document order).
+    public func sortingKeys() -> JSONValue {
+        switch self {
+        case .array(let elements):
+            return .array(elements.map { $0.sortingKeys() })
+        case .object(let object):
+            var sorted = JSONObject()
+            sorted.reserveCapacity(object.count)
+            for member in object.sorted(by: { $0.key < $1.key }) { sorted[member.key] = member.value.sortingKeys() }
+            return .object(sorted)
+        default:
+            return self
+        }
+    }
+}
+
+extension JSONValue: ExpressibleByFloatLiteral {
+    /// A number.
+    public init(floatLiteral value: Double) { self = .number(JSONNumber(value)) }
+}

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PushRelayClient
 import PushRelayClientNIO
+import PushRelayWire
 
 /// `pushrelay listen`: a device on the command line. Registers (or reuses credentials), prints state changes, and
 /// prints each message as the course's screen (or one JSON object per line with `--json`).
@@ -209,7 +210,7 @@ private struct ListenOutput: Sendable {
     func message(_ message: PushMessage) {
         let notification = Result { try message.salesNotification() }
         if json {
-            var object: [String: JSON] = ["message_id": .string(message.id), "envelope": .object(message.envelope)]
+            var object: [String: JSON] = ["message_id": .string(message.id), "envelope": JSON(message.envelope)]
             switch notification {
             case .success(let sales):
                 object["notification"] = (try? JSON.parse(JSONEncoder().encode(sales))) ?? .null
@@ -219,7 +220,7 @@ private struct ListenOutput: Sendable {
                     object["notification_error"] = .string(error.description)
                 }
             }
-            write(JSON.object(object).jsonText + "\n", to: .standardOutput)
+            write(JSON(object).jsonText + "\n", to: .standardOutput)
             return
         }
         var lines: [String]

@@ -1,3 +1,4 @@
+import PushRelayWire
 import Foundation
 import HTTPTypes
 import Logging

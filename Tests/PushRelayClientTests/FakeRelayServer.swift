@@ -1,3 +1,4 @@
+import PushRelayWire
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -101,7 +102,7 @@ final class FakeRelayServer: RelayUnderTest, Sendable {
         let (id, event, streams) = state.withLockedValue { state in
             let id = String(state.nextID)
             state.nextID += 1
-            let data = JSON.object(envelope(id)).jsonText
+            let data = JSON(envelope(id)).jsonText
             state.pending.append((id, data))
             state.everything.append((id, data))
             return (id, Self.event(id: id, data: data), Array(state.streams.values))

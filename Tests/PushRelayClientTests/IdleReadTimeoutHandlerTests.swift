@@ -1,3 +1,4 @@
+import PushRelayWire
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1

@@ -1,3 +1,4 @@
+import PushRelayWire
 import Observation
 import Testing
 

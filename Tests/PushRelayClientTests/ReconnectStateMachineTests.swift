@@ -1,3 +1,4 @@
+import PushRelayWire
 import Testing
 
 @testable import PushRelayClient

@@ -1,3 +1,4 @@
+import PushRelayWire
 import Testing
 
 @testable import PushRelayClient
@@ -35,15 +36,15 @@ struct SalesNotificationDecodingTests {
     ])
     func acceptedIDs(key: String, value: JSON) throws {
         let fields = orderInfo([key: value])
-        #expect(try message(orderInfo: .object(fields)).salesNotification() == Scenario.notification)
-        #expect(try message(orderInfo: .string(JSON.object(fields).jsonText)).salesNotification()
+        #expect(try message(orderInfo: JSON(fields)).salesNotification() == Scenario.notification)
+        #expect(try message(orderInfo: .string(JSON(fields).jsonText)).salesNotification()
             == Scenario.notification)
     }
 
     @Test("both spellings with the same value are accepted")
     func bothSpellingsAgree() throws {
         let fields = orderInfo(["orderID": 3, "orderId": "3"])
-        #expect(try message(orderInfo: .object(fields)).salesNotification() == Scenario.notification)
+        #expect(try message(orderInfo: JSON(fields)).salesNotification() == Scenario.notification)
     }
 
     @Test("a malformed or missing field names the field", arguments: [
@@ -61,7 +62,7 @@ struct SalesNotificationDecodingTests {
     func malformedField(fields: [String: JSON], code: String, field: String) {
         var info = orderInfo(fields)
         if fields["orderID"] == nil && fields["orderId"] == nil { info["orderID"] = 3 }
-        for form in [JSON.object(info), .string(JSON.object(info).jsonText)] {
+        for form in [JSON(info), .string(JSON(info).jsonText)] {
             #expect {
                 try message(orderInfo: form).salesNotification()
             } throws: { error in
@@ -76,7 +77,7 @@ struct SalesNotificationDecodingTests {
         var info = orderInfo(["orderID": 3])
         info[field] = nil
         #expect {
-            try message(orderInfo: .object(info)).salesNotification()
+            try message(orderInfo: JSON(info)).salesNotification()
         } throws: { error in
             let error = error as? NotificationDecodingError
             return error?.code == .missingField && error?.field == field

@@ -1,3 +1,4 @@
+import PushRelayWire
 @testable import PushRelayClient
 
 /// The values of the course's scenario (seed-scenario.md §1–§4), exactly as they stand.

@@ -1,3 +1,4 @@
+import PushRelayWire
 import Foundation
 
 enum JSONEncoderHelper {
