@@ -26,14 +26,25 @@ Created project "default" (sender id $sender_id). These keys are shown only once
   server key (senders, secret): $server_key
   client key (apps):            $client_key
 
-Send your first message, in another terminal:
-  1. Register a device and keep its token and secret:
-       $bin listen --server $url --project default --client-key $client_key --save device.json
-     (it prints the token, then waits for messages)
-  2. Send to that token, as any FCM legacy back end would:
+Send your first message (each command works as pasted):
+  1. In another terminal, register a device (its token and secret go to $PWD/device.json) and wait for messages:
+       $bin listen --server $url --project default --client-key $client_key --save $PWD/device.json
+  2. In a third terminal, send to that device's token, as any FCM legacy back end would:
+       TOKEN=\$(python3 -c 'import json; print(json.load(open("$PWD/device.json"))["token"])')
        curl -X POST $url/fcm/send -H 'Authorization: key=$server_key' \\
             -H 'Content-Type: application/json' \\
-            -d '{"to": "<token>", "notification": {"title": "Hello", "body": "First message"}}'
+            -d "{\"to\": \"\$TOKEN\", \"notification\": {\"title\": \"Hello\", \"body\": \"First message\"}}"
+
+The binary is $bin (add its directory to PATH for the README's commands).
+
+MSG
+else
+  cat <<MSG
+
+Using the existing store in $data_dir. Its keys were printed once, when each project was created:
+  list the projects:        $bin project list --data-dir $data_dir
+  a new server key:         $bin project rotate-key NAME --data-dir $data_dir   (the old one works for the grace period)
+  start over:               stop the daemon, remove $data_dir, run this script again
 
 MSG
 fi
