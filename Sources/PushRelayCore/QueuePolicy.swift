@@ -79,10 +79,15 @@ public struct QueuePolicy: Sendable, Hashable {
 
     /// What the store must do, in order, inside the transaction.
     public enum Action: Sendable, Hashable {
-        /// Delete these stored messages (a replaced or evicted collapsible message, or an expired one).
+        /// Delete these stored messages: expired collapsible ones, which were never going to be delivered.
         case remove(ids: [Int64])
-        /// Delete every stored non-collapsible message of the device (the overflow rule).
-        case removeAllNonCollapsible
+        /// Delete these stored, unexpired collapsible messages: replaced by the arrival with the same key, or evicted
+        /// as the oldest when a key past ``QueuePolicy/maxCollapseKeys`` arrives. They are dropped undelivered
+        /// (counted as `collapsed`).
+        case collapse(ids: [Int64])
+        /// Delete every stored non-collapsible message of the device (the overflow rule); `count` of them were
+        /// pending and unexpired (counted as `overflow`).
+        case removeAllNonCollapsible(count: Int)
         /// Store a `deleted_messages` marker with this id.
         case storeDeletedMessagesMarker(id: Int64)
         /// Store the arriving message with this id.
@@ -124,7 +129,7 @@ public struct QueuePolicy: Sendable, Hashable {
         private mutating func enqueueNonCollapsible(nextID: () -> Int64) -> [Action] {
             var actions: [Action] = []
             if self.state.pendingNonCollapsible >= self.policy.maxPendingNonCollapsible {
-                actions.append(.removeAllNonCollapsible)
+                actions.append(.removeAllNonCollapsible(count: self.state.pendingNonCollapsible))
                 self.state.pendingNonCollapsible = 0
                 if !self.state.hasDeletedMessagesMarker {
                     actions.append(.storeDeletedMessagesMarker(id: nextID()))
@@ -142,13 +147,16 @@ public struct QueuePolicy: Sendable, Hashable {
             nowMicros: Int64,
             nextID: () -> Int64
         ) -> [Action] {
-            // Expired entries and the entry with the same key go.
-            var removed: [Int64] = []
+            // Expired entries go; the entry with the same key is replaced.
+            var expired: [Int64] = []
+            var collapsed: [Int64] = []
             var kept: [CollapsibleEntry] = []
             kept.reserveCapacity(self.state.collapsible.count)
             for entry in self.state.collapsible {
-                if entry.expiresAtMicros <= nowMicros || entry.collapseKey == key {
-                    removed.append(entry.id)
+                if entry.expiresAtMicros <= nowMicros {
+                    expired.append(entry.id)
+                } else if entry.collapseKey == key {
+                    collapsed.append(entry.id)
                 } else {
                     kept.append(entry)
                 }
@@ -156,11 +164,14 @@ public struct QueuePolicy: Sendable, Hashable {
             // Keep at most maxCollapseKeys - 1 other keys: evict the oldest.
             kept.sort { $0.id < $1.id }
             while kept.count >= self.policy.maxCollapseKeys {
-                removed.append(kept.removeFirst().id)
+                collapsed.append(kept.removeFirst().id)
             }
             var actions: [Action] = []
-            if !removed.isEmpty {
-                actions.append(.remove(ids: removed.sorted()))
+            if !expired.isEmpty {
+                actions.append(.remove(ids: expired.sorted()))
+            }
+            if !collapsed.isEmpty {
+                actions.append(.collapse(ids: collapsed.sorted()))
             }
             let id = nextID()
             actions.append(.store(id: id))

@@ -85,6 +85,7 @@ public final class RelayApplication: Sendable {
             store: store, hub: hub, handoff: handoff, options: options, metrics: metrics, exporter: exporter,
             readiness: readiness, snapshot: snapshot, publicURL: publicURL, logger: logger)
         store.setCommitObserver { committed in hub.deliver(committed) }
+        store.setDropObserver { dropped in metrics.dropped(dropped) }
         // Rows another node committed (PostgreSQL): the devices' streams here read the store from their cursors.
         store.setRemoteCommitObserver { commit in
             switch commit {

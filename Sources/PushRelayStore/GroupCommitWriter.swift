@@ -31,6 +31,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// The observer lives in a class box: a function value stored in a generic container is re-abstracted by a
     /// thunk on the way in and on the way out, and perf showed chains of those thunks on the commit path.
     private let observer = NIOLockedValueBox<CommitObserverBox?>(nil)
+    private let dropObserver = NIOLockedValueBox<DropObserverBox?>(nil)
     private let exit = NIOLockedValueBox(ExitState.running)
 
     init(connection: SQLiteConnection, context: StoreContext, persistedLastID: Int64, topicMessages: [Int64]) {
@@ -92,6 +93,12 @@ final class GroupCommitWriter: @unchecked Sendable {
         case .closed:
             completion(.failure(StoreError.closed))
         }
+    }
+
+    /// Sets the drop observer.
+    func setDropObserver(_ observer: (@Sendable (DroppedMessages) -> Void)?) {
+        let box = observer.map(DropObserverBox.init)
+        self.dropObserver.withLockedValue { $0 = box }
     }
 
     /// Sets the commit observer.
@@ -271,6 +278,9 @@ final class GroupCommitWriter: @unchecked Sendable {
         if !transaction.appendedMessages.isEmpty, let observer = self.observer.withLockedValue({ $0 }) {
             observer.call(transaction.appendedMessages)
         }
+        if !transaction.dropped.isEmpty, let observer = self.dropObserver.withLockedValue({ $0 }) {
+            observer.call(transaction.dropped)
+        }
     }
 
     private func readPersistedLastID() -> Int64? {
@@ -293,6 +303,15 @@ private final class CommitObserverBox: Sendable {
     let call: @Sendable ([StoredMessage]) -> Void
 
     init(_ call: @escaping @Sendable ([StoredMessage]) -> Void) {
+        self.call = call
+    }
+}
+
+/// The drop observer, held by reference like the commit observer.
+private final class DropObserverBox: Sendable {
+    let call: @Sendable (DroppedMessages) -> Void
+
+    init(_ call: @escaping @Sendable (DroppedMessages) -> Void) {
         self.call = call
     }
 }

@@ -158,6 +158,12 @@ public protocol PushStore: Sendable {
     /// the rows over, do not wait). Replaces the previous observer; nil removes it.
     func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?)
 
+    /// Sets the function called after every commit that removed unexpired messages undelivered (replaced by a
+    /// collapse key, cleared by the 100-message rule, deleted with their device), with how many and why; it feeds
+    /// `pushrelay_messages_dropped_total`. It runs on the store's writer: it must return quickly. Replaces the
+    /// previous observer; nil removes it.
+    func setDropObserver(_ observer: (@Sendable (DroppedMessages) -> Void)?)
+
     /// Sets the function called when another node of the same database committed rows for devices (PostgreSQL:
     /// one `NOTIFY` per committed batch), so that their live streams on this node read the store from their
     /// cursors; ``RemoteCommit/unknown`` when this node may have missed some (its listening connection was lost):

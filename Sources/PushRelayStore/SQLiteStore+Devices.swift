@@ -45,6 +45,14 @@ extension SQLiteStore {
             guard try select.step(), hash.matches(select.blob(6)) else { return nil }
             let device = Self.device(from: select)
             try select.run()
+            // Its pending messages go with it (ON DELETE CASCADE): count the unexpired ones as dropped.
+            let pending = try connection.statement(
+                "SELECT count(*) FROM messages WHERE device_id = ?1 AND kind = 0 AND expires_at > ?2")
+            try pending.bind(device.id.rawValue, at: 1)
+            try pending.bind(transaction.nowMicros, at: 2)
+            _ = try pending.step()
+            transaction.dropped.unregistered += Int(pending.int64(0))
+            try pending.run()
             let delete = try connection.statement("DELETE FROM devices WHERE id = ?1")
             try delete.bind(device.id.rawValue, at: 1)
             try delete.run()

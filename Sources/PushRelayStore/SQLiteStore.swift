@@ -65,6 +65,11 @@ public final class SQLiteStore: PushStore {
         )
     }
 
+    /// See ``PushStore/setDropObserver(_:)``.
+    public func setDropObserver(_ observer: (@Sendable (DroppedMessages) -> Void)?) {
+        self.writer.setDropObserver(observer)
+    }
+
     /// See ``PushStore/setCommitObserver(_:)``.
     public func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?) {
         self.writer.setObserver(observer)

@@ -13,6 +13,8 @@ final class WriteTransaction {
     /// The rows this transaction appended to device queues (messages and `deleted_messages` markers), in id order:
     /// after the commit, live streams write them without reading the store back.
     private(set) var appendedMessages: [StoredMessage] = []
+    /// Unexpired messages this transaction removed undelivered, for the drop observer.
+    var dropped = DroppedMessages()
     /// Set by writes that can turn an auth-cache hit into a miss; the epoch is bumped before the commit.
     var authChanged = false
     /// The new auth epoch, when bumped.
@@ -78,8 +80,9 @@ final class WriteTransaction {
         self.queues.set(queue, for: device)
         var storedID: Int64?
         for action in actions {
+            self.dropped.count(action)
             switch action {
-            case .remove(let ids):
+            case .remove(let ids), .collapse(let ids):
                 let delete = try self.connection.statement("DELETE FROM messages WHERE id = ?1")
                 for id in ids {
                     try delete.bind(id, at: 1)

@@ -43,7 +43,7 @@ struct QueuePolicyTests {
         let ids = Counter()
         let arrival = QueuePolicy.Arrival(collapseKey: "score", timeToLiveSeconds: 60)
         #expect(machine.enqueue(arrival, nowMicros: self.now, nextID: ids.next) == [.store(id: 1)])
-        #expect(machine.enqueue(arrival, nowMicros: self.now, nextID: ids.next) == [.remove(ids: [1]), .store(id: 2)])
+        #expect(machine.enqueue(arrival, nowMicros: self.now, nextID: ids.next) == [.collapse(ids: [1]), .store(id: 2)])
         #expect(machine.state.collapsible.map(\.id) == [2])
         #expect(machine.state.pendingNonCollapsible == 0)
     }
@@ -58,10 +58,10 @@ struct QueuePolicyTests {
         // Refresh "a" so that "b" becomes the oldest.
         #expect(
             machine.enqueue(.init(collapseKey: "a", timeToLiveSeconds: 60), nowMicros: self.now, nextID: ids.next)
-                == [.remove(ids: [1]), .store(id: 5)]
+                == [.collapse(ids: [1]), .store(id: 5)]
         )
         let actions = machine.enqueue(.init(collapseKey: "e", timeToLiveSeconds: 60), nowMicros: self.now, nextID: ids.next)
-        #expect(actions == [.remove(ids: [2]), .store(id: 6)])
+        #expect(actions == [.collapse(ids: [2]), .store(id: 6)])
         #expect(Set(machine.state.collapsible.map(\.collapseKey)) == ["c", "d", "a", "e"])
     }
 
@@ -83,7 +83,7 @@ struct QueuePolicyTests {
         var machine = self.machine(.init(pendingNonCollapsible: 100))
         let ids = Counter()
         let actions = machine.enqueue(.init(collapseKey: nil, timeToLiveSeconds: 60), nowMicros: self.now, nextID: ids.next)
-        #expect(actions == [.removeAllNonCollapsible, .storeDeletedMessagesMarker(id: 1), .store(id: 2)])
+        #expect(actions == [.removeAllNonCollapsible(count: 100), .storeDeletedMessagesMarker(id: 1), .store(id: 2)])
         #expect(machine.state.pendingNonCollapsible == 1)
         #expect(machine.state.hasDeletedMessagesMarker)
     }
@@ -97,7 +97,7 @@ struct QueuePolicyTests {
         }
         #expect(machine.state.pendingNonCollapsible == 100)
         let actions = machine.enqueue(.init(collapseKey: nil, timeToLiveSeconds: 60), nowMicros: self.now, nextID: ids.next)
-        #expect(actions == [.removeAllNonCollapsible, .store(id: 100)])
+        #expect(actions == [.removeAllNonCollapsible(count: 100), .store(id: 100)])
     }
 
     @Test("collapsible messages do not count toward the 100 limit")
@@ -109,6 +109,20 @@ struct QueuePolicyTests {
         #expect(machine.state.pendingNonCollapsible == 100)
     }
 
+    @Test("expired entries are removed apart from the collapsed ones: only unexpired messages count as dropped")
+    func expiredApartFromCollapsed() {
+        let entries = [
+            QueuePolicy.CollapsibleEntry(id: 1, collapseKey: "a", expiresAtMicros: self.now - 1),
+            QueuePolicy.CollapsibleEntry(id: 2, collapseKey: "b", expiresAtMicros: self.now + 1_000_000),
+            QueuePolicy.CollapsibleEntry(id: 3, collapseKey: "c", expiresAtMicros: self.now - 1),
+        ]
+        var machine = self.machine(.init(collapsible: entries))
+        let ids = Counter()
+        ids.last = 10
+        let actions = machine.enqueue(.init(collapseKey: "b", timeToLiveSeconds: 60), nowMicros: self.now, nextID: ids.next)
+        #expect(actions == [.remove(ids: [1, 3]), .collapse(ids: [2]), .store(id: 11)])
+    }
+
     @Test("limits are configurable")
     func customLimits() {
         var machine = self.machine(policy: QueuePolicy(maxPendingNonCollapsible: 2, maxCollapseKeys: 1))
@@ -118,12 +132,12 @@ struct QueuePolicyTests {
         _ = machine.enqueue(plain, nowMicros: self.now, nextID: ids.next)
         #expect(
             machine.enqueue(plain, nowMicros: self.now, nextID: ids.next)
-                == [.removeAllNonCollapsible, .storeDeletedMessagesMarker(id: 3), .store(id: 4)]
+                == [.removeAllNonCollapsible(count: 2), .storeDeletedMessagesMarker(id: 3), .store(id: 4)]
         )
         _ = machine.enqueue(.init(collapseKey: "x", timeToLiveSeconds: 60), nowMicros: self.now, nextID: ids.next)
         #expect(
             machine.enqueue(.init(collapseKey: "y", timeToLiveSeconds: 60), nowMicros: self.now, nextID: ids.next)
-                == [.remove(ids: [5]), .store(id: 6)]
+                == [.collapse(ids: [5]), .store(id: 6)]
         )
     }
 }

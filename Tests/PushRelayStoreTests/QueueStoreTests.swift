@@ -212,4 +212,36 @@ struct QueueStoreTests {
             }
         }
     }
+
+    @Test("the drop observer counts collapsed, overflowed and unregistered messages after their commit, nothing else", arguments: StoreKind.allCases)
+    func dropObserver(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let heard = NIOLockedValueBox(DroppedMessages())
+                store.setDropObserver { dropped in heard.withLockedValue { $0.add(dropped) } }
+                // Stored, delivered live or acknowledged: no drop.
+                let plain = try await store.enqueue([NewMessage(device: fixture.device, body: [1])])
+                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [2], timeToLive: .zero)])
+                _ = try await store.acknowledge(device: fixture.device, ids: [try #require(plain[0].messageID)])
+                #expect(heard.withLockedValue { $0 } == DroppedMessages())
+                // A second "a" replaces the first; "b"…"e" then evict the oldest key ("a").
+                for key in ["a", "a", "b", "c", "d", "e"] {
+                    _ = try await store.enqueue([NewMessage(device: fixture.device, body: [3], collapseKey: key)])
+                }
+                #expect(heard.withLockedValue { $0 } == DroppedMessages(collapsed: 2))
+                // 101 non-collapsible messages: the 101st clears the 100 before it.
+                _ = try await store.enqueue((0..<101).map { _ in NewMessage(device: fixture.device, body: [4]) })
+                #expect(heard.withLockedValue { $0 } == DroppedMessages(collapsed: 2, overflow: 100))
+                // Unregistering a device drops its pending messages.
+                let other = try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS")
+                _ = try await store.enqueue((0..<3).map { _ in NewMessage(device: other.device.id, body: [5]) })
+                #expect(try await store.unregisterDevice(secret: other.secret) != nil)
+                #expect(heard.withLockedValue { $0 } == DroppedMessages(collapsed: 2, overflow: 100, unregistered: 3))
+                // A failed unregister (unknown secret) drops nothing.
+                #expect(try await store.unregisterDevice(secret: "unknown") == nil)
+                #expect(heard.withLockedValue { $0 }.unregistered == 3)
+            }
+        }
+    }
 }

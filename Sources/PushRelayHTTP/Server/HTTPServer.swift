@@ -229,28 +229,32 @@ public final class HTTPServer: Sendable {
         let id = ObjectIdentifier(channel)
         let perAddressLimit = configuration.maxConnectionsPerAddress
         let address = perAddressLimit == nil ? nil : channel.remoteAddress?.ipAddress
-        let refusal = shared.withLockedValue { shared -> String? in
-            guard case .running = shared.state else { return "server is shutting down" }
+        let refusal = shared.withLockedValue { shared -> (String, ConnectionEvent?)? in
+            guard case .running = shared.state else { return ("server is shutting down", nil) }
             if let limit = configuration.maxConnections, shared.connections.count >= limit {
                 shared.refusedConnections += 1
-                return "max_connections reached"
+                return ("max_connections reached", .refusedOverLimit)
             }
             if let address, let limit = perAddressLimit {
                 let count = shared.connectionsByAddress[address, default: 0]
                 if count >= limit {
                     shared.refusedConnections += 1
-                    return "per-address connection limit reached"
+                    return ("per-address connection limit reached", .refusedOverAddressLimit)
                 }
                 shared.connectionsByAddress[address] = count + 1
             }
             shared.connections[id] = channel
             return nil
         }
-        if let refusal {
-            logger.debug("connection refused", metadata: ["http.reason": "\(refusal)"])
-            throw HTTPTransportError.connectionClosed(refusal)
+        let events = configuration.connectionEvents
+        if let (reason, event) = refusal {
+            logger.debug("connection refused", metadata: ["http.reason": "\(reason)"])
+            if let event { events?(event) }
+            throw HTTPTransportError.connectionClosed(reason)
         }
+        events?(.opened)
         channel.closeFuture.whenComplete { [self] _ in
+            events?(.closed)
             shared.withLockedValue { shared in
                 _ = shared.connections.removeValue(forKey: id)
                 if let address, let count = shared.connectionsByAddress[address] {

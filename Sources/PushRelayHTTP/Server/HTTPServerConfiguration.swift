@@ -1,6 +1,19 @@
 public import NIOCore
 
 extension HTTPServer {
+    /// What happened to a connection, for ``Configuration/connectionEvents``.
+    public enum ConnectionEvent: Sendable, Hashable {
+        /// A connection was accepted and is served.
+        case opened
+        /// A served connection closed.
+        case closed
+        /// A connection was closed at accept: ``Configuration/maxConnections`` was reached.
+        case refusedOverLimit
+        /// A connection was closed at accept: ``Configuration/maxConnectionsPerAddress`` was reached for its
+        /// address.
+        case refusedOverAddressLimit
+    }
+
     /// Limits and timeouts of an `HTTPServer`. Every field has a production default.
     public struct Configuration: Sendable {
         /// Most concurrent HTTP/2 streams a client may open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS).
@@ -53,6 +66,9 @@ extension HTTPServer {
         public var streamWriteHighWatermark: Int = 64 * 1024
         /// The listen backlog of every listener. Default 256.
         public var backlog: Int = 256
+        /// Told of every connection accepted, closed, or refused at accept (for metrics). Called on the
+        /// connection's event loop: it must return quickly. Default `nil`.
+        public var connectionEvents: (@Sendable (ConnectionEvent) -> Void)?
 
         /// The defaults.
         public init() {}

@@ -57,6 +57,7 @@ public final class RelayService: Service {
         serverConfiguration.maxConnections = configuration.maxConnections
         serverConfiguration.maxConnectionsPerAddress =
             configuration.maxConnectionsPerAddress == 0 ? nil : configuration.maxConnectionsPerAddress
+        serverConfiguration.connectionEvents = { [metrics = relay.metrics] event in metrics.connection(event) }
         var listeners = configuration.listen.map { HTTPServer.Listener(host: $0.host, port: $0.port) }
         if let tlsContext {
             let factory = TLSMetricsHandler.factory(context: tlsContext, metrics: relay.metrics)

@@ -23,6 +23,8 @@ public enum RelayMetricNames {
     public static let openStreams = "pushrelay_open_streams"
     /// Gauge: open client connections (all listeners) on this node.
     public static let openConnections = "pushrelay_open_connections"
+    /// Counter: connections closed at accept, label `reason` (`max_connections`, `max_connections_per_address`).
+    public static let connectionsRefused = "pushrelay_connections_refused_total"
     /// Histogram (seconds): time of one store commit (a group commit covers several sends).
     public static let commitDuration = "pushrelay_store_commit_duration_seconds"
     /// Histogram (seconds): from the send's acceptance to the message's first write on the device stream.
@@ -35,7 +37,7 @@ public enum RelayMetricNames {
     /// Every metric name above.
     public static let all: [String] = [
         sendsAccepted, sendsRejected, messagesDelivered, messagesAcked, messagesExpired, messagesDropped, queueDepth,
-        connectedDevices, openStreams, openConnections, commitDuration, sendToDeliverDuration, tlsHandshakes,
+        connectedDevices, openStreams, openConnections, connectionsRefused, commitDuration, sendToDeliverDuration, tlsHandshakes,
         tlsHandshakeFailures,
     ]
 

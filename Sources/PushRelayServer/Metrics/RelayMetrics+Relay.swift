@@ -1,4 +1,5 @@
 import PushRelayCore
+import PushRelayHTTP
 import PushRelayStore
 
 extension RelayMetrics {
@@ -17,6 +18,23 @@ extension RelayMetrics {
     /// A whole request refused (401, 400, Unavailable, or a message-wide error of a topic send).
     func sendRejected(_ code: FCMError.Code) {
         sendsRejected(error: code.wireName)
+    }
+
+    /// What the HTTP server did with a connection.
+    @Sendable func connection(_ event: HTTPServer.ConnectionEvent) {
+        switch event {
+        case .opened: connectionOpened()
+        case .closed: connectionClosed()
+        case .refusedOverLimit: connectionRefusedOverLimit()
+        case .refusedOverAddressLimit: connectionRefusedOverAddressLimit()
+        }
+    }
+
+    /// What a commit dropped undelivered.
+    func dropped(_ dropped: DroppedMessages) {
+        if dropped.collapsed > 0 { messagesDropped(reason: .collapsed, count: dropped.collapsed) }
+        if dropped.overflow > 0 { messagesDropped(reason: .overflow, count: dropped.overflow) }
+        if dropped.unregistered > 0 { messagesDropped(reason: .unregistered, count: dropped.unregistered) }
     }
 
     /// What a purge removed.

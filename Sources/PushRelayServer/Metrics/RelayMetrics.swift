@@ -33,6 +33,8 @@ public final class RelayMetrics: Sendable {
     private let rejectedByError: NIOLockedValueBox<[String: Counter]>
     private let handshakesByALPN: NIOLockedValueBox<[String: Counter]>
     private let handshakeFailuresByReason: NIOLockedValueBox<[String: Counter]>
+    private let refusedOverLimit: Counter
+    private let refusedOverAddressLimit: Counter
 
     /// Metrics created through `factory` (the global `MetricsSystem.factory` by default; a test passes its own
     /// `PrometheusMetricsFactory` so that nothing global is bootstrapped).
@@ -61,6 +63,10 @@ public final class RelayMetrics: Sendable {
         self.rejectedByError = NIOLockedValueBox([:])
         self.handshakesByALPN = NIOLockedValueBox([:])
         self.handshakeFailuresByReason = NIOLockedValueBox([:])
+        self.refusedOverLimit = Counter(
+            label: Names.connectionsRefused, dimensions: [("reason", "max_connections")], factory: factory)
+        self.refusedOverAddressLimit = Counter(
+            label: Names.connectionsRefused, dimensions: [("reason", "max_connections_per_address")], factory: factory)
     }
 
     // MARK: Sends
@@ -116,6 +122,10 @@ public final class RelayMetrics: Sendable {
     public func connectionOpened() { openConnections.increment() }
     /// A client connection closed.
     public func connectionClosed() { openConnections.decrement() }
+    /// A connection was closed at accept because `max_connections` was reached.
+    public func connectionRefusedOverLimit() { refusedOverLimit.increment() }
+    /// A connection was closed at accept because `max_connections_per_address` was reached for its address.
+    public func connectionRefusedOverAddressLimit() { refusedOverAddressLimit.increment() }
 
     // MARK: Latencies
 

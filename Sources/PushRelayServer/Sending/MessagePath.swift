@@ -44,10 +44,14 @@ struct MessagePath: Sendable {
         store.enqueue(messages) { result in
             metrics.recordCommit(duration: ContinuousClock.now - started)
             if case .success(let outcomes) = result {
+                var dropped = 0
                 for (message, outcome) in zip(messages, outcomes) {
                     guard case .transient(let id) = outcome else { continue }
-                    hub.deliverTransient(TransientMessage(id: id, body: message.body), to: message.device)
+                    if !hub.deliverTransient(TransientMessage(id: id, body: message.body), to: message.device) {
+                        dropped += 1  // time to live 0 and no live stream here: dropped, as FCM does
+                    }
                 }
+                if dropped > 0 { metrics.messagesDropped(reason: .ttlZero, count: dropped) }
             }
             completion(result)
         }

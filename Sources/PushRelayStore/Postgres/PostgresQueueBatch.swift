@@ -33,6 +33,8 @@ struct PostgresQueueBatch {
     private(set) var deletions: [Int64] = []
     /// Devices whose existing non-collapsible messages all go (the overflow rule).
     private(set) var clearedDevices: Set<DeviceID> = []
+    /// Unexpired messages the policy removed undelivered, for the drop observer.
+    private(set) var dropped = DroppedMessages()
     /// Provisional ids handed out so far (the size of the id block to take).
     private(set) var provisionalCount: Int64 = 0
 
@@ -71,8 +73,9 @@ struct PostgresQueueBatch {
         queue.machine = machine
         var stored: Int64?
         for action in actions {
+            self.dropped.count(action)
             switch action {
-            case .remove(let ids):
+            case .remove(let ids), .collapse(let ids):
                 for id in ids { self.remove(id, from: &queue) }
             case .removeAllNonCollapsible:
                 for (id, row) in queue.rows where row.kind == 0 && row.collapseKey == nil {

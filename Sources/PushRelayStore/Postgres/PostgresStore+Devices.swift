@@ -30,9 +30,16 @@ extension PostgresStore {
     public func unregisterDevice(secret: String) async throws -> Device? {
         let hash = KeyHash(of: secret)
         return try await self.writer.write { write in
+            // The pending messages go with the device (ON DELETE CASCADE): count the unexpired ones as dropped.
+            let pending = try await write.rows(
+                """
+                SELECT count(*) FROM messages m JOIN devices d ON d.id = m.device_id
+                WHERE d.secret_hash = \(ByteBuffer(bytes: hash.bytes)) AND m.kind = 0 AND m.expires_at > \(write.nowMicros)
+                """)
             let rows = try await write.rows(
                 "DELETE FROM devices WHERE secret_hash = \(ByteBuffer(bytes: hash.bytes)) RETURNING \(unescaped: Self.deviceColumns)")
             guard let row = rows.first, let device = try Self.device(row, matching: hash) else { return nil }
+            write.dropped.unregistered += Int(try pending.first?.decode(Int64.self) ?? 0)
             write.authChanged = true
             return device
         }

@@ -89,6 +89,11 @@ public final class PostgresStore: PushStore {
         return PostgresStore(context: context, writer: writer, client: client, tasks: tasks, writerTask: writerTask)
     }
 
+    /// See ``PushStore/setDropObserver(_:)``.
+    public func setDropObserver(_ observer: (@Sendable (DroppedMessages) -> Void)?) {
+        self.context.dropObserver.withLockedValue { $0 = observer }
+    }
+
     /// See ``PushStore/setCommitObserver(_:)``.
     public func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?) {
         self.context.commitObserver.withLockedValue { $0 = observer }

@@ -15,6 +15,7 @@ final class PostgresStoreContext: Sendable {
     let ids = NIOLockedValueBox(MessageIDGenerator(last: 0))
     let authCache: AuthCache
     let commitObserver = NIOLockedValueBox<(@Sendable ([StoredMessage]) -> Void)?>(nil)
+    let dropObserver = NIOLockedValueBox<(@Sendable (DroppedMessages) -> Void)?>(nil)
     let remoteObserver = NIOLockedValueBox<(@Sendable (RemoteCommit) -> Void)?>(nil)
     let statistics = NIOLockedValueBox(GroupCommitStatistics())
 

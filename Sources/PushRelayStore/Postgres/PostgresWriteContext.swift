@@ -13,6 +13,8 @@ final class PostgresWriteContext: @unchecked Sendable {
     var topicMessageAdded = false
     /// Rows appended to device queues (for the commit observer and the notification).
     var appended: [StoredMessage] = []
+    /// Unexpired messages removed undelivered (for the drop observer).
+    var dropped = DroppedMessages()
 
     init(connection: PostgresConnection, logger: Logger, nowMicros: Int64) {
         self.connection = connection

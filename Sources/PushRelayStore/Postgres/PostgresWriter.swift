@@ -157,6 +157,9 @@ final class PostgresWriter: @unchecked Sendable {
         if !write.appended.isEmpty, let observer = self.context.commitObserver.withLockedValue({ $0 }) {
             observer(write.appended)
         }
+        if !write.dropped.isEmpty, let observer = self.context.dropObserver.withLockedValue({ $0 }) {
+            observer(write.dropped)
+        }
         return write
     }
 
@@ -325,6 +328,7 @@ final class PostgresWriter: @unchecked Sendable {
     @discardableResult
     func flush(_ batch: PostgresQueueBatch, in write: PostgresWriteContext) async throws -> Int64 {
         guard !batch.isEmpty else { return 0 }
+        write.dropped.add(batch.dropped)
         let deletions = batch.deletions
         let cleared = batch.clearedDevices.map(\.rawValue)
         let count = batch.provisionalCount
