@@ -35,7 +35,7 @@ printf '{"status":"ok"}' > "$work/docroot/healthz"
 head -c 225 /dev/urandom | base64 -w0 > "$work/post.bin"        # 300 bytes
 cp "$work/post.bin" "$work/docroot/debug/echo"                 # nghttpd answers the POST with the same 300 bytes
 
-"$bin" serve --listen 127.0.0.1:0 --debug-bench-routes --log-level warning > "$work/pushrelay.out" &
+"$bin" serve --init --listen 127.0.0.1:0 --debug-bench-routes --log-level warning > "$work/pushrelay.out" &
 pr_pid=$!
 pids+=($pr_pid)
 for _ in $(seq 1 100); do

@@ -43,7 +43,7 @@ openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key
 mkdir -p "$work/docroot"
 printf '{"status":"ok"}' > "$work/docroot/healthz"
 
-"$bin" serve --listen 127.0.0.1:0 --listen-tls 127.0.0.1:0 --tls-cert "$work/server.pem" --tls-key "$work/server.key" \
+"$bin" serve --init --listen 127.0.0.1:0 --listen-tls 127.0.0.1:0 --tls-cert "$work/server.pem" --tls-key "$work/server.key" \
   --data-dir "$work/data" --log-level warning > "$work/pushrelay.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do

@@ -79,6 +79,11 @@ if [ "$mode" = install ]; then
   if [ "$real_root" = 1 ]; then
     chown root:pushrelay "$config_dir" "$config_path"
     chown pushrelay:pushrelay "$state_dir"
+    # serve refuses a missing store: create an empty one on a first install (never over an existing one).
+    if [ ! -s "$state_dir/pushrelay.sqlite" ]; then
+      runuser -u pushrelay -- "$bin_path" store init --data-dir "$state_dir" >/dev/null
+      say "created an empty store in $state_dir"
+    fi
   fi
 
   if [ "$systemd_running" = 1 ]; then

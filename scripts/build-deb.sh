@@ -100,6 +100,11 @@ if [ "$1" = configure ]; then
     if [ -d /run/systemd/system ]; then
         systemctl daemon-reload >/dev/null || true
         if [ -z "$2" ]; then
+            # serve refuses a missing store: a first install creates an empty one (never over an existing one).
+            if [ ! -s /var/lib/pushrelay/pushrelay.sqlite ]; then
+                install -d -o pushrelay -g pushrelay -m 0700 /var/lib/pushrelay
+                runuser -u pushrelay -- /usr/bin/pushrelay store init --data-dir /var/lib/pushrelay >/dev/null || true
+            fi
             systemctl enable --now pushrelay.service >/dev/null || true
         else
             systemctl try-restart pushrelay.service >/dev/null || true

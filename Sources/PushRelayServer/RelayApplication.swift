@@ -153,7 +153,7 @@ public final class RelayApplication: Sendable {
         router.add(.post, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: true) })
         router.add(.delete, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: false) })
 
-        let operations = OperationsRoutes(exporter: exporter, readiness: readiness, snapshot: snapshot)
+        let operations = OperationsRoutes(exporter: exporter, readiness: readiness, snapshot: snapshot, store: store)
         router.add(.get, "/healthz", maxBodyBytes: 0, .immediate { _, _ in OperationsRoutes.healthy })
         router.add(.get, "/readyz", maxBodyBytes: 0, .collected(operations.ready))
         if options.metricsEnabled {
@@ -188,6 +188,9 @@ public final class RelayApplication: Sendable {
     private func statisticsLoop() async {
         while !Task.isCancelled {
             await snapshot.refresh(store: store, metrics: metrics)
+            // While the store cannot commit, find out whether it can again (sends may have stopped coming: the
+            // failing /readyz took the node out of rotation).
+            if store.commitFailure != nil { try? await store.probeCommit() }
             do { try await Task.sleep(for: options.statisticsInterval) } catch { return }
         }
     }

@@ -8,16 +8,19 @@ public import PushRelayCore
 public enum RelayStore {
     /// Which engine, and where.
     public enum Location: Sendable, Hashable {
-        /// `pushrelay.sqlite` in this data directory (created if missing).
+        /// `pushrelay.sqlite` in this data directory.
         case sqlite(directory: String)
         /// A PostgreSQL database shared by every node (the URL is a secret: never log it unmasked).
         case postgres(url: String)
     }
 
-    /// Opens the store. Throws ``StoreError`` (``StoreError/Code/unavailable`` when PostgreSQL cannot be reached,
-    /// ``StoreError/Code/invalidArgument`` for a malformed URL).
+    /// Opens the store. Throws ``StoreError``: ``StoreError/Code/notFound`` for a missing or empty SQLite store
+    /// unless `createIfMissing` (the CLI's commands create one, `serve` only with `--init`),
+    /// ``StoreError/Code/corrupt`` for a damaged one, ``StoreError/Code/unavailable`` when PostgreSQL cannot be
+    /// reached or the file cannot be opened, ``StoreError/Code/invalidArgument`` for a malformed URL.
     public static func open(
         _ location: Location,
+        createIfMissing: Bool = true,
         queuePolicy: QueuePolicy = QueuePolicy(),
         logger: Logger
     ) async throws -> any PushStore {
@@ -26,6 +29,7 @@ public enum RelayStore {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             var configuration = SQLiteStore.Configuration.relay(directory: directory)
             configuration.queuePolicy = queuePolicy
+            configuration.createIfMissing = createIfMissing
             return try SQLiteStore(configuration: configuration, logger: logger)
         case .postgres(let url):
             var configuration = PostgresStore.Configuration(url: try PostgresURL(url))

@@ -32,6 +32,8 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// thunk on the way in and on the way out, and perf showed chains of those thunks on the commit path.
     private let observer = NIOLockedValueBox<CommitObserverBox?>(nil)
     private let dropObserver = NIOLockedValueBox<DropObserverBox?>(nil)
+    /// Whether the last group could commit.
+    private let health: CommitHealth
     private let exit = NIOLockedValueBox(ExitState.running)
 
     init(connection: SQLiteConnection, context: StoreContext, persistedLastID: Int64, topicMessages: [Int64]) {
@@ -39,6 +41,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         self.context = context
         self.persistedLastID = persistedLastID
         self.topicMessages = topicMessages
+        self.health = CommitHealth(logger: context.logger)
         self.queue = WriteQueue(capacity: context.configuration.maxPendingWrites)
     }
 
@@ -94,6 +97,9 @@ final class GroupCommitWriter: @unchecked Sendable {
             completion(.failure(StoreError.closed))
         }
     }
+
+    /// See ``PushStore/commitFailure``.
+    var commitFailure: StoreError? { self.health.current }
 
     /// Sets the drop observer.
     func setDropObserver(_ observer: (@Sendable (DroppedMessages) -> Void)?) {
@@ -242,6 +248,7 @@ final class GroupCommitWriter: @unchecked Sendable {
             self.queueStates.removeAll()
             self.persistedLastID = self.readPersistedLastID() ?? self.persistedLastID
             if requests.count == 1 {
+                if let failure = CommitHealth.engineFailure(error) { self.health.note(failure) }
                 requests[0].complete(error)
             } else {
                 self.statistics.withLockedValue { $0.groupFailures += 1 }
@@ -252,6 +259,7 @@ final class GroupCommitWriter: @unchecked Sendable {
             return
         }
         self.afterCommit(transaction, requestCount: requests.count, commitTime: commitTime)
+        self.health.note(errors.lazy.compactMap(CommitHealth.engineFailure).first)
         for (index, request) in requests.enumerated() {
             request.complete(errors[index])
         }

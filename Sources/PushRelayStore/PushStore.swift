@@ -158,6 +158,16 @@ public protocol PushStore: Sendable {
     /// the rows over, do not wait). Replaces the previous observer; nil removes it.
     func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?)
 
+    /// Why the store cannot commit: the engine's error (disk full, I/O error, read-only file, a damaged file, the
+    /// database unreachable) when its last write transaction failed for such a reason and none has committed
+    /// since; nil while commits succeed. Read from memory, never waits: `/readyz` reads it per request.
+    var commitFailure: StoreError? { get }
+
+    /// Commits a one-row write, to learn whether the store can commit again after ``commitFailure``: success
+    /// clears it. The relay calls it periodically while the store is failing, so that a node taken out of a load
+    /// balancer's rotation (its `/readyz` failing) comes back by itself once the cause goes away.
+    func probeCommit() async throws
+
     /// Sets the function called after every commit that removed unexpired messages undelivered (replaced by a
     /// collapse key, cleared by the 100-message rule, deleted with their device), with how many and why; it feeds
     /// `pushrelay_messages_dropped_total`. It runs on the store's writer: it must return quickly. Replaces the

@@ -4,8 +4,17 @@ public import PushRelayCore
 extension SQLiteStore {
     /// How a ``SQLiteStore`` opens and behaves. Every field has a default except the database path.
     public struct Configuration: Sendable {
-        /// The database file (created if missing; `-wal` and `-shm` files sit beside it).
+        /// The database file (`-wal` and `-shm` files sit beside it).
         public var path: String
+        /// Whether a missing or empty database file is created. When false, opening one throws
+        /// ``StoreError/Code/notFound``: a daemon whose data disk is not mounted, or whose store was deleted, stops
+        /// with a clear error instead of serving an empty store that has forgotten every device. Default true (the
+        /// daemon sets it from `serve --init`).
+        public var createIfMissing = true
+        /// Whether an existing database is checked with `PRAGMA quick_check` when opened; a damaged one throws
+        /// ``StoreError/Code/corrupt`` naming the first problem. It reads the whole file once (about a second per
+        /// gigabyte). Default true.
+        public var checkIntegrityAtOpen = true
         /// How long a connection waits for a lock held by another process (e.g. the CLI) before
         /// ``StoreError/Code/unavailable``. Default 5 s.
         public var busyTimeout: Duration = .seconds(5)

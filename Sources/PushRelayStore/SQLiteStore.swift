@@ -1,3 +1,4 @@
+import Foundation
 import PushRelayCore
 public import Logging
 
@@ -18,9 +19,29 @@ public final class SQLiteStore: PushStore {
     let writer: GroupCommitWriter
     let readers: ReadPool
 
-    /// Opens (creating if needed) the database and starts the writer thread. Call ``close()`` when done.
+    /// Opens the database (creating it when missing, if ``Configuration/createIfMissing``), checks it (see
+    /// ``Configuration/checkIntegrityAtOpen``) and starts the writer thread. Call ``close()`` when done.
+    ///
+    /// Throws ``StoreError/Code/notFound`` for a missing or empty file that may not be created,
+    /// ``StoreError/Code/corrupt`` for a file that is not a PushRelay database or fails the check, and
+    /// ``StoreError/Code/unavailable`` when the file cannot be opened or written (permissions, a read-only file
+    /// system).
     public init(configuration: Configuration, logger: Logger = Logger(label: "pushrelay.store")) throws {
+        let size = (try? FileManager.default.attributesOfItem(atPath: configuration.path)[.size] as? Int) ?? nil
+        let existed = (size ?? 0) > 0
+        if !existed, !configuration.createIfMissing {
+            throw StoreError.notFound(
+                size == nil ? "no store at \(configuration.path)" : "the store \(configuration.path) is empty")
+        }
+        // SQLite's own error for these is "unable to open database file": name the cause instead.
+        let directory = (configuration.path as NSString).deletingLastPathComponent
+        for path in existed ? [directory.isEmpty ? "." : directory, configuration.path] : [] where access(path, W_OK) != 0 {
+            throw StoreError.unavailable("\(path) is not writable: \(String(cString: strerror(errno)))")
+        }
         let connection = try SQLiteConnection(path: configuration.path, busyTimeout: configuration.busyTimeout)
+        if existed, configuration.checkIntegrityAtOpen {
+            try Self.checkIntegrity(connection, path: configuration.path)
+        }
         let journal = try connection.statement("PRAGMA journal_mode = WAL")
         guard try journal.step(), journal.text(0)?.lowercased() == "wal" else {
             throw StoreError.unavailable("cannot switch \(configuration.path) to WAL mode")
@@ -63,6 +84,30 @@ public final class SQLiteStore: PushStore {
             "store opened",
             metadata: ["relay.store.path": "\(configuration.path)", "relay.store.fanout_pending": "\(topicMessages.count)"]
         )
+    }
+
+    /// `PRAGMA quick_check`: throws ``StoreError/Code/corrupt`` with the first problem it reports.
+    private static func checkIntegrity(_ connection: SQLiteConnection, path: String) throws(StoreError) {
+        let check = try connection.statement("PRAGMA quick_check(1)")
+        guard try check.step() else { throw StoreError(code: .corrupt, message: "\(path): quick_check returned nothing") }
+        let verdict = check.text(0) ?? ""
+        try check.run()
+        guard verdict == "ok" else {
+            throw StoreError(code: .corrupt, message: "\(path) is damaged (quick_check: \(verdict))")
+        }
+    }
+
+    /// See ``PushStore/commitFailure``.
+    public var commitFailure: StoreError? { self.writer.commitFailure }
+
+    /// See ``PushStore/probeCommit()``.
+    public func probeCommit() async throws {
+        try await self.writer.write { transaction in
+            let probe = try transaction.connection.statement(
+                "INSERT INTO meta (key, value) VALUES ('write_probe', ?1) ON CONFLICT (key) DO UPDATE SET value = ?1")
+            try probe.bind(transaction.nowMicros, at: 1)
+            try probe.run()
+        }
     }
 
     /// See ``PushStore/setDropObserver(_:)``.

@@ -7,7 +7,7 @@ struct PushRelayCommand: AsyncParsableCommand {
         abstract: "FCM-compatible push notification relay.",
         subcommands: [
             ServeCommand.self, ProjectCommand.self, ListenCommand.self, CheckConfigCommand.self,
-            StoreDebugCommand.self, RegisterCommand.self, SendCommand.self,
+            StoreCommand.self, StoreDebugCommand.self, RegisterCommand.self, SendCommand.self,
         ]
     )
 }

@@ -15,6 +15,9 @@ struct ServeCommand: AsyncParsableCommand {
             Configuration comes from --config FILE (or $PUSHRELAY_CONFIG), then PUSHRELAY_<FIELD> environment \
             variables, then the flags below; later ones win. `pushrelay check-config` prints the result.
 
+            The SQLite store must exist (`pushrelay project create` makes it): a missing or empty one stops the \
+            daemon (exit 66) unless --init is given; a damaged one stops it too (exit 65, `PRAGMA quick_check`).
+
             Fields (file key / flag):
             \(ConfigurationField.helpText)
             """
@@ -25,11 +28,14 @@ struct ServeCommand: AsyncParsableCommand {
 
     /// Hidden, for Benchmarks/http2.sh only: `POST /debug/echo` answers with the request body.
     static let benchRoutesFlag = "--debug-bench-routes"
+    /// Creates the SQLite store when it is missing (a first start); without it a missing store stops the daemon.
+    static let initFlag = "--init"
 
     func run() async throws {
         if arguments.contains("--help") || arguments.contains("-h") { throw CleanExit.helpRequest(Self.self) }
         let benchRoutes = arguments.contains(Self.benchRoutesFlag)
-        let configurationArguments = arguments.filter { $0 != Self.benchRoutesFlag }
+        let createStore = arguments.contains(Self.initFlag)
+        let configurationArguments = arguments.filter { $0 != Self.benchRoutesFlag && $0 != Self.initFlag }
         let environment = ProcessInfo.processInfo.environment
         let loaded: LoadedConfiguration
         do {
@@ -46,7 +52,7 @@ struct ServeCommand: AsyncParsableCommand {
 
         let exporter = PrometheusExporter()
         exporter.bootstrapMetricsSystem()
-        let options = RelayServiceGroup.Options(
+        var options = RelayServiceGroup.Options(
             environment: environment,
             exporter: exporter,
             logLevel: levelControl,
@@ -60,16 +66,22 @@ struct ServeCommand: AsyncParsableCommand {
                 fflush(nil)  // tests and scripts read the lines through a pipe
             }
         )
+        options.createStore = createStore
         let group: ServiceGroup
         do {
             group = try await RelayServiceGroup.make(configuration: configuration, options: options, logger: logger)
         } catch let error as TLSError {
             FileHandle.standardError.write(Data("pushrelay: cannot set up TLS: \(error.message) (\(error.code))\n".utf8))
             throw ExitCode(78)
+        } catch let error as StoreError where error.code == .notFound {
+            let hint = "create it with `pushrelay project create NAME --data-dir \(configuration.dataDirectory)`"
+                + " or start once with `pushrelay serve --init`"
+            FileHandle.standardError.write(Data("pushrelay: \(error.message): \(hint)\n".utf8))
+            throw ExitCode(66)
         } catch let error as StoreError {
             // The message never contains the URL's password.
             FileHandle.standardError.write(Data("pushrelay: cannot open the store: \(error)\n".utf8))
-            throw ExitCode(69)
+            throw ExitCode(error.code == .corrupt ? 65 : 69)
         }
         try await group.run()
         logger.info("stopped")

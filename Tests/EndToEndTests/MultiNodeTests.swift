@@ -105,7 +105,7 @@ struct PostgresOutageTests {
     func outage() async throws {
         let cluster = try await TestPostgres.start()
         let url = try await cluster.database(named: "outage")
-        let daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url])
+        let daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url, "--metrics-interval", "1s"])
         try await daemon.start()
         let keys = try await daemon.createProject()
         let device = try await daemon.registerDevice(keys)
@@ -124,8 +124,13 @@ struct PostgresOutageTests {
         ])
         #expect(result.stdout.contains(" 503") || result.stdout.contains("Unavailable"), "\(result.stdout)")
         #expect(result.stdout.lowercased().contains("retry-after:"), "\(result.stdout)")
+        // Out of a load balancer's rotation while it cannot commit, back in by itself once PostgreSQL is.
+        let down = try await StoreFaultTests.waitForReadiness(daemon, 503)
+        #expect(down.status == 503 && down.body.contains("store"), "\(down)")
 
         try await cluster.restart()
+        let up = try await StoreFaultTests.waitForReadiness(daemon, 200)
+        #expect(up.status == 200, "\(up)")
         // The node reconnects by itself: a later send is accepted (bounded wait, no fixed sleep).
         var status = 0
         for _ in 0..<300 where status != 200 {

@@ -10,7 +10,7 @@ import Testing
         let process = Process()
         let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("pushrelay-healthz-\(UUID().uuidString)")
         // Through the signal-unblocking wrapper: the daemon must see SIGTERM.
-        ChildProcess.configure(process, Daemon.binary, ["serve", "--listen", "127.0.0.1:0", "--log-level", "warning", "--data-dir", dataDir.path])
+        ChildProcess.configure(process, Daemon.binary, ["serve", "--init", "--listen", "127.0.0.1:0", "--log-level", "warning", "--data-dir", dataDir.path])
         let output = Pipe()
         process.standardOutput = output
         try process.run()

@@ -29,7 +29,7 @@ public final class RelayService: Service {
     /// Opens the store and builds the relay and its server; binds nothing yet.
     init(configuration: PushRelayConfiguration, options: RelayServiceGroup.Options, logger: Logger) async throws {
         let tlsContext = try Self.makeTLSContext(configuration)
-        let store = try await Self.openStore(configuration)
+        let store = try await Self.openStore(configuration, create: options.createStore)
         var relayOptions = RelayApplication.Options()
         relayOptions.heartbeatInterval = configuration.heartbeatInterval
         relayOptions.corsAllowedOrigins = configuration.corsAllowedOrigins
@@ -131,12 +131,14 @@ public final class RelayService: Service {
     }
 
     /// The store engine the configuration names: SQLite in `data_dir` (the default) or PostgreSQL at `postgres_url`.
-    static func openStore(_ configuration: PushRelayConfiguration) async throws -> any PushStore {
+    /// A missing SQLite store is created only when `create` is true.
+    static func openStore(_ configuration: PushRelayConfiguration, create: Bool) async throws -> any PushStore {
         let location: RelayStore.Location =
             configuration.store == .postgres
             ? .postgres(url: configuration.postgresURL ?? "") : .sqlite(directory: configuration.dataDirectory)
         return try await RelayStore.open(
             location,
+            createIfMissing: create,
             queuePolicy: QueuePolicy(
                 maxPendingNonCollapsible: configuration.maxPendingMessages,
                 maxCollapseKeys: configuration.maxCollapseKeys),

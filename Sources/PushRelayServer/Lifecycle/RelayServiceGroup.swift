@@ -24,6 +24,10 @@ public enum RelayServiceGroup {
         public var onListening: @Sendable (_ addresses: [ListeningAddress], _ tokenEndpoint: String) -> Void
         /// Adds `POST /debug/echo` (answers with the request body), for `Benchmarks/http2.sh` only.
         public var debugBenchRoutes: Bool
+        /// Whether a missing or empty SQLite store is created (`serve --init`). Without it the daemon refuses to
+        /// start on one (``StoreError/Code/notFound``) rather than serve an empty store where one existed (an
+        /// unmounted data disk, a wrong `data_dir`). Default false.
+        public var createStore = false
 
         /// Options for a process with the given environment (`NOTIFY_SOCKET`, `WATCHDOG_USEC`).
         public init(

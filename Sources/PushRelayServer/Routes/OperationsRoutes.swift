@@ -14,14 +14,17 @@ final class Readiness: Sendable {
     var current: State { state.withLockedValue { $0 } }
 }
 
-/// `/healthz` (the process answers), `/readyz` (store readable, listeners up, not draining), `/metrics`.
+/// `/healthz` (the process answers), `/readyz` (store readable and committing, listeners up, not draining),
+/// `/metrics`.
 ///
 /// Both `/readyz` and `/metrics` are O(1) and never touch the store: they read ``StoreStatisticsSnapshot``, which
-/// the relay refreshes once per ``RelayApplication/Options/statisticsInterval``.
+/// the relay refreshes once per ``RelayApplication/Options/statisticsInterval``, and the store's in-memory
+/// ``PushStore/commitFailure``.
 struct OperationsRoutes: Sendable {
     let exporter: PrometheusExporter
     let readiness: Readiness
     let snapshot: StoreStatisticsSnapshot
+    let store: any PushStore
 
     static let healthy: HTTPServerResponse = {
         var fields = HTTPFields()
@@ -38,6 +41,11 @@ struct OperationsRoutes: Sendable {
         case .ready:
             guard snapshot.storeReadable else {
                 return JSONResponse.ok(["status": "store unavailable"], status: .serviceUnavailable)
+            }
+            if let failure = store.commitFailure {
+                // The reason is the engine's (e.g. "database or disk is full"): never a key, secret or URL password.
+                return JSONResponse.ok(
+                    ["status": "store cannot commit", "reason": .string(failure.message)], status: .serviceUnavailable)
             }
             return JSONResponse.ok(["status": "ready"])
         }

@@ -89,6 +89,20 @@ public final class PostgresStore: PushStore {
         return PostgresStore(context: context, writer: writer, client: client, tasks: tasks, writerTask: writerTask)
     }
 
+    /// See ``PushStore/commitFailure``.
+    public var commitFailure: StoreError? { self.context.health.current }
+
+    /// See ``PushStore/probeCommit()``.
+    public func probeCommit() async throws {
+        try await self.writer.write { write in
+            try await write.run(
+                """
+                INSERT INTO meta (key, value) VALUES ('write_probe', \(write.nowMicros))
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                """)
+        }
+    }
+
     /// See ``PushStore/setDropObserver(_:)``.
     public func setDropObserver(_ observer: (@Sendable (DroppedMessages) -> Void)?) {
         self.context.dropObserver.withLockedValue { $0 = observer }

@@ -18,6 +18,8 @@ final class PostgresStoreContext: Sendable {
     let dropObserver = NIOLockedValueBox<(@Sendable (DroppedMessages) -> Void)?>(nil)
     let remoteObserver = NIOLockedValueBox<(@Sendable (RemoteCommit) -> Void)?>(nil)
     let statistics = NIOLockedValueBox(GroupCommitStatistics())
+    /// Whether the writer's last transaction could commit.
+    let health: CommitHealth
 
     /// The notification channel every node listens on.
     static let channel = "pushrelay_commits"
@@ -27,6 +29,7 @@ final class PostgresStoreContext: Sendable {
         self.logger = logger
         self.node = String(UInt64.random(in: 1...UInt64.max), radix: 36)
         self.authCache = AuthCache(maxEntries: configuration.authCacheEntries)
+        self.health = CommitHealth(logger: logger)
     }
 
     /// Now, in microseconds since the Unix epoch, from the configured clock.

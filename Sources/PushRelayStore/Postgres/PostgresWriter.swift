@@ -118,7 +118,13 @@ final class PostgresWriter: @unchecked Sendable {
         counted: Bool = true,
         _ body: (PostgresWriteContext) async throws -> Void
     ) async throws(StoreError) -> PostgresWriteContext {
-        let connection = try await self.currentConnection()
+        let connection: PostgresConnection
+        do {
+            connection = try await self.currentConnection()
+        } catch {
+            if let failure = CommitHealth.engineFailure(error) { self.context.health.note(failure) }
+            throw error
+        }
         let write = PostgresWriteContext(
             connection: connection, logger: self.context.logger, nowMicros: self.context.nowMicros)
         do {
@@ -146,8 +152,11 @@ final class PostgresWriter: @unchecked Sendable {
             } else {
                 try? await write.run("ROLLBACK")
             }
-            throw PostgresStoreContext.storeError(error)
+            let failure = PostgresStoreContext.storeError(error)
+            if let engine = CommitHealth.engineFailure(failure) { self.context.health.note(engine) }
+            throw failure
         }
+        self.context.health.note(nil)
         if write.authChanged {
             self.context.authCache.invalidate(epoch: nil)
         }

@@ -13,6 +13,7 @@ final class Daemon: @unchecked Sendable {
     private(set) var tlsPort: Int = 0
     private let extraArguments: [String]
     private let environment: [String: String]
+    private let launcher: [String]
     private let output = OutputCollector()
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -34,9 +35,12 @@ final class Daemon: @unchecked Sendable {
         return url.appendingPathComponent(".build/debug/pushrelay").path
     }
 
-    /// Makes a fresh data directory; `start()` launches the daemon on it.
-    /// `environment` is added to the test's own for the daemon (e.g. `NOTIFY_SOCKET`).
-    init(dataDir: URL? = nil, arguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// Makes a fresh data directory; `start()` launches the daemon on it (`serve --init`: the store is created).
+    /// `environment` is added to the test's own for the daemon (e.g. `NOTIFY_SOCKET`); `launcher`, when given, is
+    /// a command that runs the daemon's command line it is handed (e.g. in a private mount namespace).
+    init(
+        dataDir: URL? = nil, arguments: [String] = [], environment: [String: String] = [:], launcher: [String] = []
+    ) throws {
         if let dataDir {
             self.dataDir = dataDir
         } else {
@@ -46,6 +50,7 @@ final class Daemon: @unchecked Sendable {
         }
         self.extraArguments = arguments
         self.environment = environment
+        self.launcher = launcher
     }
 
     deinit {
@@ -56,7 +61,9 @@ final class Daemon: @unchecked Sendable {
     func start(timeout: Duration = .seconds(30)) async throws {
         let process = Process()
         let listen = "127.0.0.1:\(port)"
-        ChildProcess.configure(process, Self.binary, ["serve", "--listen", listen, "--data-dir", dataDir.path] + extraArguments)
+        let command = [Self.binary, "serve", "--init", "--listen", listen, "--data-dir", dataDir.path] + extraArguments
+        let line = launcher + command
+        ChildProcess.configure(process, line[0], Array(line.dropFirst()))
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }

@@ -1,0 +1,200 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The store failing under the real daemon (issue 12, item 6): a full disk on a small tmpfs in the daemon's own
+/// mount namespace; a read-only, missing, empty or damaged store at start. Sends are answered
+/// `Unavailable` with `Retry-After`, `/readyz` fails while commits fail and recovers by itself, nothing accepted is
+/// lost; a store that is not there or is damaged stops `serve` with one line.
+///
+/// Needs root (mount(2) in a private namespace; CI runs as root) and util-linux's `unshare` and `nsenter`.
+@Suite(.serialized) struct StoreFaultTests {
+    /// `serve` without `--init` on `dataDir`, at most 30 s; (status, stderr).
+    static func serveWithoutInit(_ dataDir: String) async throws -> (status: Int32, stderr: String) {
+        let result = try await run("timeout", ["30", Daemon.binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir])
+        return (result.status, result.stderr)
+    }
+
+    static func temporaryDirectory(_ name: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushrelay-\(name)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test("a missing or empty store stops serve with one line and exit 66; a damaged one with exit 65; store init and serve --init create one")
+    func missingEmptyOrDamagedStore() async throws {
+        let missing = try Self.temporaryDirectory("missing")
+        let noStore = try await Self.serveWithoutInit(missing)
+        #expect(noStore.status == 66, "\(noStore)")
+        #expect(noStore.stderr.contains("no store at \(missing)/pushrelay.sqlite"), "\(noStore.stderr)")
+        #expect(noStore.stderr.contains("pushrelay serve --init") && noStore.stderr.contains("project create"))
+        #expect(noStore.stderr.split(separator: "\n").count == 1, "one line: \(noStore.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: missing + "/pushrelay.sqlite"), "nothing was created")
+
+        FileManager.default.createFile(atPath: missing + "/pushrelay.sqlite", contents: Data())
+        let empty = try await Self.serveWithoutInit(missing)
+        #expect(empty.status == 66 && empty.stderr.contains("is empty"), "\(empty)")
+
+        // A real store whose header is overwritten: not a database.
+        let garbled = try Self.temporaryDirectory("garbled")
+        #expect(try await Daemon.cli(["project", "create", "shop", "--data-dir", garbled]).status == 0)
+        let file = try FileHandle(forWritingTo: URL(fileURLWithPath: garbled + "/pushrelay.sqlite"))
+        try file.write(contentsOf: Data(repeating: 0x5A, count: 100))
+        try file.close()
+        let notADatabase = try await Self.serveWithoutInit(garbled)
+        #expect(notADatabase.status == 65, "\(notADatabase)")
+        #expect(notADatabase.stderr.contains("cannot open the store: corrupt"), "\(notADatabase.stderr)")
+
+        // A store with a damaged table page: PRAGMA quick_check finds it.
+        let damaged = try Self.temporaryDirectory("damaged")
+        let keys = try jsonObject(try await Daemon.cli(["project", "create", "shop", "--data-dir", damaged, "--json"]).stdout)
+        #expect(keys["server_key"] is String)
+        let script = """
+            import sqlite3, sys
+            path = sys.argv[1]
+            db = sqlite3.connect(path)
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            page = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'projects'").fetchone()[0]
+            size = db.execute("PRAGMA page_size").fetchone()[0]
+            db.close()
+            with open(path, "r+b") as f:
+                f.seek((page - 1) * size)
+                f.write(b"\\xff" * size)
+            """
+        let corrupt = try await run("python3", ["-c", script, damaged + "/pushrelay.sqlite"])
+        #expect(corrupt.status == 0, "\(corrupt.stderr)")
+        let check = try await Self.serveWithoutInit(damaged)
+        #expect(check.status == 65, "\(check)")
+        #expect(check.stderr.contains("corrupt"), "\(check.stderr)")
+
+        // `store init` creates an empty store once, and leaves an existing one alone.
+        let initialized = try Self.temporaryDirectory("init")
+        let first = try await Daemon.cli(["store", "init", "--data-dir", initialized])
+        #expect(first.status == 0 && first.stdout.contains("created \(initialized)/pushrelay.sqlite"), "\(first)")
+        let second = try await Daemon.cli(["store", "init", "--data-dir", initialized])
+        #expect(second.status == 0 && second.stdout.contains("exists; left as it is"), "\(second)")
+        let projects = try await Daemon.cli(["project", "list", "--data-dir", initialized])
+        #expect(projects.status == 0 && projects.stdout.isEmpty, "\(projects)")
+
+        // --init creates a missing store and serves.
+        let fresh = try Daemon()
+        try await fresh.start()
+        #expect(FileManager.default.fileExists(atPath: fresh.dataDir.path + "/pushrelay.sqlite"))
+        #expect(try await OperationsTests.get("\(fresh.baseURL)/readyz").status == 200)
+    }
+
+    /// Runs the daemon with its data directory on a tmpfs of `size` mounted in a private mount namespace, seeded
+    /// with the store in `seed`.
+    static func daemonOnTmpfs(seed: String, size: String) throws -> Daemon {
+        let dataDir = try temporaryDirectory("tmpfs")
+        // unshare runs the script in the new namespace: $0 the size, $1 the directory, $2 the seed, then the
+        // daemon's command line.
+        let script = #"set -e; size="$0"; dir="$1"; seed="$2"; shift 2; "#
+            + #"mount -t tmpfs -o size="$size" tmpfs "$dir"; cp "$seed/pushrelay.sqlite" "$dir/"; exec "$@""#
+        return try Daemon(
+            dataDir: URL(fileURLWithPath: dataDir),
+            arguments: ["--metrics-interval", "1s", "--device-message-rate", "0"],
+            launcher: ["unshare", "-m", "--propagation", "private", "sh", "-c", script, size, dataDir, seed])
+    }
+
+    /// `mount -o OPTIONS` on the daemon's data directory, inside its namespace.
+    static func remount(_ daemon: Daemon, _ options: String) async throws {
+        let pid = try #require(daemon.process?.processIdentifier)
+        let result = try await run("nsenter", ["-t", "\(pid)", "-m", "mount", "-o", "remount,\(options)", daemon.dataDir.path])
+        #expect(result.status == 0, "remount \(options): \(result.stderr)")
+    }
+
+    /// POSTs a send with curl and returns (status, headers + body).
+    static func send(_ daemon: Daemon, _ body: String, serverKey: String) async throws -> (status: Int, text: String) {
+        let result = try await run("curl", [
+            "-sS", "-i", "-X", "POST", "\(daemon.baseURL)/fcm/send", "-H", "Authorization: key=\(serverKey)",
+            "-H", "Content-Type: application/json", "--data-binary", "@-", "-w", "\n%{http_code}",
+        ], stdin: body)
+        var lines = result.stdout.components(separatedBy: "\n")
+        let status = Int(lines.removeLast()) ?? 0
+        return (status, lines.joined(separator: "\n"))
+    }
+
+    /// Polls `/readyz` until its status is `status`, at most 30 s; the last answer.
+    static func waitForReadiness(_ daemon: Daemon, _ status: Int) async throws -> (status: Int, body: String) {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(30)
+        var answer = try await OperationsTests.get("\(daemon.baseURL)/readyz")
+        while answer.status != status, clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            answer = try await OperationsTests.get("\(daemon.baseURL)/readyz")
+        }
+        return answer
+    }
+
+    @Test("disk full: Unavailable with Retry-After, /readyz 503 with the reason, recovery without a restart, nothing accepted lost; a read-only data directory stops serve")
+    func diskFullAndReadOnly() async throws {
+        let seed = try Self.temporaryDirectory("seed")
+        let created = try await Daemon.cli(["project", "create", "shop", "--data-dir", seed, "--json"])
+        let keys = try jsonObject(created.stdout)
+        let serverKey = try #require(keys["server_key"] as? String)
+        let clientKey = try #require(keys["client_key"] as? String)
+        let daemon = try Self.daemonOnTmpfs(seed: seed, size: "1200k")
+        try await daemon.start()
+        let device = try await daemon.registerDevice(
+            ProjectKeys(project: "shop", senderID: "", serverKey: serverKey, clientKey: clientKey))
+        #expect(try await OperationsTests.get("\(daemon.baseURL)/readyz").status == 200)
+
+        // Fill the disk: 3 KB messages until one is refused.
+        let body = #"{"to":"\#(device.token)","data":{"filler":"\#(String(repeating: "x", count: 3000))"}}"#
+        var accepted: [String] = []
+        var refusal: (status: Int, text: String)?
+        for _ in 0..<1000 {
+            let answer = try await Self.send(daemon, body, serverKey: serverKey)
+            guard answer.status == 200, let json = answer.text.split(separator: "\r\n\r\n").last,
+                let id = try? messageID(ofSendResponse: String(json))
+            else {
+                refusal = answer
+                break
+            }
+            accepted.append(id)
+        }
+        let refused = try #require(refusal, "the 1200 KiB disk never filled")
+        #expect(refused.status == 503, "\(refused.text)")
+        #expect(refused.text.lowercased().contains("retry-after:"), "\(refused.text)")
+        #expect(refused.text.contains("Unavailable"), "\(refused.text)")
+        #expect(accepted.count >= 5 && accepted.count < 100, "accepted before the disk filled: \(accepted.count)")
+        let failing = try await Self.waitForReadiness(daemon, 503)
+        #expect(failing.status == 503 && failing.body.contains("store cannot commit"), "\(failing)")
+        #expect(failing.body.contains("full"), "\(failing.body)")
+
+        // Room again: /readyz recovers with no send arriving (the relay probes), then sends are accepted.
+        try await Self.remount(daemon, "size=16m")
+        let recovered = try await Self.waitForReadiness(daemon, 200)
+        #expect(recovered.status == 200, "\(recovered)")
+        let after = try await Self.send(daemon, body, serverKey: serverKey)
+        #expect(after.status == 200, "\(after.text)")
+        if let json = after.text.split(separator: "\r\n\r\n").last, let id = try? messageID(ofSendResponse: String(json)) {
+            accepted.append(id)
+        }
+
+        // Every accepted message is delivered.
+        let stream = try daemon.openStream(secret: device.secret)
+        defer { stream.stop() }
+        let wanted = Set(accepted)
+        let text = try await stream.waitFor("every accepted message") { text in
+            wanted.isSubset(of: Set(parseEvents(text).compactMap(\.id)))
+        }
+        #expect(wanted.isSubset(of: Set(parseEvents(text).compactMap(\.id))))
+        try await daemon.terminate()
+
+        // A read-only data directory (a remount cannot happen under a daemon holding the file open for writing, so
+        // it is read-only from the start): one line, a non-zero exit, nothing served.
+        let readOnly = try Self.temporaryDirectory("ro")
+        let script = #"set -e; mount -t tmpfs -o size=16m tmpfs "$0"; cp "$1/pushrelay.sqlite" "$0/"; "#
+            + #"mount -o remount,ro "$0"; exec "$2" serve --listen 127.0.0.1:0 --data-dir "$0""#
+        let readOnlyStart = try await run("timeout", [
+            "30", "unshare", "-m", "--propagation", "private", "sh", "-c", script, readOnly, seed, Daemon.binary,
+        ])
+        #expect(readOnlyStart.status == 69, "\(readOnlyStart.status) \(readOnlyStart.stderr)")
+        #expect(readOnlyStart.stderr.contains("cannot open the store: unavailable"), "\(readOnlyStart.stderr)")
+        #expect(
+            readOnlyStart.stderr.contains("is not writable: Read-only file system"),
+            "\(readOnlyStart.stderr)")
+    }
+}
