@@ -20,24 +20,32 @@ public struct ServerSentEventParser: Sendable {
 
     /// The parser refuses a line longer than this many bytes (protection against a stream without line ends).
     public let maximumLineLength: Int
+    /// The parser refuses an event whose `data:` lines add up to more than this many bytes (protection against a
+    /// stream of short `data:` lines that never ends its event with a blank line).
+    public let maximumEventLength: Int
 
     private var line: [UInt8] = []
     private var lastByteWasCR = false
     private var atStreamStart = true
     private var eventType = ""
     private var dataLines: [String] = []
+    private var dataLength = 0
     private var hasData = false
     private var eventHasID = false
     public private(set) var lastEventID: String?
 
     /// Creates a parser; `lastEventID` is the id to report until the stream sets one.
-    public init(lastEventID: String? = nil, maximumLineLength: Int = 1 << 20) {
+    public init(lastEventID: String? = nil, maximumLineLength: Int = 1 << 20, maximumEventLength: Int = 4 << 20) {
         self.lastEventID = lastEventID
         self.maximumLineLength = maximumLineLength
+        self.maximumEventLength = maximumEventLength
     }
 
     /// A line exceeded ``maximumLineLength``.
     public struct LineTooLong: Error, Hashable {}
+
+    /// An event's data exceeded ``maximumEventLength``.
+    public struct EventTooLarge: Error, Hashable {}
 
     /// Consumes `bytes` and returns what they completed, in order.
     public mutating func feed(_ bytes: some Sequence<UInt8>) throws -> [Output] {
@@ -59,11 +67,11 @@ public struct ServerSentEventParser: Sendable {
                 if lastByteWasCR {
                     lastByteWasCR = false
                 } else {
-                    endLine(into: &outputs)
+                    try endLine(into: &outputs)
                 }
             case UInt8(ascii: "\r"):
                 lastByteWasCR = true
-                endLine(into: &outputs)
+                try endLine(into: &outputs)
             default:
                 lastByteWasCR = false
                 guard line.count < maximumLineLength else { throw LineTooLong() }
@@ -75,7 +83,7 @@ public struct ServerSentEventParser: Sendable {
 
     private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
 
-    private mutating func endLine(into outputs: inout [Output]) {
+    private mutating func endLine(into outputs: inout [Output]) throws(EventTooLarge) {
         defer { line.removeAll(keepingCapacity: true) }
         guard !line.isEmpty else {
             dispatch(into: &outputs)
@@ -102,6 +110,8 @@ public struct ServerSentEventParser: Sendable {
         case "event":
             eventType = text
         case "data":
+            dataLength += value.count + 1
+            guard dataLength <= maximumEventLength + 1 else { throw EventTooLarge() }
             dataLines.append(text)
             hasData = true
         case "id":
@@ -124,6 +134,7 @@ public struct ServerSentEventParser: Sendable {
         defer {
             eventType = ""
             dataLines.removeAll()
+            dataLength = 0
             hasData = false
             eventHasID = false
         }

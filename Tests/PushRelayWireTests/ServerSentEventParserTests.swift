@@ -86,4 +86,26 @@ struct ServerSentEventParserTests {
             try parser.feed(Array(repeating: UInt8(ascii: "a"), count: 17))
         }
     }
+
+    @Test("an event whose data lines add up past the limit is refused; one at the limit is dispatched")
+    func eventTooLarge() throws {
+        // Two lines of 4 bytes joined by a newline: 9 bytes of data.
+        var atLimit = ServerSentEventParser(maximumEventLength: 9)
+        let outputs = try atLimit.feed(Array("data: abcd\ndata: efgh\n\n".utf8))
+        #expect(events(outputs).map(\.data) == ["abcd\nefgh"])
+        // The same stream with one byte less allowed; and short lines that never end their event.
+        var below = ServerSentEventParser(maximumEventLength: 8)
+        #expect(throws: ServerSentEventParser.EventTooLarge.self) {
+            try below.feed(Array("data: abcd\ndata: efgh\n\n".utf8))
+        }
+        var endless = ServerSentEventParser(maximumLineLength: 16, maximumEventLength: 1024)
+        #expect(throws: ServerSentEventParser.EventTooLarge.self) {
+            for _ in 0..<1000 { _ = try endless.feed(Array("data: x\n".utf8)) }
+        }
+        // The count starts again with each event.
+        var many = ServerSentEventParser(maximumEventLength: 9)
+        for _ in 0..<100 {
+            #expect(events(try many.feed(Array("data: abcd\ndata: efgh\n\n".utf8))).count == 1)
+        }
+    }
 }
