@@ -248,7 +248,7 @@ final class GroupCommitWriter: @unchecked Sendable {
             self.queueStates.removeAll()
             self.persistedLastID = self.readPersistedLastID() ?? self.persistedLastID
             if requests.count == 1 {
-                if let failure = CommitHealth.engineFailure(error) { self.health.note(failure) }
+                self.health.failed(error)
                 requests[0].complete(error)
             } else {
                 self.statistics.withLockedValue { $0.groupFailures += 1 }
@@ -259,7 +259,11 @@ final class GroupCommitWriter: @unchecked Sendable {
             return
         }
         self.afterCommit(transaction, requestCount: requests.count, commitTime: commitTime)
-        self.health.note(errors.lazy.compactMap(CommitHealth.engineFailure).first)
+        if let failure = errors.lazy.compactMap(CommitHealth.engineFailure).first {
+            self.health.failed(failure)
+        } else {
+            self.health.committed(provingCapacity: transaction.provesCapacity)
+        }
         for (index, request) in requests.enumerated() {
             request.complete(errors[index])
         }

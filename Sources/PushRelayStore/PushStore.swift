@@ -159,12 +159,15 @@ public protocol PushStore: Sendable {
     func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?)
 
     /// Why the store cannot commit: the engine's error (disk full, I/O error, read-only file, a damaged file, the
-    /// database unreachable) when its last write transaction failed for such a reason and none has committed
-    /// since; nil while commits succeed. Read from memory, never waits: `/readyz` reads it per request.
+    /// database unreachable) when a write transaction failed for such a reason and none that proves room for
+    /// messages has committed since (one that stored messages, or ``probeCommit()``; a small commit such as an
+    /// acknowledgement can succeed on a full disk); nil while commits succeed. Read from memory, never waits:
+    /// `/readyz` reads it per request.
     var commitFailure: StoreError? { get }
 
-    /// Commits a one-row write, to learn whether the store can commit again after ``commitFailure``: success
-    /// clears it. The relay calls it periodically while the store is failing, so that a node taken out of a load
+    /// Commits a write at least as large as a message (on SQLite a 64 KiB row; on PostgreSQL, whose failures are
+    /// the server's, a one-row update), to learn whether the store can take messages again after
+    /// ``commitFailure``: success clears it. The relay calls it periodically while the store is failing, so that a node taken out of a load
     /// balancer's rotation (its `/readyz` failing) comes back by itself once the cause goes away.
     func probeCommit() async throws
 

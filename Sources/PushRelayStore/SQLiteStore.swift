@@ -103,8 +103,13 @@ public final class SQLiteStore: PushStore {
     /// See ``PushStore/probeCommit()``.
     public func probeCommit() async throws {
         try await self.writer.write { transaction in
+            transaction.isProbe = true
+            // 64 KiB, more than a message's largest row: if this commits, a message fits. The table is made here
+            // rather than in the schema so stores made by earlier versions need no migration.
+            try transaction.connection.execute(
+                "CREATE TABLE IF NOT EXISTS write_probe (id INTEGER PRIMARY KEY, written_at INTEGER NOT NULL, filler BLOB NOT NULL)")
             let probe = try transaction.connection.statement(
-                "INSERT INTO meta (key, value) VALUES ('write_probe', ?1) ON CONFLICT (key) DO UPDATE SET value = ?1")
+                "INSERT OR REPLACE INTO write_probe (id, written_at, filler) VALUES (1, ?1, zeroblob(65536))")
             try probe.bind(transaction.nowMicros, at: 1)
             try probe.run()
         }

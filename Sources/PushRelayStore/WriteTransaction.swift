@@ -13,6 +13,11 @@ final class WriteTransaction {
     /// The rows this transaction appended to device queues (messages and `deleted_messages` markers), in id order:
     /// after the commit, live streams write them without reading the store back.
     private(set) var appendedMessages: [StoredMessage] = []
+    /// Set by the store's write probe; see ``provesCapacity``.
+    var isProbe = false
+    /// Whether this commit shows the store has room for messages again (see ``CommitHealth``): it stored messages,
+    /// or it was the probe.
+    var provesCapacity: Bool { self.isProbe || !self.appendedMessages.isEmpty }
     /// Unexpired messages this transaction removed undelivered, for the drop observer.
     var dropped = DroppedMessages()
     /// Set by writes that can turn an auth-cache hit into a miss; the epoch is bumped before the commit.

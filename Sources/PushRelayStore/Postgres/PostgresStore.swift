@@ -95,6 +95,7 @@ public final class PostgresStore: PushStore {
     /// See ``PushStore/probeCommit()``.
     public func probeCommit() async throws {
         try await self.writer.write { write in
+            write.isProbe = true
             try await write.run(
                 """
                 INSERT INTO meta (key, value) VALUES ('write_probe', \(write.nowMicros))

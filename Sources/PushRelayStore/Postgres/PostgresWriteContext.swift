@@ -15,6 +15,11 @@ final class PostgresWriteContext: @unchecked Sendable {
     var appended: [StoredMessage] = []
     /// Unexpired messages removed undelivered (for the drop observer).
     var dropped = DroppedMessages()
+    /// Set by the store's write probe; see ``provesCapacity``.
+    var isProbe = false
+    /// Whether this commit shows the store can take messages again (see ``CommitHealth``): it stored messages, or
+    /// it was the probe.
+    var provesCapacity: Bool { self.isProbe || !self.appended.isEmpty }
 
     init(connection: PostgresConnection, logger: Logger, nowMicros: Int64) {
         self.connection = connection

@@ -122,7 +122,7 @@ final class PostgresWriter: @unchecked Sendable {
         do {
             connection = try await self.currentConnection()
         } catch {
-            if let failure = CommitHealth.engineFailure(error) { self.context.health.note(failure) }
+            self.context.health.failed(error)
             throw error
         }
         let write = PostgresWriteContext(
@@ -153,10 +153,10 @@ final class PostgresWriter: @unchecked Sendable {
                 try? await write.run("ROLLBACK")
             }
             let failure = PostgresStoreContext.storeError(error)
-            if let engine = CommitHealth.engineFailure(failure) { self.context.health.note(engine) }
+            self.context.health.failed(failure)
             throw failure
         }
-        self.context.health.note(nil)
+        self.context.health.committed(provingCapacity: write.provesCapacity)
         if write.authChanged {
             self.context.authCache.invalidate(epoch: nil)
         }
