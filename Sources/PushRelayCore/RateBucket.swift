@@ -3,12 +3,14 @@
 public struct RateBucket: Sendable, Equatable {
     /// The burst, and the sends allowed per minute once it is spent.
     public let perMinute: Int
-    /// Tokens in billionths, so that refills of less than one send add up exactly.
+    /// Tokens in units of 1/(60 × 10⁹), so that a refill (elapsed nanoseconds × `perMinute` units) is exact and
+    /// refills of less than one send add up without rounding.
     private var nanoTokens: UInt64
     /// The monotonic time of the last refill, in nanoseconds.
     private var refilledAt: UInt64
 
-    private static let scale: UInt64 = 1_000_000_000
+    /// One token: the units `perMinute` tokens a minute earn in one nanosecond are `perMinute`.
+    private static let scale: UInt64 = 60_000_000_000
 
     /// A full bucket at `now` (monotonic nanoseconds). `perMinute` must be positive.
     public init(perMinute: Int, now: UInt64) {
@@ -26,6 +28,18 @@ public struct RateBucket: Sendable, Equatable {
         return true
     }
 
+    /// Whole seconds until the bucket holds one send again at the rate it refills (0 when it holds one now): the
+    /// `Retry-After` of a refusal.
+    public func secondsUntilAvailable(now: UInt64) -> Int {
+        var copy = self
+        copy.refill(now: now)
+        guard copy.nanoTokens < Self.scale else { return 0 }
+        // perMinute units arrive per nanosecond: the missing part of one token, in whole seconds rounded up.
+        let missing = Self.scale - copy.nanoTokens
+        let nanoseconds = (missing + UInt64(perMinute) - 1) / UInt64(perMinute)
+        return Int((nanoseconds + 999_999_999) / 1_000_000_000)
+    }
+
     /// Whether the bucket has refilled completely by `now`: it then holds nothing a new bucket would not, and can be
     /// forgotten.
     public func isFull(now: UInt64) -> Bool {
@@ -37,11 +51,10 @@ public struct RateBucket: Sendable, Equatable {
     private mutating func refill(now: UInt64) {
         guard now > refilledAt else { return }
         let capacity = UInt64(perMinute) * Self.scale
-        // perMinute tokens per 60 s: elapsed ns × perMinute / 60 tokens, in billionths (elapsed × perMinute / 60).
-        let elapsed = now - refilledAt
-        let earned = elapsed.multipliedReportingOverflow(by: UInt64(perMinute))
-        let added = earned.overflow ? capacity : earned.partialValue / 60
-        nanoTokens = min(capacity, nanoTokens &+ min(added, capacity))
+        // perMinute tokens per 60 s = perMinute × 10⁹ units per 6 × 10¹⁰ ns = perMinute units per nanosecond.
+        let earned = (now - refilledAt).multipliedReportingOverflow(by: UInt64(perMinute))
+        let added = earned.overflow ? capacity : min(earned.partialValue, capacity)
+        nanoTokens = min(capacity, nanoTokens &+ added)
         refilledAt = now
     }
 }

@@ -39,6 +39,11 @@ public final class RelayApplication: Sendable {
         /// Messages one topic (or condition) of a project may be sent per minute (`topic_message_rate`); beyond it
         /// the send answers `TopicsMessageRateExceeded` (v1: `QUOTA_EXCEEDED`). 0: no quota.
         public var topicMessageRate: Int = 600
+        /// Devices one project may register per minute (`registration_rate`); beyond it `POST /v1/register`
+        /// answers `429 RESOURCE_EXHAUSTED` with `Retry-After`. 0: no quota.
+        public var registrationRate: Int = 6000
+        /// Devices one IP address may register per minute (`registration_rate_per_address`). 0: no quota.
+        public var registrationRatePerAddress: Int = 300
 
         public init() {}
     }
@@ -132,7 +137,9 @@ public final class RelayApplication: Sendable {
 
         let devices = DeviceRoutes(
             store: store, hub: hub, handoff: handoff, metrics: metrics, logger: logger,
-            maxBodyBytes: options.maxRequestBodyBytes)
+            maxBodyBytes: options.maxRequestBodyBytes,
+            registrationQuotas: RegistrationQuotas(
+                perProject: options.registrationRate, perAddress: options.registrationRatePerAddress))
         let tickets = StreamTicketRoutes(store: store, devices: devices, logger: logger)
         let cors = CORSPolicy(allowedOrigins: options.corsAllowedOrigins)
         router.add(.post, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, .collected(cors.wrap(devices.register)))

@@ -100,6 +100,57 @@ import Testing
         #expect(try await daemon.terminate() == 0)
     }
 
+    /// A registration flood with the client key (it ships in every app): 2,000 `POST /v1/register` from one
+    /// address (127.0.0.2, 50 at a time) against `registration_rate_per_address = 100`. The burst is registered,
+    /// the rest answered `429 RESOURCE_EXHAUSTED` with `Retry-After` and registered nothing; a healthy client on
+    /// another address (127.0.0.1) keeps sending, receiving and registering meanwhile.
+    @Test func registrationFloodIsCutOffPerAddress() async throws {
+        let daemon = try Daemon(arguments: ["--registration-rate-per-address", "100", "--registration-rate", "0"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let probe = try await AttackProbe(daemon: daemon, keys: keys)
+        probe.start()
+        let body = #"{"project":"\#(keys.project)","app":"flood","platform":"android"}"#
+        // One curl, 50 transfers at a time; `--next` starts each transfer's own options.
+        var arguments = ["--parallel", "--parallel-max", "50"]
+        for index in 0..<2000 {
+            arguments += (index == 0 ? [] : ["--next"]) + [
+                "-sS", "--interface", "127.0.0.2", "-w", "%{http_code}\n", "-X", "POST", "\(daemon.baseURL)/v1/register", "-H", "Authorization: key=\(keys.clientKey)",
+                "-H", "Content-Type: application/json", "--data-binary", body, "-o", "/dev/null",
+            ]
+        }
+        let flood = try await run("curl", arguments)
+        #expect(flood.status == 0, "\(flood.stderr)")
+        let codes = flood.stdout.split(separator: "\n").map(String.init)
+        let registered = codes.filter { $0 == "200" }.count
+        let refused = codes.filter { $0 == "429" }.count
+        print("registration flood: \(codes.count) attempts, \(registered) registered, \(refused) refused")
+        #expect(codes.count == 2000)
+        #expect(registered + refused == 2000, "\(Set(codes))")
+        // The burst of 100, plus what refilled at 100 a minute while the flood ran (seconds).
+        #expect(registered >= 100 && registered <= 130, "\(registered)")
+
+        // The refusal as a client sees it.
+        let one = try await run("curl", [
+            "-sS", "-i", "--interface", "127.0.0.2", "-X", "POST", "\(daemon.baseURL)/v1/register",
+            "-H", "Authorization: key=\(keys.clientKey)", "-H", "Content-Type: application/json", "--data-binary", body,
+        ])
+        #expect(one.stdout.hasPrefix("HTTP/1.1 429"), "\(one.stdout)")
+        #expect(one.stdout.lowercased().contains("retry-after: "), "\(one.stdout)")
+        #expect(one.stdout.contains(#""error":"RESOURCE_EXHAUSTED""#), "\(one.stdout)")
+
+        // Another address registers as usual, and the healthy client was served throughout.
+        let device = try await daemon.registerDevice(keys)
+        #expect(!device.token.isEmpty)
+        await probe.stop()
+        let report = probe.report
+        print("registration flood, healthy client meanwhile: \(report)")
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.sends > 0)
+        try await probe.expectEveryAcceptedMessageDelivered()
+        #expect(try await daemon.terminate() == 0)
+    }
+
     /// `metrics_enabled = false`: `/metrics` does not exist (404) while `/readyz` still answers.
     @Test func metricsDisabledRemovesTheRoute() async throws {
         let daemon = try Daemon(arguments: ["--metrics-enabled", "false"])

@@ -24,6 +24,18 @@ import Testing
         #expect(tenMore == 10)
     }
 
+    @Test func secondsUntilAvailableIsTheRetryAfterOfARefusal() {
+        var bucket = RateBucket(perMinute: 6, now: 0)
+        #expect(bucket.secondsUntilAvailable(now: 0) == 0, "a full bucket has one now")
+        _ = take(&bucket, 6, at: 0)
+        #expect(bucket.secondsUntilAvailable(now: 0) == 10, "6 per minute: one every 10 s")
+        #expect(bucket.secondsUntilAvailable(now: 9 * Self.second + 1) == 1, "a part of a second rounds up")
+        #expect(bucket.secondsUntilAvailable(now: 10 * Self.second) == 0)
+        var fast = RateBucket(perMinute: 6000, now: 0)
+        _ = take(&fast, 6000, at: 0)
+        #expect(fast.secondsUntilAvailable(now: 0) == 1, "10 ms away is still a whole second")
+    }
+
     @Test func aQuietBucketRefillsToItsBurstAndNoFurther() {
         var bucket = RateBucket(perMinute: 240, now: 0)
         _ = take(&bucket, 240, at: 0)

@@ -202,6 +202,20 @@ let fieldCases: [FieldCase] = [
         invalid: ["-5", "2000000", "slow"]
     ),
     FieldCase(
+        field: .registrationRate,
+        file: ("120", "120"),
+        environment: ("0", "0"),
+        flag: ("6000", "6000"),
+        invalid: ["-1", "1000001", "many"]
+    ),
+    FieldCase(
+        field: .registrationRatePerAddress,
+        file: ("30", "30"),
+        environment: ("0", "0"),
+        flag: ("300", "300"),
+        invalid: ["-2", "9999999", "lots"]
+    ),
+    FieldCase(
         field: .corsAllowedOrigins,
         file: (#"["https://shop.example.com", "http://localhost:3000"]"#,
                #"["https://shop.example.com", "http://localhost:3000"]"#),

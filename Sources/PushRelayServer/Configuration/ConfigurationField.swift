@@ -53,6 +53,10 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case deviceMessageRate = "device_message_rate"
     /// ``PushRelayConfiguration/topicMessageRate``.
     case topicMessageRate = "topic_message_rate"
+    /// ``PushRelayConfiguration/registrationRate``.
+    case registrationRate = "registration_rate"
+    /// ``PushRelayConfiguration/registrationRatePerAddress``.
+    case registrationRatePerAddress = "registration_rate_per_address"
     /// ``PushRelayConfiguration/corsAllowedOrigins``.
     case corsAllowedOrigins = "cors_allowed_origins"
     /// ``PushRelayConfiguration/publicURL``.
@@ -101,6 +105,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .requestTimeout: "a request must arrive whole this long after it began, e.g. 30s"
         case .deviceMessageRate: "messages one device may be sent per minute (a burst, then that rate), 0 for no limit"
         case .topicMessageRate: "messages one topic or condition may be sent per minute, 0 for no limit"
+        case .registrationRate: "devices one project may register per minute (a burst, then that rate), 0 for no limit"
+        case .registrationRatePerAddress: "devices one IP address may register per minute, 0 for no limit"
         case .corsAllowedOrigins: "web origins allowed on the device routes, e.g. https://shop.example.com (none)"
         case .publicURL: "base URL senders reach this relay at (token_uri of service accounts)"
         }

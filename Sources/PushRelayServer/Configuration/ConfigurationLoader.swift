@@ -314,6 +314,10 @@ private struct Builder {
             configuration.deviceMessageRate = try Parse.integer(raw, in: 0...1_000_000)
         case .topicMessageRate:
             configuration.topicMessageRate = try Parse.integer(raw, in: 0...1_000_000)
+        case .registrationRate:
+            configuration.registrationRate = try Parse.integer(raw, in: 0...1_000_000)
+        case .registrationRatePerAddress:
+            configuration.registrationRatePerAddress = try Parse.integer(raw, in: 0...1_000_000)
         case .publicURL:
             var url = try Parse.text(raw)
             while url.hasSuffix("/") { url.removeLast() }

@@ -47,6 +47,8 @@ extension PushRelayConfiguration {
         case .requestTimeout: return Self.quote(Self.renderDuration(requestTimeout))
         case .deviceMessageRate: return String(deviceMessageRate)
         case .topicMessageRate: return String(topicMessageRate)
+        case .registrationRate: return String(registrationRate)
+        case .registrationRatePerAddress: return String(registrationRatePerAddress)
         case .corsAllowedOrigins: return Self.renderList(corsAllowedOrigins)
         case .publicURL: return publicURL.map(Self.quote)
         }

@@ -97,6 +97,14 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// answers `TopicsMessageRateExceeded` (v1: `429 QUOTA_EXCEEDED`). `0`: no limit. Key `topic_message_rate`.
     /// Default 600.
     public var topicMessageRate: Int
+    /// Devices one project may register per minute (its client key ships in every app): a burst of this many,
+    /// refilled at this rate; beyond it `POST /v1/register` answers `429 RESOURCE_EXHAUSTED` with `Retry-After`
+    /// and registers nothing. `0`: no limit. Key `registration_rate`. Default 6000 (100 a second, sustained).
+    public var registrationRate: Int
+    /// Devices one IP address may register per minute, the same way, across projects. `0`: no limit. Key
+    /// `registration_rate_per_address`. Default 300 (a carrier NAT shares an address: keep it well above one
+    /// person's installs).
+    public var registrationRatePerAddress: Int
 
     /// Web origins (`https://shop.example.com`, `http://localhost:3000`, or `*` for any) that may call the device
     /// routes from a browser: CORS preflight and `Access-Control-Allow-Origin` on `/v1/register`, `/v1/stream`,
@@ -137,6 +145,8 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.requestTimeout = .seconds(30)
         self.deviceMessageRate = 240
         self.topicMessageRate = 600
+        self.registrationRate = 6000
+        self.registrationRatePerAddress = 300
         self.corsAllowedOrigins = []
     }
 

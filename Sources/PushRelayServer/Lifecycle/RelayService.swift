@@ -41,6 +41,8 @@ public final class RelayService: Service {
         relayOptions.publicURL = configuration.effectivePublicURL()
         relayOptions.deviceMessageRate = configuration.deviceMessageRate
         relayOptions.topicMessageRate = configuration.topicMessageRate
+        relayOptions.registrationRate = configuration.registrationRate
+        relayOptions.registrationRatePerAddress = configuration.registrationRatePerAddress
         let relay = RelayApplication(store: store, options: relayOptions, exporter: options.exporter, logger: logger)
         if options.debugBenchRoutes {
             relay.router.add(.post, "/debug/echo", .immediate { _, body in

@@ -18,10 +18,18 @@ struct DeviceRoutes: Sendable {
     let logger: Logger
     /// `max_request_body_size`: the largest register or ack body.
     let maxBodyBytes: Int
+    /// `registration_rate` and `registration_rate_per_address`.
+    let registrationQuotas: RegistrationQuotas
 
     /// `POST /v1/register` with `Authorization: key=<client key>` and `{"project", "app", "platform"}`
     /// → `{"token", "secret", "sender_id"}`.
+    ///
+    /// Past `registration_rate_per_address` (counted before the key is checked, so guessing keys is throttled too)
+    /// or the project's `registration_rate`: `429 RESOURCE_EXHAUSTED` with `Retry-After`, nothing registered.
     func register(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        if let wait = registrationQuotas.admit(address: request.remoteAddress) {
+            return JSONResponse.tooManyRequests("too many registrations from this address; retry later", retryAfter: wait)
+        }
         guard let header = request.head.headerFields.firstValue(for: .authorization), let key = AuthorizationHeader.serverKey(header)
         else { return JSONResponse.unauthorized("missing Authorization: key=<client key>") }
         let object = try await JSONResponse.parseObject(request, upTo: maxBodyBytes)
@@ -35,6 +43,9 @@ struct DeviceRoutes: Sendable {
         }
         guard let project = try await store.authenticateClientKey(String(key), project: projectName) else {
             return JSONResponse.unauthorized("unknown project or wrong client key")
+        }
+        if let wait = registrationQuotas.admit(project: project.id) {
+            return JSONResponse.tooManyRequests("too many registrations for this project; retry later", retryAfter: wait)
         }
         let registration = try await store.registerDevice(project: project.id, app: app, platform: platform)
         logger.info("device registered", metadata: ["relay.project": "\(project.name)", "relay.device": "\(registration.device.id)"])

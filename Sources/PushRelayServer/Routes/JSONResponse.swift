@@ -16,6 +16,13 @@ enum JSONResponse {
         ok(["error": .string(code), "message": .string(message)], status: status)
     }
 
+    /// `429 RESOURCE_EXHAUSTED` with `Retry-After: seconds`.
+    static func tooManyRequests(_ message: String, retryAfter seconds: Int) -> HTTPServerResponse {
+        var response = error(.tooManyRequests, "RESOURCE_EXHAUSTED", message)
+        response.head.headerFields[.retryAfter] = String(seconds)
+        return response
+    }
+
     static func unauthorized(_ message: String) -> HTTPServerResponse {
         var response = error(.unauthorized, "UNAUTHENTICATED", message)
         response.head.headerFields[.wwwAuthenticate] = "Bearer"

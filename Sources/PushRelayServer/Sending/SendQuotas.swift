@@ -8,29 +8,9 @@ import PushRelayStore
 /// `TopicsMessageRateExceeded`); the HTTP v1 route answers both as `QUOTA_EXCEEDED`. Each is a ``RateBucket``: the
 /// rate per minute as a burst, refilled at that rate. A rate of 0 means no quota.
 ///
-/// Shared by every event loop's sends: one lock, held for a dictionary look-up and a bucket update. Buckets that
-/// have refilled completely are forgotten when the table grows, so memory follows the devices sent to within a
-/// minute or so, not every device ever sent to. Per node: with several nodes, each applies the rates to what it
-/// accepts.
+/// Shared by every event loop's sends: one lock, held for a dictionary look-up and a bucket update (``RateTable``).
+/// Per node: with several nodes, each applies the rates to what it accepts.
 final class SendQuotas: Sendable {
-    private struct Table<Key: Hashable & Sendable>: Sendable {
-        var buckets: [Key: RateBucket] = [:]
-        /// Prune when the table reaches this size; doubles with what survives a prune.
-        var pruneAt = 4096
-
-        /// Takes one send for `key` at `now`.
-        mutating func take(_ key: Key, perMinute: Int, now: UInt64) -> Bool {
-            if buckets.count >= pruneAt {
-                buckets = buckets.filter { !$0.value.isFull(now: now) }
-                pruneAt = max(4096, buckets.count * 2)
-            }
-            var bucket = buckets[key] ?? RateBucket(perMinute: perMinute, now: now)
-            let taken = bucket.take(now: now)
-            buckets[key] = bucket
-            return taken
-        }
-    }
-
     /// A topic or condition of one project.
     private struct TopicKey: Hashable, Sendable {
         var project: ProjectID
@@ -38,8 +18,8 @@ final class SendQuotas: Sendable {
     }
 
     private struct State: Sendable {
-        var devices = Table<DeviceID>()
-        var topics = Table<TopicKey>()
+        var devices = RateTable<DeviceID>()
+        var topics = RateTable<TopicKey>()
     }
 
     /// Sends allowed per device per minute (0: no quota).
@@ -69,7 +49,7 @@ final class SendQuotas: Sendable {
         let now = self.now()
         let perMinute = devicePerMinute
         return state.withLockedValue { state in
-            devices.map { state.devices.take($0, perMinute: perMinute, now: now) }
+            devices.map { state.devices.take($0, perMinute: perMinute, now: now) == nil }
         }
     }
 
@@ -79,6 +59,6 @@ final class SendQuotas: Sendable {
         let now = self.now()
         let perMinute = topicPerMinute
         let key = TopicKey(project: project, target: target)
-        return state.withLockedValue { $0.topics.take(key, perMinute: perMinute, now: now) }
+        return state.withLockedValue { $0.topics.take(key, perMinute: perMinute, now: now) == nil }
     }
 }

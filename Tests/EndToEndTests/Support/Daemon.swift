@@ -61,7 +61,12 @@ final class Daemon: @unchecked Sendable {
     func start(timeout: Duration = .seconds(30)) async throws {
         let process = Process()
         let listen = "127.0.0.1:\(port)"
-        let command = [Self.binary, "serve", "--init", "--listen", listen, "--data-dir", dataDir.path] + extraArguments
+        // Tests register hundreds of devices from 127.0.0.1 in seconds: the registration quotas are off unless the
+        // test sets them (HostileInputTests' registration flood does).
+        let quotas = ["--registration-rate", "--registration-rate-per-address"].filter { !extraArguments.contains($0) }
+            .flatMap { [$0, "0"] }
+        let command =
+            [Self.binary, "serve", "--init", "--listen", listen, "--data-dir", dataDir.path] + quotas + extraArguments
         let line = launcher + command
         ChildProcess.configure(process, line[0], Array(line.dropFirst()))
         if !environment.isEmpty {

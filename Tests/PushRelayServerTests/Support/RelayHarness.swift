@@ -56,9 +56,10 @@ final class RelayHarness: Sendable {
         _ method: HTTPRequest.Method,
         _ path: String,
         headers: HTTPFields = [:],
-        body: String = ""
+        body: String = "",
+        from remoteAddress: SocketAddress? = nil
     ) async throws -> Answer {
-        let response = try await respond(method, path, headers: headers, body: body)
+        let response = try await respond(method, path, headers: headers, body: body, from: remoteAddress)
         var text = ""
         if case .bytes(let buffer) = response.body { text = String(buffer: buffer) }
         return Answer(status: response.head.status.code, headers: response.head.headerFields, text: text)
@@ -69,7 +70,8 @@ final class RelayHarness: Sendable {
         _ method: HTTPRequest.Method,
         _ path: String,
         headers: HTTPFields = [:],
-        body: String = ""
+        body: String = "",
+        from remoteAddress: SocketAddress? = nil
     ) async throws -> HTTPServerResponse {
         let head = HTTPRequest(method: method, scheme: "http", authority: "relay.test", path: path, headerFields: headers)
         let bodyBuffer = ByteBuffer(string: body)
@@ -82,7 +84,8 @@ final class RelayHarness: Sendable {
             // The transport answers 413 before the handler runs when the body is over the route's limit.
             if bodyBuffer.readableBytes > maxBodyBytes { return HTTPServerResponse(status: .contentTooLarge) }
             let request = HTTPServerRequest(
-                head: head, body: HTTPRequestBody(bodyBuffer), pathParameters: parameters, protocolVersion: .http2)
+                head: head, body: HTTPRequestBody(bodyBuffer), pathParameters: parameters,
+                remoteAddress: remoteAddress, protocolVersion: .http2)
             do {
                 switch handler {
                 case .immediate(let handle): return handle(request, bodyBuffer)
