@@ -32,6 +32,16 @@ public protocol PushStore: Sendable {
     /// Throws ``StoreError/Code/notFound`` for an unknown project.
     func rotateServerKey(project name: String, gracePeriod: Duration) async throws -> String
 
+    /// Ends the grace period of the project's previous server keys now: from the next request on only the current
+    /// key authenticates (after a leak, once every sender has the new key). Returns how many keys were still valid
+    /// and are no longer. Throws ``StoreError/Code/notFound`` for an unknown project.
+    func revokePreviousServerKeys(project name: String) async throws -> Int
+
+    /// Replaces the project's client key with a new one and returns it in clear (once). The previous key stops
+    /// registering devices at once; devices already registered keep working (they use their own secrets).
+    /// Throws ``StoreError/Code/notFound`` for an unknown project.
+    func rotateClientKey(project name: String) async throws -> String
+
     /// The project whose current (or in-grace) server key this is, or nil (answer 401).
     func authenticateServerKey(_ key: String) async throws -> Project?
 
@@ -167,8 +177,9 @@ public protocol PushStore: Sendable {
 
     /// Commits a write at least as large as a message (on SQLite a 64 KiB row; on PostgreSQL, whose failures are
     /// the server's, a one-row update), to learn whether the store can take messages again after
-    /// ``commitFailure``: success clears it. The relay calls it periodically while the store is failing, so that a node taken out of a load
-    /// balancer's rotation (its `/readyz` failing) comes back by itself once the cause goes away.
+    /// ``commitFailure``: success clears it. The relay calls it periodically while the store is failing, so that a
+    /// node taken out of a load balancer's rotation (its `/readyz` failing) comes back by itself once the cause goes
+    /// away.
     func probeCommit() async throws
 
     /// Sets the function called after every commit that removed unexpired messages undelivered (replaced by a

@@ -133,13 +133,7 @@ extension SQLiteStore {
         let credentials = self.context.configuration.credentials
         return try await self.writer.write(isolated: true) { transaction in
             let connection = transaction.connection
-            let select = try connection.statement("SELECT id FROM projects WHERE name = ?1")
-            try select.bind(name, at: 1)
-            guard try select.step() else {
-                throw StoreError.notFound("no project named \(name)")
-            }
-            let project = ProjectID(rawValue: select.int64(0))
-            try select.run()
+            let project = try Self.projectID(named: name, in: transaction)
             let graceEnd = transaction.nowMicros &+ grace
             let expire = try connection.statement(
                 """
@@ -155,6 +149,51 @@ extension SQLiteStore {
             transaction.authChanged = true
             return key
         }
+    }
+
+    /// See ``PushStore/revokePreviousServerKeys(project:)``.
+    public func revokePreviousServerKeys(project name: String) async throws -> Int {
+        try await self.writer.write(isolated: true) { transaction in
+            let project = try Self.projectID(named: name, in: transaction)
+            let revoke = try transaction.connection.statement(
+                """
+                UPDATE server_keys SET valid_until = ?2
+                WHERE project_id = ?1 AND valid_until IS NOT NULL AND valid_until > ?2
+                """
+            )
+            try revoke.bind(project.rawValue, at: 1)
+            try revoke.bind(transaction.nowMicros, at: 2)
+            try revoke.run()
+            let revoked = transaction.connection.changes
+            if revoked > 0 { transaction.authChanged = true }
+            return revoked
+        }
+    }
+
+    /// See ``PushStore/rotateClientKey(project:)``.
+    public func rotateClientKey(project name: String) async throws -> String {
+        let credentials = self.context.configuration.credentials
+        return try await self.writer.write(isolated: true) { transaction in
+            let project = try Self.projectID(named: name, in: transaction)
+            let key = credentials.clientKey()
+            let update = try transaction.connection.statement("UPDATE projects SET client_key_hash = ?2 WHERE id = ?1")
+            try update.bind(project.rawValue, at: 1)
+            try update.bind(KeyHash(of: key).bytes, at: 2)
+            try update.run()
+            return key
+        }
+    }
+
+    /// The id of the project named `name`, or ``StoreError/Code/notFound``.
+    private static func projectID(named name: String, in transaction: WriteTransaction) throws(StoreError) -> ProjectID {
+        let select = try transaction.connection.statement("SELECT id FROM projects WHERE name = ?1")
+        try select.bind(name, at: 1)
+        guard try select.step() else {
+            throw StoreError.notFound("no project named \(name)")
+        }
+        let project = ProjectID(rawValue: select.int64(0))
+        try select.run()
+        return project
     }
 
     /// See ``PushStore/authenticateServerKey(_:)``.

@@ -6,14 +6,14 @@ import PushRelayServer
 import PushRelayStore
 import PushRelayWire
 
-/// `pushrelay project create|list|rotate-key|delete|service-account|service-account-keys|revoke-service-account-key`: manages projects in the data directory directly (the store is
-/// shared with a running daemon, which sees changes at once).
+/// `pushrelay project create|list|rotate-key|revoke-key|rotate-client-key|delete|service-account|service-account-keys|revoke-service-account-key`:
+/// manages projects in the store directly (the store is shared with running daemons, which see changes at once).
 struct ProjectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "project",
         abstract: "Create, list, rotate keys of, and delete projects.",
         subcommands: [
-            Create.self, List.self, RotateKey.self, Delete.self, ServiceAccountCommand.self, ServiceAccountKeys.self,
+            Create.self, List.self, RotateKey.self, RevokeKey.self, RotateClientKey.self, Delete.self, ServiceAccountCommand.self, ServiceAccountKeys.self,
             RevokeServiceAccountKey.self,
         ]
     )
@@ -129,6 +129,52 @@ struct ProjectCommand: AsyncParsableCommand {
                 print(value.serializedString())
             } else {
                 print("new server key: \(key)\nthe previous key stays valid for \(graceSeconds) s")
+            }
+        }
+    }
+
+    struct RevokeKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "revoke-key",
+            abstract: "End the grace period of the previous server keys now: only the current key authenticates.",
+            discussion: """
+                After a server key leaked: `rotate-key`, give every sender the new key, then `revoke-key` (or \
+                `rotate-key --grace-seconds 0` to cut the old key off at once).
+                """
+        )
+        @Argument(help: "The project's name.") var name: String
+        @OptionGroup var store: StoreOptions
+        @Flag(help: "Print JSON: {\"project\", \"revoked\"}.") var json = false
+
+        func run() async throws {
+            let revoked = try await store.withStore { try await $0.revokePreviousServerKeys(project: name) }
+            if json {
+                print((["project": .string(name), "revoked": .number(JSONNumber(Int64(revoked)))] as JSONValue).serializedString())
+            } else {
+                print("revoked \(revoked) previous server key\(revoked == 1 ? "" : "s"); only the current key is valid")
+            }
+        }
+    }
+
+    struct RotateClientKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-client-key",
+            abstract: "Issue a new client key; the previous one stops registering devices at once.",
+            discussion: """
+                Devices already registered keep working: they use their own secrets. Apps that still ship the old \
+                key cannot register new installs until they are updated with the new one.
+                """
+        )
+        @Argument(help: "The project's name.") var name: String
+        @OptionGroup var store: StoreOptions
+        @Flag(help: "Print JSON: {\"project\", \"client_key\"}.") var json = false
+
+        func run() async throws {
+            let key = try await store.withStore { try await $0.rotateClientKey(project: name) }
+            if json {
+                print((["project": .string(name), "client_key": .string(key)] as JSONValue).serializedString())
+            } else {
+                print("new client key: \(key)\nthe previous client key no longer registers devices")
             }
         }
     }

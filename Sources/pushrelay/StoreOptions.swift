@@ -38,6 +38,25 @@ struct StoreOptions: ParsableArguments {
         return .sqlite(directory: self.dataDir)
     }
 
+    /// Runs `body` on the opened store and closes it, whether `body` returns or throws; a store error (an unknown
+    /// project, a name taken) becomes a validation error (exit 64) with its message.
+    func withStore<Result>(
+        queuePolicy: QueuePolicy = QueuePolicy(), _ body: (any PushStore) async throws -> Result
+    ) async throws -> Result {
+        let store = try await self.open(queuePolicy: queuePolicy)
+        do {
+            let result = try await body(store)
+            await store.close()
+            return result
+        } catch let error as StoreError {
+            await store.close()
+            throw ValidationError(error.message)
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
     /// Opens the store (close it when done); a store error becomes a validation error (exit 64) with its message.
     func open(queuePolicy: QueuePolicy = QueuePolicy()) async throws -> any PushStore {
         var logger = Logger(label: "pushrelay.cli")

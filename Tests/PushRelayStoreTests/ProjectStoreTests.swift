@@ -93,6 +93,40 @@ struct ProjectStoreTests {
         }
     }
 
+    @Test("revoke-key ends the previous server keys' grace at once, even when cached; the current key stays", arguments: StoreKind.allCases)
+    func revokePreviousServerKeys(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory) { store in
+                let created = try await store.createProject(name: "shop")
+                let current = try await store.rotateServerKey(project: "shop", gracePeriod: .seconds(3600))
+                #expect(try await store.authenticateServerKey(created.serverKey) == created.project)  // cached now
+                #expect(try await store.revokePreviousServerKeys(project: "shop") == 1)
+                #expect(try await store.authenticateServerKey(created.serverKey) == nil)
+                #expect(try await store.authenticateServerKey(current) == created.project)
+                #expect(try await store.revokePreviousServerKeys(project: "shop") == 0, "nothing left to revoke")
+                await #expect(throws: StoreError.self) { try await store.revokePreviousServerKeys(project: "nope") }
+            }
+        }
+    }
+
+    @Test("rotate-client-key: the new key registers, the old one no longer does, registered devices keep working", arguments: StoreKind.allCases)
+    func rotateClientKey(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let oldKey = fixture.credentials.clientKey
+                #expect(try await store.authenticateClientKey(oldKey, project: "shop") != nil)
+                let newKey = try await store.rotateClientKey(project: "shop")
+                #expect(newKey != oldKey)
+                #expect(try await store.authenticateClientKey(oldKey, project: "shop") == nil)
+                #expect(try await store.authenticateClientKey(newKey, project: "shop")?.name == "shop")
+                #expect(try await store.authenticateDevice(secret: fixture.registration.secret) != nil)
+                #expect(try await store.authenticateServerKey(fixture.credentials.serverKey) != nil, "server key untouched")
+                await #expect(throws: StoreError.self) { try await store.rotateClientKey(project: "nope") }
+            }
+        }
+    }
+
     @Test("delete cascades devices, messages and subscriptions", arguments: StoreKind.allCases)
     func deleteCascades(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in

@@ -85,10 +85,7 @@ extension PostgresStore {
         let grace = max(StoreContext.micros(gracePeriod), 0)
         let credentials = self.context.configuration.credentials
         return try await self.writer.write { write in
-            guard let row = try await write.rows("SELECT id FROM projects WHERE name = \(name) FOR UPDATE").first else {
-                throw StoreError.notFound("no project named \(name)")
-            }
-            let project = ProjectID(rawValue: try row.decode(Int64.self))
+            let project = try await Self.projectID(named: name, in: write)
             let graceEnd = write.nowMicros &+ grace
             try await write.run(
                 """
@@ -101,6 +98,45 @@ extension PostgresStore {
             write.authChanged = true
             return key
         }
+    }
+
+    /// See ``PushStore/revokePreviousServerKeys(project:)``.
+    public func revokePreviousServerKeys(project name: String) async throws -> Int {
+        try await self.writer.write { write in
+            let project = try await Self.projectID(named: name, in: write)
+            let revoked = try await write.rows(
+                """
+                UPDATE server_keys SET valid_until = \(write.nowMicros)
+                WHERE project_id = \(project.rawValue) AND valid_until IS NOT NULL AND valid_until > \(write.nowMicros)
+                RETURNING 1
+                """
+            ).count
+            if revoked > 0 { write.authChanged = true }
+            return revoked
+        }
+    }
+
+    /// See ``PushStore/rotateClientKey(project:)``.
+    public func rotateClientKey(project name: String) async throws -> String {
+        let credentials = self.context.configuration.credentials
+        return try await self.writer.write { write in
+            let project = try await Self.projectID(named: name, in: write)
+            let key = credentials.clientKey()
+            try await write.run(
+                """
+                UPDATE projects SET client_key_hash = \(ByteBuffer(bytes: KeyHash(of: key).bytes))
+                WHERE id = \(project.rawValue)
+                """)
+            return key
+        }
+    }
+
+    /// The id of the project named `name` (its row locked), or ``StoreError/Code/notFound``.
+    private static func projectID(named name: String, in write: PostgresWriteContext) async throws -> ProjectID {
+        guard let row = try await write.rows("SELECT id FROM projects WHERE name = \(name) FOR UPDATE").first else {
+            throw StoreError.notFound("no project named \(name)")
+        }
+        return ProjectID(rawValue: try row.decode(Int64.self))
     }
 
     /// See ``PushStore/authenticateServerKey(_:)``.
