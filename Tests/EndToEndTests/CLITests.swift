@@ -82,6 +82,67 @@ import Testing
         #expect(envelope["order"] as? String == "42")
         #expect(envelope["kind"] as? String == "a=b")
         #expect(envelope["collapse_key"] as? String == "orders")
+        // --ttl 600: the queued row expires 600 s after it was sent (the store's clock is Unix time in µs).
+        let sentAt = Date().timeIntervalSince1970
+        let row = try await run("sqlite3", [
+            "-readonly", daemon.dataDir.appendingPathComponent("pushrelay.sqlite").path,
+            "SELECT expires_at FROM messages WHERE collapse_key = 'orders'",
+        ])
+        let expiresAt = try #require(Double(row.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(row)")
+        let ttl = expiresAt / 1_000_000 - sentAt
+        #expect(ttl > 570 && ttl <= 600, "expires \(ttl) s after the send")
+    }
+
+    /// After a leak, against a running daemon: `project rotate-key` then `revoke-key` cut the old server key off
+    /// (401) while the new one sends; `project rotate-client-key` makes the old client key refuse registrations
+    /// while the new one registers and devices registered before still receive. An unknown project is one line.
+    @Test func rotateClientKeyAndRevokePreviousServerKeys() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await Self.register(daemon, keys)
+        let store = ["--data-dir", daemon.dataDir.path]
+
+        let rotated = try await Daemon.cli(["project", "rotate-key", keys.project, "--json"] + store)
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let serverKey = try #require(try jsonObject(rotated.stdout)["server_key"] as? String)
+        let body = #"{"to": "\#(device.token)", "data": {"k": "v"}}"#
+        #expect(try await daemon.send(body, serverKey: keys.serverKey).status == 200, "in its grace period")
+        let revoked = try await Daemon.cli(["project", "revoke-key", keys.project, "--json"] + store)
+        #expect(revoked.status == 0, "\(revoked.stderr)")
+        #expect(try jsonObject(revoked.stdout)["revoked"] as? Int == 1, "\(revoked.stdout)")
+        #expect(try await Self.eventually { try await daemon.send(body, serverKey: keys.serverKey).status == 401 })
+        #expect(try await daemon.send(body, serverKey: serverKey).status == 200)
+
+        let newClient = try await Daemon.cli(["project", "rotate-client-key", keys.project] + store)
+        #expect(newClient.status == 0, "\(newClient.stderr)")
+        let clientKey = try #require(
+            newClient.stdout.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
+        let old = try await Daemon.cli([
+            "register", "--server", daemon.baseURL, "--project", keys.project, "--client-key", keys.clientKey, "--json",
+        ])
+        #expect(old.status != 0 && old.stderr.contains("401"), "\(old.status) \(old.stderr)")
+        let fresh = try await Self.register(
+            daemon, ProjectKeys(project: keys.project, senderID: keys.senderID, serverKey: serverKey, clientKey: clientKey))
+        #expect(!fresh.token.isEmpty)
+        let id = try messageID(ofSendResponse: try await daemon.send(body, serverKey: serverKey).body)
+        let stream = try daemon.openStream(secret: device.secret)
+        defer { stream.stop() }
+        _ = try await stream.waitFor("the message on the device registered before") { parseEvents($0).contains { $0.id == id } }
+
+        let unknown = try await Daemon.cli(["project", "rotate-client-key", "nope"] + store)
+        #expect(unknown.status == 64 && unknown.stderr.contains("no project named nope"), "\(unknown.stderr)")
+        #expect(try await daemon.terminate() == 0)
+    }
+
+    /// Polls `condition` every 100 ms for at most 10 s.
+    static func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return try await condition()
     }
 
     @Test func sendExitsNonZeroOnFailuresAndHTTPErrors() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PushRelayTLS
+import TestSupport
 import Testing
 
 @testable import PushRelayClient
@@ -53,7 +54,14 @@ struct ClientLibraryTLSTests {
         let keys = try await daemon.createProject()
         let stranger = try await TestPKI()  // another CA: the daemon's certificate does not chain to it
         let client = try Self.client(daemon, keys, trusting: stranger.caFile)
-        await #expect(throws: (any Error).self) { try await client.register() }
+        let error = await #expect(throws: (any Error).self) { try await client.register() }
+        // The handshake's own verdict, not some later failure.
+        let clientError = try #require(error as? PushClientError, "\(String(describing: error))")
+        #expect(clientError.message.contains("certificate verification failed"), "\(clientError)")
+        let devices = try await run("sqlite3", [
+            "-readonly", daemon.dataDir.appendingPathComponent("pushrelay.sqlite").path, "SELECT count(*) FROM devices",
+        ])
+        #expect(devices.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(devices)")
         try await daemon.terminate()
     }
 }
