@@ -57,15 +57,19 @@ public final class PushClient: Sendable {
     /// FoundationNetworking on Linux; the stream and the acknowledgements share one session.
     ///
     /// Reads ``PushClientConfiguration/credentialsFile`` and ``PushClientConfiguration/deduplicationFile`` when they
-    /// exist. Opens no connection. On Linux servers and test hosts, the `PushRelayClientNIO` module's
+    /// exist. Opens no connection. With ``PushClientConfiguration/fallbackServerURLs`` the transport is a
+    /// ``FailoverTransport`` over one `URLSessionTransport` per URL. On Linux servers and test hosts, the `PushRelayClientNIO` module's
     /// `HTTP2Transport` (SwiftNIO, libnghttp2) is the alternative: pass it to ``init(configuration:transport:logger:)``.
     ///
     /// - Throws: ``PushClientError`` for an unusable server URL or an unreadable file.
     public convenience init(configuration: PushClientConfiguration, logger: Logger = Logger(label: "pushrelay.client"))
         throws
     {
-        try self.init(configuration: configuration, transport: URLSessionTransport(configuration: configuration),
-                      logger: logger)
+        let transport: any PushTransport =
+            configuration.fallbackServerURLs.isEmpty
+            ? try URLSessionTransport(configuration: configuration)
+            : try FailoverTransport(configuration: configuration) { try URLSessionTransport(configuration: $0) }
+        try self.init(configuration: configuration, transport: transport, logger: logger)
     }
 
     /// Creates a client on any ``PushTransport``.

@@ -31,6 +31,11 @@ public struct PushClientConfiguration: Sendable {
 
     /// The relay's base URL, `http://host:port` or `https://host:port`, optionally with a path prefix.
     public var serverURL: URL
+    /// Relays of the same deployment to fail over to, in order, when ``serverURL`` cannot be reached (see
+    /// ``FailoverTransport``); same scheme rules and the same path as ``serverURL``. Default none.
+    public var fallbackServerURLs: [URL] = []
+    /// ``serverURL`` followed by ``fallbackServerURLs``.
+    public var serverURLs: [URL] { [serverURL] + fallbackServerURLs }
     /// How to register when there are no credentials yet. `nil` if the client starts from ``credentials``.
     public var registration: Registration?
     /// Credentials to start from (a stored token and secret). Take precedence over ``registration``.

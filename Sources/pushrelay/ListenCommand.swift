@@ -19,8 +19,10 @@ struct ListenCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The relay's base URL, e.g. http://127.0.0.1:8080.")
-    var server: String
+    @Option(help: ArgumentHelp(
+        "The relay's base URL, e.g. http://127.0.0.1:8080; repeat it for the nodes of one deployment.",
+        discussion: "Tried in order: when the current relay cannot be reached (or answers 502-504), the next one is."))
+    var server: [String]
 
     @Option(help: "The device secret from an earlier registration.")
     var secret: String?
@@ -68,8 +70,9 @@ struct ListenCommand: AsyncParsableCommand {
     var verbose = false
 
     func validate() throws {
-        guard URL(string: server)?.host != nil else {
-            throw ValidationError("--server must be a URL like http://host:port")
+        guard !server.isEmpty else { throw ValidationError("give --server URL (repeat it to fail over)") }
+        for url in server where URL(string: url)?.host == nil {
+            throw ValidationError("--server must be a URL like http://host:port: \(url)")
         }
         let registers = project != nil || clientKey != nil
         if registers && (project == nil || clientKey == nil) {
@@ -93,10 +96,16 @@ struct ListenCommand: AsyncParsableCommand {
         let configuration = makeConfiguration()
         let client: PushClient
         do {
-            let transport: any PushTransport = switch self.transport {
-            case .nio: try HTTP2Transport(configuration: configuration)
-            case .urlsession: try URLSessionTransport(configuration: configuration)
+            let kind = self.transport
+            let make = { (configuration: PushClientConfiguration) throws -> any PushTransport in
+                switch kind {
+                case .nio: try HTTP2Transport(configuration: configuration)
+                case .urlsession: try URLSessionTransport(configuration: configuration)
+                }
             }
+            let transport =
+                configuration.fallbackServerURLs.isEmpty
+                ? try make(configuration) : try FailoverTransport(configuration: configuration, makeTransport: make)
             client = try PushClient(configuration: configuration, transport: transport, logger: logger)
         } catch {
             throw ValidationError("\(error)")
@@ -153,19 +162,21 @@ struct ListenCommand: AsyncParsableCommand {
     private enum Outcome: Sendable { case stopped, timedOut, statesEnded }
 
     private func makeConfiguration() -> PushClientConfiguration {
-        let url = URL(string: server)!
+        let urls = server.map { URL(string: $0)! }
         var registration: PushClientConfiguration.Registration?
         if let project, let clientKey {
             registration = .init(project: project, app: app, platform: platform, clientKey: clientKey)
         }
-        return PushClientConfiguration(
-            serverURL: url,
+        var configuration = PushClientConfiguration(
+            serverURL: urls[0],
             registration: registration,
             credentials: secret.map { PushCredentials(token: token, secret: $0) },
             credentialsFile: credentials.map { URL(fileURLWithPath: $0) },
             heartbeatTimeout: .milliseconds(Int64(heartbeatTimeout * 1000)),
             deduplicationFile: dedupFile.map { URL(fileURLWithPath: $0) }
         )
+        configuration.fallbackServerURLs = Array(urls.dropFirst())
+        return configuration
     }
 }
 

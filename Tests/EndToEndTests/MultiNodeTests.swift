@@ -44,6 +44,40 @@ struct MultiNodeTests {
         for node in nodes { _ = try await node.terminate() }
     }
 
+    @Test("kill -9 of the node holding the stream: pushrelay listen with two --server fails over and gets every message exactly once")
+    func listenerFailsOverAfterKill9() async throws {
+        let nodes = try await Self.nodes(2)
+        let (a, b) = (nodes[0], nodes[1])
+        let keys = try await a.createProject()
+        let device = try await a.registerDevice(keys)
+        // B first: the listener streams from B until B dies, then from A.
+        let listener = try StreamingProcess(Daemon.binary, [
+            "listen", "--server", b.baseURL, "--server", a.baseURL, "--secret", device.secret, "--json",
+            "--count", "30", "--timeout", "90", "--heartbeat-timeout", "10",
+        ])
+        defer { listener.stop() }
+        func ids(_ text: String) -> [String] {
+            text.split(separator: "\n").compactMap { try? jsonObject(String($0))["message_id"] as? String }
+        }
+        var sent: [String] = []
+        for n in 0..<10 {
+            let answer = try await a.send(#"{"to": "\#(device.token)", "data": {"n": "\#(n)"}}"#, serverKey: keys.serverKey)
+            sent.append(try messageID(ofSendResponse: answer.body))
+        }
+        try await listener.waitFor(timeout: .seconds(60), "10 messages through node B") { ids($0).count >= 10 }
+        try await b.kill9()
+        // Sent while the listener has no stream: queued in PostgreSQL, delivered once it streams from A.
+        for n in 10..<30 {
+            let answer = try await a.send(#"{"to": "\#(device.token)", "data": {"n": "\#(n)"}}"#, serverKey: keys.serverKey)
+            sent.append(try messageID(ofSendResponse: answer.body))
+        }
+        let status = await listener.waitForExit(timeout: .seconds(90))
+        let received = ids(listener.text)
+        #expect(status == 0, "listen exit \(String(describing: status)); output:\n\(listener.text)")
+        #expect(received.count == 30 && Set(received) == Set(sent), "received \(received.count), \(Set(received).count) distinct")
+        _ = try await a.terminate()
+    }
+
     @Test("a topic message sent on one node reaches subscribers streaming on the others")
     func topicAcrossNodes() async throws {
         let nodes = try await Self.nodes()
