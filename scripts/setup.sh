@@ -14,9 +14,10 @@ done
 
 apt_packages=(libnghttp2-dev libssl-dev libsqlite3-dev pkg-config)
 if [ "$want_test" = 1 ]; then
-  # The test peers. (The benchmarks' own peers, nginx + nchan and mosquitto, are installed by the benchmark
-  # scripts, not here: the test suite does not need them.)
-  apt_packages+=(nghttp2-client nghttp2-server curl openssl sqlite3 python3-venv systemd dpkg-dev chromium postgresql)
+  # The test peers; nginx with its stream module is the load balancer of LoadBalancerTests. (The benchmarks' own
+  # peers, nchan and mosquitto, are installed by the benchmark scripts: the test suite does not need them.)
+  apt_packages+=(nghttp2-client nghttp2-server curl openssl sqlite3 python3-venv systemd dpkg-dev chromium postgresql
+    nginx libnginx-mod-stream)
 fi
 
 missing=()

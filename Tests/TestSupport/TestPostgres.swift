@@ -151,7 +151,8 @@ public final class TestPostgres: Sendable {
     }
 
     /// A loopback port nobody listens on now.
-    private static func freePort() throws -> Int {
+    /// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and released).
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestPostgresError("socket() failed") }
         defer { close(fd) }
