@@ -68,32 +68,51 @@ import Testing
             environment: ["NOTIFY_SOCKET": socket.address, "WATCHDOG_USEC": "400000"]
         )
         try await daemon.start()
-        var beforeStop: [String] = []
-        while let message = await socket.next(timeoutMilliseconds: 10_000) {
-            beforeStop.append(message)
-            if message.split(separator: "\n").contains("READY=1") { break }
+        // Read the socket all along: a Unix datagram socket queues only net.unix.max_dgram_qlen messages (10 on
+        // this machine), and pings left unread while the stalled request is set up would crowd out STOPPING=1.
+        let log = NotifyLog()
+        let reader = Task {
+            while !Task.isCancelled {
+                if let message = await socket.next(timeoutMilliseconds: 200) { await log.append(message) }
+            }
         }
-        #expect(beforeStop.last?.split(separator: "\n").contains("READY=1") == true, "got \(beforeStop)")
+        defer { reader.cancel() }
+        try await log.waitFor("READY=1")
 
         let stalled = try StreamingProcess("python3", ["-c", Self.stalledRequest, "\(daemon.port)"])
         defer { stalled.stop() }
         try await stalled.waitFor(timeout: .seconds(30), "the stalled request to be open") { $0.contains("held") }
 
         daemon.sendTerminate()
-        var afterStop: [String] = []
-        var stopping = false
-        // Every message until the daemon has exited and the socket is quiet.
-        while let message = await socket.next(timeoutMilliseconds: 5_000) {
-            if message.split(separator: "\n").contains("STOPPING=1") { stopping = true }
-            if stopping { afterStop.append(message) }
-        }
         let exit = try #require(try await daemon.waitForExit(), "the daemon did not exit")
         #expect(exit.status == 0, "daemon log:\n\(exit.log)")
-        #expect(stopping, "no STOPPING=1")
+        try await Task.sleep(for: .milliseconds(500))  // The last datagrams, sent before the exit, are read.
+        reader.cancel()
+        let messages = await log.messages
+        let stopIndex = messages.firstIndex { $0.split(separator: "\n").contains("STOPPING=1") }
+        #expect(stopIndex != nil, "no STOPPING=1 in \(messages)")
+        let afterStop = stopIndex.map { Array(messages[$0...]) } ?? []
         // The drain lasted 2 s at 200 ms per ping: with the watchdog still running, about ten pings. Two prove it.
         let pings = afterStop.filter { $0.split(separator: "\n").contains("WATCHDOG=1") }.count
         #expect(pings >= 2, "watchdog pings after STOPPING=1: \(pings); messages: \(afterStop)")
         // The drain ended the stalled request's connection.
         #expect(await stalled.waitForExit(timeout: .seconds(10)) == 0, "\(stalled.text)")
+    }
+}
+
+/// The notify socket's messages, in order, as a background reader collects them.
+actor NotifyLog {
+    private(set) var messages: [String] = []
+
+    func append(_ message: String) { messages.append(message) }
+
+    /// Waits (at most 30 s) until a message holds `line`.
+    func waitFor(_ line: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if messages.contains(where: { $0.split(separator: "\n").contains(Substring(line)) }) { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw DaemonError(message: "no \(line) on the notify socket: \(messages)")
     }
 }
