@@ -43,6 +43,13 @@ public struct ServiceAccountFile: Sendable, Hashable {
     /// The client email of a project's service account: `pushrelay-adminsdk@<project>.iam.pushrelay`.
     public static func clientEmail(project: String) -> String { "pushrelay-adminsdk@\(project).iam.pushrelay" }
 
+    /// The project a client email of ``clientEmail(project:)`` names, or nil for any other address.
+    public static func project(ofClientEmail email: String) -> String? {
+        let prefix = "pushrelay-adminsdk@", suffix = ".iam.pushrelay"
+        guard email.hasPrefix(prefix), email.hasSuffix(suffix), email.count > prefix.count + suffix.count else { return nil }
+        return String(email.dropFirst(prefix.count).dropLast(suffix.count))
+    }
+
     /// The token URI for a public base URL (`http://relay.example:8080` → `http://relay.example:8080/token`).
     public static func tokenURI(publicURL: String) -> String {
         (publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL) + "/token"

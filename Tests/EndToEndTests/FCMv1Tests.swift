@@ -111,6 +111,12 @@ import Testing
         let body = try #require(ok["token_body"] as? [String: Any])
         #expect(body["token_type"] as? String == "Bearer")
         #expect(body["expires_in"] as? Int == 3599)
+        // A signer that knows only the private key sends no kid: the account's keys are tried.
+        let noKid = try await f.daemon.googleAuth(["file": f.file, "jwt": [String: Any](), "no_kid": true])
+        #expect(noKid["token_status"] as? Int == 200, "\(noKid)")
+        let strangerIssuer = try await f.daemon.googleAuth(
+            ["file": f.file, "jwt": ["iss": "someone@example.com"], "no_kid": true])
+        #expect(strangerIssuer["token_status"] as? Int == 400, "\(strangerIssuer)")
         for (what, claims, tamper, error) in [
             ("expired", ["iat": now - 7200, "exp": now - 3600] as [String: Any], false, "invalid_grant"),
             ("tampered", [:], true, "invalid_grant"),

@@ -56,17 +56,30 @@ struct TokenRoute: Sendable {
         return HTTPServerResponse(status: .ok, headerFields: fields, body: .bytes(ByteBuffer(bytes: answer.serialized())))
     }
 
-    /// The valid key whose public key verifies the JWT's signature.
+    /// The valid key whose public key verifies the JWT's signature: the one its `kid` names, or, for a JWT without
+    /// `kid` (signers that know only the private key omit it), whichever valid key of the account its `iss` names
+    /// verifies it.
     private func verifiedKey(of jwt: JWT) async throws -> ServiceAccountKey {
         let invalid = OAuthError(code: .invalidGrant, message: "Invalid JWT Signature.")
-        guard let keyID = jwt.keyID else {
-            throw OAuthError(code: .invalidGrant, message: "Invalid JWT: the header has no kid (private_key_id)")
+        let candidates: [ServiceAccountKey]
+        if let keyID = jwt.keyID {
+            candidates = try await store.serviceAccountKey(id: keyID).map { [$0] } ?? []
+        } else {
+            guard let issuer = jwt.claims["iss"]?.stringValue,
+                let project = ServiceAccountFile.project(ofClientEmail: issuer)
+            else {
+                throw OAuthError(code: .invalidGrant, message: "Invalid JWT: no kid, and no iss naming a service account")
+            }
+            candidates = try await store.serviceAccountKeys(project: project).filter { $0.clientEmail == issuer }
         }
-        guard let key = try await store.serviceAccountKey(id: keyID), key.revokedAt == nil else { throw invalid }
-        guard let publicKey = try? RSAPublicKey(pem: key.publicKeyPEM),
-            publicKey.verifyRS256(signature: jwt.signature, message: jwt.signingInput)
-        else { throw invalid }
-        return key
+        for key in candidates where key.revokedAt == nil {
+            if let publicKey = try? RSAPublicKey(pem: key.publicKeyPEM),
+                publicKey.verifyRS256(signature: jwt.signature, message: jwt.signingInput)
+            {
+                return key
+            }
+        }
+        throw invalid
     }
 
     static func answer(_ error: OAuthError) -> HTTPServerResponse {

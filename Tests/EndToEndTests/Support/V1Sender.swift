@@ -21,7 +21,10 @@ spec = json.load(sys.stdin)
 base = spec["base"]
 info = json.load(open(spec["file"]))
 if "jwt" in spec:
-    signer = crypt.RSASigner.from_service_account_info(info)
+    if spec.get("no_kid"):
+        signer = crypt.RSASigner.from_string(info["private_key"])  # no key id: the JWT header has no kid
+    else:
+        signer = crypt.RSASigner.from_service_account_info(info)
     now = int(time.time())
     claims = {"iss": info["client_email"], "aud": info["token_uri"], "iat": now, "exp": now + 3600,
               "scope": "https://www.googleapis.com/auth/firebase.messaging"}
