@@ -44,6 +44,10 @@ public final class RelayApplication: Sendable {
         public var registrationRate: Int = 6000
         /// Devices one IP address may register per minute (`registration_rate_per_address`). 0: no quota.
         public var registrationRatePerAddress: Int = 300
+        /// Devices one project may have registered at once (`max_devices_per_project`). 0: no limit.
+        public var maxDevicesPerProject: Int = 1_000_000
+        /// Devices unseen this long are removed at the purge (`device_expiry`); nil keeps them forever.
+        public var deviceExpiry: Duration? = .seconds(270 * 86_400)
 
         public init() {}
     }
@@ -58,6 +62,8 @@ public final class RelayApplication: Sendable {
     public let metrics: RelayMetrics
     let readiness: Readiness
     let snapshot: StoreStatisticsSnapshot
+    /// Devices seen (stream opened, acknowledgement) since the purge loop last recorded them, for device expiry.
+    let sightings = DeviceSightings()
 
     /// The routes: FCM send, device, Instance ID and operations.
     public let router: HTTPRouter
@@ -88,7 +94,7 @@ public final class RelayApplication: Sendable {
         self.publicURL = publicURL
         self.router = Self.makeRouter(
             store: store, hub: hub, handoff: handoff, options: options, metrics: metrics, exporter: exporter,
-            readiness: readiness, snapshot: snapshot, publicURL: publicURL, logger: logger)
+            readiness: readiness, snapshot: snapshot, publicURL: publicURL, sightings: self.sightings, logger: logger)
         store.setCommitObserver { committed in hub.deliver(committed) }
         store.setDropObserver { dropped in metrics.dropped(dropped) }
         // Rows another node committed (PostgreSQL): the devices' streams here read the store from their cursors.
@@ -110,6 +116,7 @@ public final class RelayApplication: Sendable {
         readiness: Readiness,
         snapshot: StoreStatisticsSnapshot,
         publicURL: PublicURL,
+        sightings: DeviceSightings,
         logger: Logger
     ) -> HTTPRouter {
         let router = HTTPRouter()
@@ -139,7 +146,8 @@ public final class RelayApplication: Sendable {
             store: store, hub: hub, handoff: handoff, metrics: metrics, logger: logger,
             maxBodyBytes: options.maxRequestBodyBytes,
             registrationQuotas: RegistrationQuotas(
-                perProject: options.registrationRate, perAddress: options.registrationRatePerAddress))
+                perProject: options.registrationRate, perAddress: options.registrationRatePerAddress),
+            maxDevicesPerProject: options.maxDevicesPerProject, sightings: sightings)
         let tickets = StreamTicketRoutes(store: store, devices: devices, logger: logger)
         let cors = CORSPolicy(allowedOrigins: options.corsAllowedOrigins)
         router.add(.post, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, .collected(cors.wrap(devices.register)))
@@ -210,6 +218,7 @@ public final class RelayApplication: Sendable {
     }
 
     private func purgeLoop() async {
+        var lastSweep = ContinuousClock.now
         while !Task.isCancelled {
             do { try await Task.sleep(for: options.purgeInterval) } catch { return }
             do {
@@ -217,6 +226,28 @@ public final class RelayApplication: Sendable {
                 metrics.purged(report)
             } catch {
                 logger.warning("purge failed", metadata: ["relay.error": "\(error)"])
+            }
+            guard let expiry = options.deviceExpiry else {
+                _ = sightings.take()
+                continue
+            }
+            // Devices seen since the last round, and now and then every device holding a stream (a stream may stay
+            // open for weeks without an acknowledgement): device_expiry then removes only devices that are gone.
+            var seen = sightings.take()
+            if ContinuousClock.now - lastSweep >= min(.seconds(86_400), expiry / 4) {
+                seen += hub.connectedDeviceIDs
+                lastSweep = ContinuousClock.now
+            }
+            do {
+                for start in stride(from: 0, to: seen.count, by: 500) {
+                    try await store.recordDevicesSeen(Array(seen[start..<min(start + 500, seen.count)]))
+                }
+                let removed = try await store.expireDevices(unseenFor: expiry, limit: 10_000)
+                if removed > 0 {
+                    logger.info("expired devices unseen for device_expiry", metadata: ["relay.devices": "\(removed)"])
+                }
+            } catch {
+                logger.warning("device expiry failed", metadata: ["relay.error": "\(error)"])
             }
         }
     }

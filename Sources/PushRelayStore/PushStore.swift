@@ -76,8 +76,19 @@ public protocol PushStore: Sendable {
 
     // MARK: Devices
 
-    /// Registers a device: a new token and secret.
-    func registerDevice(project: ProjectID, app: String, platform: String) async throws -> DeviceRegistration
+    /// Registers a device: a new token and secret. With `deviceLimit`, throws
+    /// ``StoreError/Code/resourceExhausted`` (nothing written) when the project already has that many devices.
+    func registerDevice(project: ProjectID, app: String, platform: String, deviceLimit: Int?) async throws
+        -> DeviceRegistration
+
+    /// Notes that these devices were seen now (opened their stream, acknowledged): they are not expired by
+    /// ``expireDevices(unseenFor:limit:)`` until they have been unseen that long again. Unknown ids are ignored.
+    func recordDevicesSeen(_ devices: [DeviceID]) async throws
+
+    /// Removes up to `limit` devices not seen for `unseenFor` (as FCM drops tokens unused for 270 days), with their
+    /// queues and subscriptions; later sends to their tokens answer `NotRegistered`. Their unexpired pending
+    /// messages count as dropped (`unregistered`). Returns how many devices were removed.
+    func expireDevices(unseenFor: Duration, limit: Int) async throws -> Int
 
     /// Unregisters the device holding this secret (its messages and subscriptions go with it). Returns the removed
     /// device, or nil if the secret is unknown. Later sends to its token find no device (`NotRegistered`).
@@ -227,5 +238,12 @@ extension PushStore {
     /// Rotates the server key with the default grace period of 24 hours.
     public func rotateServerKey(project name: String) async throws -> String {
         try await self.rotateServerKey(project: name, gracePeriod: .seconds(86_400))
+    }
+}
+
+extension PushStore {
+    /// Registers a device with no cap on the project's devices.
+    public func registerDevice(project: ProjectID, app: String, platform: String) async throws -> DeviceRegistration {
+        try await self.registerDevice(project: project, app: app, platform: platform, deviceLimit: nil)
     }
 }

@@ -1,21 +1,31 @@
 extension SQLiteStore {
     /// See ``PushStore/registerDevice(project:app:platform:)``.
-    public func registerDevice(project: ProjectID, app: String, platform: String) async throws -> DeviceRegistration {
+    public func registerDevice(
+        project: ProjectID, app: String, platform: String, deviceLimit: Int?
+    ) async throws -> DeviceRegistration {
         let credentials = self.context.configuration.credentials
         return try await self.writer.write(isolated: true) { transaction in
             let connection = transaction.connection
-            let exists = try connection.statement("SELECT 1 FROM projects WHERE id = ?1")
-            try exists.bind(project.rawValue, at: 1)
-            guard try exists.step() else {
-                throw StoreError.notFound("no project with id \(project)")
+            let counted = try connection.statement(
+                "UPDATE projects SET device_count = device_count + 1 WHERE id = ?1 AND (?2 = 0 OR device_count < ?2)")
+            try counted.bind(project.rawValue, at: 1)
+            try counted.bind(Int64(max(deviceLimit ?? 0, 0)), at: 2)
+            try counted.run()
+            if connection.changes == 0 {
+                let exists = try connection.statement("SELECT 1 FROM projects WHERE id = ?1")
+                try exists.bind(project.rawValue, at: 1)
+                let found = try exists.step()
+                try exists.run()
+                guard found else { throw StoreError.notFound("no project with id \(project)") }
+                throw StoreError(
+                    code: .resourceExhausted, message: "the project has reached its limit of \(deviceLimit ?? 0) devices")
             }
-            try exists.run()
             let token = credentials.deviceToken()
             let secret = credentials.deviceSecret()
             let insert = try connection.statement(
                 """
-                INSERT INTO devices (project_id, token, secret_hash, app, platform, registered_at)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id
+                INSERT INTO devices (project_id, token, secret_hash, app, platform, registered_at, last_seen_at)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) RETURNING id
                 """
             )
             try insert.bind(project.rawValue, at: 1)
@@ -56,9 +66,68 @@ extension SQLiteStore {
             let delete = try connection.statement("DELETE FROM devices WHERE id = ?1")
             try delete.bind(device.id.rawValue, at: 1)
             try delete.run()
+            let uncount = try connection.statement("UPDATE projects SET device_count = device_count - 1 WHERE id = ?1")
+            try uncount.bind(device.project.rawValue, at: 1)
+            try uncount.run()
             transaction.authChanged = true
             transaction.discardQueueState(of: device.id)
             return device
+        }
+    }
+
+    /// See ``PushStore/recordDevicesSeen(_:)``.
+    public func recordDevicesSeen(_ devices: [DeviceID]) async throws {
+        guard !devices.isEmpty else { return }
+        try await self.writer.write { transaction in
+            let update = try transaction.connection.statement("UPDATE devices SET last_seen_at = ?2 WHERE id = ?1")
+            for device in devices {
+                try update.bind(device.rawValue, at: 1)
+                try update.bind(transaction.nowMicros, at: 2)
+                try update.run()
+            }
+        }
+    }
+
+    /// See ``PushStore/expireDevices(unseenFor:limit:)``.
+    public func expireDevices(unseenFor: Duration, limit: Int) async throws -> Int {
+        let age = StoreContext.micros(unseenFor)
+        return try await self.writer.write { transaction in
+            let connection = transaction.connection
+            let cutoff = transaction.nowMicros &- age
+            // Their unexpired pending messages go with them (ON DELETE CASCADE): counted as dropped.
+            let pending = try connection.statement(
+                """
+                SELECT count(*) FROM messages WHERE kind = 0 AND expires_at > ?2 AND device_id IN (
+                    SELECT id FROM devices WHERE last_seen_at <= ?1 LIMIT ?3)
+                """)
+            try pending.bind(cutoff, at: 1)
+            try pending.bind(transaction.nowMicros, at: 2)
+            try pending.bind(Int64(max(limit, 0)), at: 3)
+            _ = try pending.step()
+            let dropped = Int(pending.int64(0))
+            try pending.run()
+            let delete = try connection.statement(
+                """
+                DELETE FROM devices WHERE id IN (SELECT id FROM devices WHERE last_seen_at <= ?1 LIMIT ?2)
+                RETURNING project_id
+                """)
+            try delete.bind(cutoff, at: 1)
+            try delete.bind(Int64(max(limit, 0)), at: 2)
+            var perProject: [Int64: Int64] = [:]
+            while try delete.step() { perProject[delete.int64(0), default: 0] += 1 }
+            let uncount = try connection.statement("UPDATE projects SET device_count = device_count - ?2 WHERE id = ?1")
+            for (project, count) in perProject {
+                try uncount.bind(project, at: 1)
+                try uncount.bind(count, at: 2)
+                try uncount.run()
+            }
+            let removed = perProject.values.reduce(0, +)
+            if removed > 0 {
+                transaction.dropped.unregistered += dropped
+                transaction.authChanged = true
+                transaction.discardQueueStates()
+            }
+            return Int(removed)
         }
     }
 

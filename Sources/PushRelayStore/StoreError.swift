@@ -3,7 +3,7 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of failure.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Value: Hashable, Sendable {
-            case unavailable, notFound, alreadyExists, invalidArgument, closed, corrupt
+            case unavailable, notFound, alreadyExists, invalidArgument, closed, corrupt, resourceExhausted
         }
         private let value: Value
         private init(_ value: Value) { self.value = value }
@@ -21,6 +21,8 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let closed = Code(.closed)
         /// The database is not a PushRelay database, or of a newer schema.
         public static let corrupt = Code(.corrupt)
+        /// A limit the caller set was reached (a project's device cap); nothing was written.
+        public static let resourceExhausted = Code(.resourceExhausted)
 
         /// The code's name.
         public var description: String { "\(self.value)" }

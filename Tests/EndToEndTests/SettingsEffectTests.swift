@@ -88,4 +88,49 @@ import Testing
         #expect(oldKeyStatus == 401, "the previous key still worked 30 s after a rotation with a 1 s grace")
         #expect(try await daemon.terminate() == 0)
     }
+
+    /// `device_expiry` removes a device that neither streams nor acknowledges (sends to it then answer
+    /// `NotRegistered`, as FCM's for a token unused for 270 days), while a device holding a stream the whole time
+    /// stays and receives.
+    @Test func deviceExpiryRemovesOnlyDevicesThatAreGone() async throws {
+        let daemon = try Daemon(arguments: ["--device-expiry", "3s", "--purge-interval", "1s"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let quiet = try await daemon.registerDevice(keys)
+        let streaming = try await daemon.registerDevice(keys)
+        let stream = try daemon.openStream(secret: streaming.secret)
+        defer { stream.stop() }
+        try await stream.waitFor("the stream to open") { $0.contains(": connected") }
+        func result(_ device: DeviceKeys) async throws -> [String: Any] {
+            let answer = try await daemon.send(#"{"to": "\#(device.token)", "data": {"k": "v"}}"#, serverKey: keys.serverKey)
+            let results = try jsonObject(answer.body)["results"] as? [[String: Any]]
+            return results?.first ?? [:]
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        var quietResult: [String: Any] = [:]
+        while ContinuousClock.now < deadline {
+            quietResult = try await result(quiet)
+            if quietResult["error"] as? String == "NotRegistered" { break }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        #expect(quietResult["error"] as? String == "NotRegistered", "\(quietResult)")
+        let kept = try await result(streaming)
+        let id = try #require(kept["message_id"] as? String, "the streaming device was expired: \(kept)")
+        try await stream.waitFor("the message on the kept device") { parseEvents($0).contains { $0.id == id } }
+        #expect(try await daemon.terminate() == 0)
+    }
+
+    /// `max_devices_per_project` caps a project's registered devices: past it `POST /v1/register` answers
+    /// `429 RESOURCE_EXHAUSTED` in the device API's JSON.
+    @Test func maxDevicesPerProjectCapsRegistrations() async throws {
+        let daemon = try Daemon(arguments: ["--max-devices-per-project", "1"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        _ = try await daemon.registerDevice(keys)
+        let body = #"{"project":"\#(keys.project)","app":"a","platform":"ios"}"#
+        let refused = try await Self.post("\(daemon.baseURL)/v1/register", key: keys.clientKey, body: body)
+        #expect(refused.status == 429 && refused.type.hasPrefix("application/json"), "\(refused)")
+        #expect(try jsonObject(refused.body)["error"] as? String == "RESOURCE_EXHAUSTED", "\(refused.body)")
+        #expect(try await daemon.terminate() == 0)
+    }
 }

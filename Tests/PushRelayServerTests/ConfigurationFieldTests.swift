@@ -216,6 +216,20 @@ let fieldCases: [FieldCase] = [
         invalid: ["-2", "9999999", "lots"]
     ),
     FieldCase(
+        field: .maxDevicesPerProject,
+        file: ("5000", "5000"),
+        environment: ("0", "0"),
+        flag: ("2", "2"),
+        invalid: ["-1", "1000000001", "all"]
+    ),
+    FieldCase(
+        field: .deviceExpiry,
+        file: (#""30d""#, #""720h""#),
+        environment: ("0", #""0""#),
+        flag: ("12h", #""12h""#),
+        invalid: ["-1d", "soon", "5x"]
+    ),
+    FieldCase(
         field: .corsAllowedOrigins,
         file: (#"["https://shop.example.com", "http://localhost:3000"]"#,
                #"["https://shop.example.com", "http://localhost:3000"]"#),

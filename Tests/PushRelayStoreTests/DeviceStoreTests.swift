@@ -2,6 +2,7 @@ import Foundation
 import PushRelayCore
 import Testing
 import TestSupport
+import NIOConcurrencyHelpers
 @testable import PushRelayStore
 
 @Suite("Store: devices")
@@ -71,6 +72,67 @@ struct DeviceStoreTests {
                     Issue.record("registered a device for a missing project")
                 } catch let error as StoreError {
                     #expect(error.code == .notFound)
+                }
+            }
+        }
+    }
+
+    @Test("a project's device limit: past it registration throws resourceExhausted and writes nothing; unregistering makes room", arguments: StoreKind.allCases)
+    func deviceLimit(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory) { store in
+                let shop = try await store.createProject(name: "shop")
+                let news = try await store.createProject(name: "news")
+                let first = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS", deviceLimit: 2)
+                _ = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS", deviceLimit: 2)
+                let refused = await #expect(throws: StoreError.self) {
+                    try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS", deviceLimit: 2)
+                }
+                #expect(refused?.code == .resourceExhausted)
+                #expect(try await store.queueStatistics().devices == 2)
+                // Another project has its own count; no limit is no limit.
+                _ = try await store.registerDevice(project: news.project.id, app: "a", platform: "IOS", deviceLimit: 2)
+                _ = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS")
+                #expect(try await store.unregisterDevice(secret: first.secret) != nil)
+                // 2 left in shop (one over the limit, registered without it): still no room under a limit of 2.
+                await #expect(throws: StoreError.self) {
+                    try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS", deviceLimit: 2)
+                }
+                _ = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS", deviceLimit: 3)
+                let unknown = await #expect(throws: StoreError.self) {
+                    try await store.registerDevice(project: ProjectID(rawValue: 9999), app: "a", platform: "IOS", deviceLimit: 2)
+                }
+                #expect(unknown?.code == .notFound)
+            }
+        }
+    }
+
+    @Test("devices unseen for the expiry are removed with their queues; seen ones stay; the project's count follows", arguments: StoreKind.allCases)
+    func deviceExpiry(kind: StoreKind) async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory, clock: clock) { store in
+                let shop = try await store.createProject(name: "shop")
+                let register = { try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS") }
+                let (quiet, seen, other) = (try await register(), try await register(), try await register())
+                _ = try await store.enqueue([NewMessage(device: quiet.device.id, body: [1], timeToLive: .seconds(3600))])
+                let dropped = NIOLockedValueBox(DroppedMessages())
+                store.setDropObserver { drops in dropped.withLockedValue { $0.unregistered += drops.unregistered } }
+                clock.advance(by: 100)
+                try await store.recordDevicesSeen([seen.device.id])
+                clock.advance(by: 20)
+                #expect(try await store.expireDevices(unseenFor: .seconds(150), limit: 100) == 0, "nothing that old")
+                #expect(try await store.expireDevices(unseenFor: .seconds(50), limit: 1) == 1, "the limit holds")
+                #expect(try await store.expireDevices(unseenFor: .seconds(50), limit: 100) == 1)
+                let tokens = [quiet, seen, other].map(\.device.token)
+                #expect(try await store.resolveTokens(tokens).map { $0 != nil } == [false, true, false])
+                #expect(try await store.authenticateDevice(secret: quiet.secret) == nil)
+                #expect(try await store.pendingMessages(for: quiet.device.id, after: nil, limit: 10).isEmpty)
+                #expect(dropped.withLockedValue { $0.unregistered } == 1, "the quiet device's pending message")
+                // One device left: a limit of 2 has room for one more, not two.
+                _ = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS", deviceLimit: 2)
+                await #expect(throws: StoreError.self) {
+                    try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS", deviceLimit: 2)
                 }
             }
         }

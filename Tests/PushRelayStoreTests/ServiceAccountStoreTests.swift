@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 @testable import PushRelayStore
 
-/// Service-account keys and access tokens in the store, and the migration of a version-1 database.
+/// Service-account keys and access tokens in the store, and the migration of a version-1 database (versions 2 and 3).
 @Suite struct ServiceAccountStoreTests {
     @Test(arguments: StoreKind.allCases) func keysTokensRevocationAndExpiry(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
@@ -52,18 +52,26 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func aVersion1DatabaseIsMigrated(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            try await withStore(kind, in: directory) { store in _ = try await store.createProject(name: "shop") }
-            // Back to the version-1 schema, as a database of the previous release.
+            try await withStore(kind, in: directory) { store in
+                let shop = try await store.createProject(name: "shop")
+                for _ in 0..<2 { _ = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS") }
+            }
+            // Back to the version-1 schema, as a database of an earlier release (versions 3 and 2 undone).
             switch kind {
             case .sqlite:
                 let connection = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
                 try connection.execute(
-                    "DROP TABLE access_tokens; DROP TABLE service_account_keys; PRAGMA user_version = 1;")
+                    """
+                    DROP INDEX devices_last_seen; ALTER TABLE devices DROP COLUMN last_seen_at;
+                    ALTER TABLE projects DROP COLUMN device_count;
+                    DROP TABLE access_tokens; DROP TABLE service_account_keys; PRAGMA user_version = 1;
+                    """)
                 connection.close()
             case .postgres:
                 let result = try await TestPostgres.shared.psql(
-                    "DROP TABLE access_tokens; DROP TABLE service_account_keys; "
-                        + "DELETE FROM pushrelay_migrations WHERE version = 2;",
+                    "ALTER TABLE devices DROP COLUMN last_seen_at; ALTER TABLE projects DROP COLUMN device_count; "
+                        + "DROP TABLE access_tokens; DROP TABLE service_account_keys; "
+                        + "DELETE FROM pushrelay_migrations WHERE version >= 2;",
                     database: databaseName(for: directory))
                 #expect(result.status == 0, "\(result.stderr)")
             }
@@ -73,6 +81,13 @@ import Testing
                     project: "shop", keyID: "k1", clientEmail: "a@shop", publicKeyPEM: "PEM")
                 try await store.issueAccessToken("t", key: key, expiresAt: Date().addingTimeInterval(60))
                 #expect(try await store.authenticateAccessToken("t")?.name == "shop")
+                // Version 3: the devices registered before are counted, and count as seen at the migration.
+                let shop = try #require(try await store.project(named: "shop"))
+                _ = try await store.registerDevice(project: shop.id, app: "a", platform: "IOS", deviceLimit: 3)
+                await #expect(throws: StoreError.self) {
+                    try await store.registerDevice(project: shop.id, app: "a", platform: "IOS", deviceLimit: 3)
+                }
+                #expect(try await store.expireDevices(unseenFor: .seconds(3600), limit: 100) == 0)
             }
             switch kind {
             case .sqlite:

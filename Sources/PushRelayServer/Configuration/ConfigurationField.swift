@@ -57,6 +57,10 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case registrationRate = "registration_rate"
     /// ``PushRelayConfiguration/registrationRatePerAddress``.
     case registrationRatePerAddress = "registration_rate_per_address"
+    /// ``PushRelayConfiguration/maxDevicesPerProject``.
+    case maxDevicesPerProject = "max_devices_per_project"
+    /// ``PushRelayConfiguration/deviceExpiry``.
+    case deviceExpiry = "device_expiry"
     /// ``PushRelayConfiguration/corsAllowedOrigins``.
     case corsAllowedOrigins = "cors_allowed_origins"
     /// ``PushRelayConfiguration/publicURL``.
@@ -107,6 +111,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .topicMessageRate: "messages one topic or condition may be sent per minute, 0 for no limit"
         case .registrationRate: "devices one project may register per minute (a burst, then that rate), 0 for no limit"
         case .registrationRatePerAddress: "devices one IP address may register per minute, 0 for no limit"
+        case .maxDevicesPerProject: "devices one project may have registered at once, 0 for no limit"
+        case .deviceExpiry: "remove devices unseen (no stream, no ack) this long, e.g. 270d; 0 to keep them forever"
         case .corsAllowedOrigins: "web origins allowed on the device routes, e.g. https://shop.example.com (none)"
         case .publicURL: "base URL senders reach this relay at (token_uri of service accounts)"
         }

@@ -318,6 +318,10 @@ private struct Builder {
             configuration.registrationRate = try Parse.integer(raw, in: 0...1_000_000)
         case .registrationRatePerAddress:
             configuration.registrationRatePerAddress = try Parse.integer(raw, in: 0...1_000_000)
+        case .maxDevicesPerProject:
+            configuration.maxDevicesPerProject = try Parse.integer(raw, in: 0...1_000_000_000)
+        case .deviceExpiry:
+            configuration.deviceExpiry = try Parse.durationOrZero(raw)
         case .publicURL:
             var url = try Parse.text(raw)
             while url.hasSuffix("/") { url.removeLast() }

@@ -114,6 +114,13 @@ enum ConfigurationValueParser {
         return try positive(total, text)
     }
 
+    /// A duration as ``duration(_:)``, or `nil` for `0` (also `0s`, or the integer 0): "never".
+    static func durationOrZero(_ raw: ConfigurationRawValue) throws(Failure) -> Duration? {
+        if case .integer(0) = raw { return nil }
+        if let text = try? text(raw).trimmed, text == "0" || text == "0s" { return nil }
+        return try duration(raw)
+    }
+
     private static func positive(_ duration: Duration, _ text: String) throws(Failure) -> Duration {
         guard duration > .zero else { throw Failure("duration '\(text)' must be greater than zero") }
         return duration

@@ -49,6 +49,8 @@ extension PushRelayConfiguration {
         case .topicMessageRate: return String(topicMessageRate)
         case .registrationRate: return String(registrationRate)
         case .registrationRatePerAddress: return String(registrationRatePerAddress)
+        case .maxDevicesPerProject: return String(maxDevicesPerProject)
+        case .deviceExpiry: return Self.quote(deviceExpiry.map(Self.renderDuration) ?? "0")
         case .corsAllowedOrigins: return Self.renderList(corsAllowedOrigins)
         case .publicURL: return publicURL.map(Self.quote)
         }

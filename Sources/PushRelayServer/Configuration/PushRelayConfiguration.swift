@@ -105,6 +105,14 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// `registration_rate_per_address`. Default 300 (a carrier NAT shares an address: keep it well above one
     /// person's installs).
     public var registrationRatePerAddress: Int
+    /// Devices one project may have registered at once; past it `POST /v1/register` answers
+    /// `429 RESOURCE_EXHAUSTED` (no `Retry-After`: it frees up only as devices unregister or expire). `0`: no limit.
+    /// Key `max_devices_per_project`. Default 1,000,000.
+    public var maxDevicesPerProject: Int
+    /// Devices neither streaming nor acknowledging for this long are removed, as FCM drops tokens unused for 270
+    /// days: later sends to them answer `NotRegistered`. `nil` (`0` in the file): kept forever. Key `device_expiry`.
+    /// Default 270 days.
+    public var deviceExpiry: Duration?
 
     /// Web origins (`https://shop.example.com`, `http://localhost:3000`, or `*` for any) that may call the device
     /// routes from a browser: CORS preflight and `Access-Control-Allow-Origin` on `/v1/register`, `/v1/stream`,
@@ -147,6 +155,8 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.topicMessageRate = 600
         self.registrationRate = 6000
         self.registrationRatePerAddress = 300
+        self.maxDevicesPerProject = 1_000_000
+        self.deviceExpiry = .seconds(270 * 86_400)
         self.corsAllowedOrigins = []
     }
 

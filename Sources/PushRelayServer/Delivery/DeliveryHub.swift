@@ -128,6 +128,9 @@ final class DeliveryHub: Sendable {
     /// The number of devices with a live stream on this node.
     var connectedDevices: Int { state.withLockedValue { $0.subscriptions.count } }
 
+    /// The devices holding a stream now.
+    var connectedDeviceIDs: [DeviceID] { state.withLockedValue { Array($0.subscriptions.keys) } }
+
     /// Attaches a stream for `device`, replacing (and ending) any earlier stream of the same device; `wake` is how
     /// the subscription starts the stream when work arrives (see ``Subscription``). The new subscription starts
     /// with `readStore` set, so the stream is woken at once and reads the backlog first. `newDevice` is `true` when

@@ -43,6 +43,8 @@ public final class RelayService: Service {
         relayOptions.topicMessageRate = configuration.topicMessageRate
         relayOptions.registrationRate = configuration.registrationRate
         relayOptions.registrationRatePerAddress = configuration.registrationRatePerAddress
+        relayOptions.maxDevicesPerProject = configuration.maxDevicesPerProject
+        relayOptions.deviceExpiry = configuration.deviceExpiry
         let relay = RelayApplication(store: store, options: relayOptions, exporter: options.exporter, logger: logger)
         if options.debugBenchRoutes {
             relay.router.add(.post, "/debug/echo", .immediate { _, body in

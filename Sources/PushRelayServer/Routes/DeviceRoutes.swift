@@ -20,6 +20,10 @@ struct DeviceRoutes: Sendable {
     let maxBodyBytes: Int
     /// `registration_rate` and `registration_rate_per_address`.
     let registrationQuotas: RegistrationQuotas
+    /// `max_devices_per_project` (0: no limit).
+    let maxDevicesPerProject: Int
+    /// Where a stream's opening and an acknowledgement are noted for `device_expiry`.
+    let sightings: DeviceSightings
 
     /// `POST /v1/register` with `Authorization: key=<client key>` and `{"project", "app", "platform"}`
     /// → `{"token", "secret", "sender_id"}`.
@@ -47,7 +51,17 @@ struct DeviceRoutes: Sendable {
         if let wait = registrationQuotas.admit(project: project.id) {
             return JSONResponse.tooManyRequests("too many registrations for this project; retry later", retryAfter: wait)
         }
-        let registration = try await store.registerDevice(project: project.id, app: app, platform: platform)
+        let registration: DeviceRegistration
+        do {
+            registration = try await store.registerDevice(
+                project: project.id, app: app, platform: platform,
+                deviceLimit: maxDevicesPerProject > 0 ? maxDevicesPerProject : nil)
+        } catch let error as StoreError where error.code == .resourceExhausted {
+            // No Retry-After: room comes only as devices unregister or expire.
+            return JSONResponse.error(
+                .tooManyRequests, "RESOURCE_EXHAUSTED",
+                "project \(project.name) has \(maxDevicesPerProject) devices, its max_devices_per_project")
+        }
         logger.info("device registered", metadata: ["relay.project": "\(project.name)", "relay.device": "\(registration.device.id)"])
         return JSONResponse.ok(
             [
@@ -75,6 +89,7 @@ struct DeviceRoutes: Sendable {
         guard let device = try await store.authenticateDevice(secret: secret) else {
             return JSONResponse.unauthorized("unknown device secret")
         }
+        sightings.saw(device.id)
         if let lastEventID = request.head.headerFields.firstValue(for: .lastEventID) {
             guard let id = MessageID(lastEventID.trimmingCharacters(in: .whitespaces)) else {
                 return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "Last-Event-ID must be a message id")
@@ -119,6 +134,7 @@ struct DeviceRoutes: Sendable {
         guard let device = try await store.authenticateDevice(secret: secret) else {
             return JSONResponse.unauthorized("unknown device secret")
         }
+        sightings.saw(device.id)
         let count = try await store.acknowledge(device: device.id, ids: ids)
         metrics.messagesAcked(count: count)
         return JSONResponse.ok(["acknowledged": .integer(Int64(count))])

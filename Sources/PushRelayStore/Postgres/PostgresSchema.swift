@@ -113,6 +113,15 @@ enum PostgresSchema {
         CREATE INDEX access_tokens_key ON access_tokens (key_id);
         CREATE INDEX access_tokens_expiry ON access_tokens (expires_at);
         """,
+        // 3: quotas on devices (issue 12): the project's device count, kept by registration and removal, for the
+        // per-project cap; when each device was last seen, for device expiry (existing devices count as seen now).
+        """
+        ALTER TABLE projects ADD COLUMN device_count bigint NOT NULL DEFAULT 0;
+        UPDATE projects SET device_count = (SELECT count(*) FROM devices WHERE devices.project_id = projects.id);
+        ALTER TABLE devices ADD COLUMN last_seen_at bigint NOT NULL DEFAULT 0;
+        UPDATE devices SET last_seen_at = greatest(registered_at, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint);
+        CREATE INDEX devices_last_seen ON devices (last_seen_at);
+        """,
     ]
 
     /// A migration's statements (each ends with `;` at the end of a line).

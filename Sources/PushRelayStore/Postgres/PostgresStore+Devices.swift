@@ -3,19 +3,31 @@ import PostgresNIO
 
 extension PostgresStore {
     /// See ``PushStore/registerDevice(project:app:platform:)``.
-    public func registerDevice(project: ProjectID, app: String, platform: String) async throws -> DeviceRegistration {
+    public func registerDevice(
+        project: ProjectID, app: String, platform: String, deviceLimit: Int?
+    ) async throws -> DeviceRegistration {
         let credentials = self.context.configuration.credentials
+        let limit = Int64(max(deviceLimit ?? 0, 0))
         return try await self.writer.write { write in
-            guard try await !write.rows("SELECT 1 FROM projects WHERE id = \(project.rawValue)").isEmpty else {
-                throw StoreError.notFound("no project with id \(project)")
+            // The row lock serializes registrations of one project across nodes, so the cap is exact.
+            let counted = try await write.rows(
+                """
+                UPDATE projects SET device_count = device_count + 1
+                WHERE id = \(project.rawValue) AND (\(limit) = 0 OR device_count < \(limit)) RETURNING id
+                """)
+            if counted.isEmpty {
+                guard try await !write.rows("SELECT 1 FROM projects WHERE id = \(project.rawValue)").isEmpty else {
+                    throw StoreError.notFound("no project with id \(project)")
+                }
+                throw StoreError(code: .resourceExhausted, message: "the project has reached its limit of \(limit) devices")
             }
             let token = credentials.deviceToken()
             let secret = credentials.deviceSecret()
             let rows = try await write.rows(
                 """
-                INSERT INTO devices (project_id, token, secret_hash, app, platform, registered_at)
+                INSERT INTO devices (project_id, token, secret_hash, app, platform, registered_at, last_seen_at)
                 VALUES (\(project.rawValue), \(token), \(ByteBuffer(bytes: KeyHash(of: secret).bytes)), \(app),
-                    \(platform), \(write.nowMicros))
+                    \(platform), \(write.nowMicros), \(write.nowMicros))
                 RETURNING id
                 """
             )
@@ -39,9 +51,57 @@ extension PostgresStore {
             let rows = try await write.rows(
                 "DELETE FROM devices WHERE secret_hash = \(ByteBuffer(bytes: hash.bytes)) RETURNING \(unescaped: Self.deviceColumns)")
             guard let row = rows.first, let device = try Self.device(row, matching: hash) else { return nil }
+            try await write.run(
+                "UPDATE projects SET device_count = device_count - 1 WHERE id = \(device.project.rawValue)")
             write.dropped.unregistered += Int(try pending.first?.decode(Int64.self) ?? 0)
             write.authChanged = true
             return device
+        }
+    }
+
+    /// See ``PushStore/recordDevicesSeen(_:)``.
+    public func recordDevicesSeen(_ devices: [DeviceID]) async throws {
+        guard !devices.isEmpty else { return }
+        try await self.writer.write { write in
+            try await write.run(
+                """
+                UPDATE devices SET last_seen_at = \(write.nowMicros)
+                WHERE id = ANY(\(devices.map(\.rawValue))::bigint[])
+                """)
+        }
+    }
+
+    /// See ``PushStore/expireDevices(unseenFor:limit:)``.
+    public func expireDevices(unseenFor: Duration, limit: Int) async throws -> Int {
+        let age = StoreContext.micros(unseenFor)
+        return try await self.writer.write { write in
+            let cutoff = write.nowMicros &- age
+            let expired = try await write.rows(
+                """
+                SELECT id, project_id FROM devices WHERE last_seen_at <= \(cutoff)
+                ORDER BY last_seen_at LIMIT \(Int64(max(limit, 0))) FOR UPDATE SKIP LOCKED
+                """)
+            guard !expired.isEmpty else { return 0 }
+            var ids: [Int64] = []
+            var perProject: [Int64: Int64] = [:]
+            for row in expired {
+                let (id, project) = try row.decode((Int64, Int64).self)
+                ids.append(id)
+                perProject[project, default: 0] += 1
+            }
+            // Their unexpired pending messages go with them (ON DELETE CASCADE): counted as dropped.
+            let pending = try await write.rows(
+                """
+                SELECT count(*) FROM messages
+                WHERE device_id = ANY(\(ids)::bigint[]) AND kind = 0 AND expires_at > \(write.nowMicros)
+                """)
+            try await write.run("DELETE FROM devices WHERE id = ANY(\(ids)::bigint[])")
+            for (project, count) in perProject {
+                try await write.run("UPDATE projects SET device_count = device_count - \(count) WHERE id = \(project)")
+            }
+            write.dropped.unregistered += Int(try pending.first?.decode(Int64.self) ?? 0)
+            write.authChanged = true
+            return ids.count
         }
     }
 

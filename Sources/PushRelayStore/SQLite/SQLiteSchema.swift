@@ -1,8 +1,8 @@
 /// The SQLite schema and connection settings. Times are microseconds since the Unix epoch; keys and secrets are
 /// SHA-256 digests (BLOB), never clear text.
 enum SQLiteSchema {
-    /// `PRAGMA user_version` of the current schema.
-    static let version: Int64 = 2
+    /// `PRAGMA user_version` of the current schema: version 1 and one per migration.
+    static var version: Int64 { 1 + Int64(migrations.count) }
 
     /// Settings of every connection. `synchronous=FULL` in WAL mode fsyncs the log at every commit: a returned write
     /// survives power loss.
@@ -21,7 +21,7 @@ enum SQLiteSchema {
         return pragmas
     }
 
-    /// Creates the schema (version 2) in an empty database: version 1 followed by every migration.
+    /// Creates the schema (``version``) in an empty database: version 1 followed by every migration.
     static let create = """
         CREATE TABLE meta (
             key TEXT PRIMARY KEY,
@@ -133,6 +133,19 @@ enum SQLiteSchema {
         CREATE INDEX access_tokens_expiry ON access_tokens (expires_at);
 
         PRAGMA user_version = 2;
+        """,
+        // 3: quotas on devices (issue 12). device_count is the project's devices, kept by registration and removal
+        // so that the per-project cap reads one row instead of counting. last_seen_at is when the device last
+        // opened its stream or acknowledged (recorded in batches by the relay); devices unseen for device_expiry
+        // are removed. Devices that exist at the migration count as seen then: none expires before its time.
+        """
+        ALTER TABLE projects ADD COLUMN device_count INTEGER NOT NULL DEFAULT 0;
+        UPDATE projects SET device_count = (SELECT count(*) FROM devices WHERE devices.project_id = projects.id);
+        ALTER TABLE devices ADD COLUMN last_seen_at INTEGER NOT NULL DEFAULT 0;
+        UPDATE devices SET last_seen_at = max(registered_at, CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER));
+        CREATE INDEX devices_last_seen ON devices (last_seen_at);
+
+        PRAGMA user_version = 3;
         """,
     ]
 

@@ -79,6 +79,26 @@ struct RegistrationQuotaRouteTests {
         await relay.close()
     }
 
+    @Test("max_devices_per_project: past it 429 RESOURCE_EXHAUSTED without Retry-After; unregistering makes room")
+    func deviceCap() async throws {
+        var options = RelayApplication.Options()
+        options.maxDevicesPerProject = 2
+        let relay = try RelayHarness(options: options)
+        let shop = try await relay.createProject("shop")
+        let first = try await relay.registerDevice(shop)
+        _ = try await relay.registerDevice(shop)
+        let refused = try await Self.register(relay, shop, from: "192.0.2.1")
+        #expect(refused.status == 429, "\(refused.text)")
+        #expect(try refused.json()["error"] as? String == "RESOURCE_EXHAUSTED")
+        #expect(try refused.json()["message"] as? String == "project shop has 2 devices, its max_devices_per_project")
+        #expect(refused.headers[.retryAfter] == nil, "waiting does not help")
+        #expect(try await Self.deviceCount(relay) == 2)
+        let unregistered = try await relay.request(.delete, "/v1/register", headers: [.authorization: "Bearer \(first.secret)"])
+        #expect(unregistered.status == 200)
+        #expect(try await Self.register(relay, shop, from: "192.0.2.1").status == 200)
+        await relay.close()
+    }
+
     @Test("a rate of 0 is no quota")
     func zeroIsNoQuota() async throws {
         let relay = try Self.relay(perProject: 0, perAddress: 0)
