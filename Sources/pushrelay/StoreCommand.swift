@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import Logging
+import PushRelayServer
 import PushRelayStore
 
 /// `pushrelay store …`: the store itself.
@@ -7,7 +9,7 @@ struct StoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
         abstract: "Manage the store itself.",
-        subcommands: [Init.self]
+        subcommands: [Init.self, Migrate.self]
     )
 
     /// `pushrelay store init`: creates an empty store where none exists (what `serve --init` does at start).
@@ -38,6 +40,73 @@ struct StoreCommand: AsyncParsableCommand {
             case (let file?, _): print("\(file) exists; left as it is")
             default: print("the PostgreSQL schema is in place")
             }
+        }
+    }
+
+    /// `pushrelay store migrate --from-data-dir DIR --to postgres://…`: a single node's SQLite store into PostgreSQL.
+    struct Migrate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Copy a SQLite store into an empty PostgreSQL database (moving from one node to several).",
+            discussion: """
+                Copies projects with their key hashes, devices with their token and secret hashes, pending messages, \
+                topics and subscriptions, unfinished topic expansions, service-account keys and access tokens, in one \
+                transaction: everything arrives or nothing does. Ids are kept, so every server key, client key, \
+                device token, device secret and service-account file goes on working. Stop the daemon that uses the \
+                SQLite store first; then start the nodes with --store postgres and the same URL. The PostgreSQL \
+                database must hold no project yet. The URL is a secret: prefer PUSHRELAY_POSTGRES_URL to --to.
+                """
+        )
+
+        @Option(name: .customLong("from-data-dir"), help: "The SQLite store's data directory (holds pushrelay.sqlite).")
+        var fromDataDir: String
+
+        @Option(help: "The PostgreSQL URL to copy into (default: $PUSHRELAY_POSTGRES_URL).")
+        var to: String? = ProcessInfo.processInfo.environment["PUSHRELAY_POSTGRES_URL"]
+
+        func validate() throws {
+            guard let to else { throw ValidationError("give --to postgres://… (or PUSHRELAY_POSTGRES_URL)") }
+            do {
+                _ = try PostgresURL(to)
+            } catch {
+                throw ValidationError("--to: \(error.message)")
+            }
+        }
+
+        func run() async throws {
+            var logger = Logger(label: "pushrelay.cli")
+            logger.logLevel = .warning
+            // createIfMissing false: a wrong directory is an error, not an empty store copied.
+            var sqlite = SQLiteStore.Configuration.relay(directory: fromDataDir)
+            sqlite.createIfMissing = false
+            let source: SQLiteStore
+            do {
+                source = try SQLiteStore(configuration: sqlite, logger: logger)
+            } catch let error as StoreError {
+                throw ValidationError("cannot open the SQLite store: \(error.message)")
+            }
+            let target: PostgresStore
+            do {
+                var postgres = PostgresStore.Configuration(url: try PostgresURL(to ?? ""))
+                postgres.conditionCompiler = SQLiteStore.Configuration.relayConditionCompiler
+                target = try await PostgresStore.open(configuration: postgres, logger: logger)
+            } catch let error as StoreError {
+                await source.close()
+                throw ValidationError("cannot open the PostgreSQL store: \(error.message)")
+            }
+            let report: StoreMigrationReport
+            do {
+                report = try await target.importAll(from: source) { table, copied in
+                    if copied % 10_000 == 0 { FileHandle.standardError.write(Data("  \(table): \(copied)\n".utf8)) }
+                }
+            } catch let error as StoreError {
+                await target.close()
+                await source.close()
+                throw ValidationError("nothing was copied: \(error.message)")
+            }
+            await target.close()
+            await source.close()
+            print("copied \(report)")
+            print("start every node with --store postgres and this URL; the SQLite store is left as it was")
         }
     }
 }

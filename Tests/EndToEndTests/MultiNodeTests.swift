@@ -6,9 +6,9 @@ import Testing
 /// stream may sit on any node, and what one node commits reaches the others through `NOTIFY`.
 @Suite("Several nodes on one PostgreSQL")
 struct MultiNodeTests {
-    /// Three started daemons on a fresh database.
-    static func nodes(_ count: Int = 3) async throws -> [Daemon] {
-        let url = try await TestPostgres.shared.freshDatabase("nodes")
+    /// `count` started daemons on `url`, or on a fresh database.
+    static func nodes(_ count: Int = 3, url: String? = nil) async throws -> [Daemon] {
+        let url = if let url { url } else { try await TestPostgres.shared.freshDatabase("nodes") }
         var daemons: [Daemon] = []
         for _ in 0..<count {
             let daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url])
