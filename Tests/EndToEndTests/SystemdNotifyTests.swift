@@ -60,6 +60,16 @@ import Testing
         print("closed", flush=True)
         """#
 
+    /// Waits (at most 30 s) until the collected messages hold `line`.
+    static func waitFor(_ socket: FakeNotifySocket, _ line: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if socket.messages.contains(where: { $0.split(separator: "\n").contains(Substring(line)) }) { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw DaemonError(message: "no \(line) on the notify socket: \(socket.messages)")
+    }
+
     @Test func watchdogKeepsPingingThroughADrainLongerThanItsInterval() async throws {
         let socket = FakeNotifySocket()
         // WatchdogSec=0.4 s: a ping every 200 ms. The stalled request holds the drain for its whole 2 s timeout.
@@ -68,16 +78,12 @@ import Testing
             environment: ["NOTIFY_SOCKET": socket.address, "WATCHDOG_USEC": "400000"]
         )
         try await daemon.start()
-        // Read the socket all along: a Unix datagram socket queues only net.unix.max_dgram_qlen messages (10 on
-        // this machine), and pings left unread while the stalled request is set up would crowd out STOPPING=1.
-        let log = NotifyLog()
-        let reader = Task {
-            while !Task.isCancelled {
-                if let message = await socket.next(timeoutMilliseconds: 200) { await log.append(message) }
-            }
-        }
-        defer { reader.cancel() }
-        try await log.waitFor("READY=1")
+        // Read the socket all along, on a thread of its own: a Unix datagram socket queues only
+        // net.unix.max_dgram_qlen messages (10 on this machine), and pings left unread while the stalled request is
+        // set up would crowd out STOPPING=1.
+        socket.startCollecting()
+        defer { socket.stopCollecting() }
+        try await Self.waitFor(socket, "READY=1")
 
         let stalled = try StreamingProcess("python3", ["-c", Self.stalledRequest, "\(daemon.port)"])
         defer { stalled.stop() }
@@ -86,9 +92,10 @@ import Testing
         daemon.sendTerminate()
         let exit = try #require(try await daemon.waitForExit(), "the daemon did not exit")
         #expect(exit.status == 0, "daemon log:\n\(exit.log)")
-        try await Task.sleep(for: .milliseconds(500))  // The last datagrams, sent before the exit, are read.
-        reader.cancel()
-        let messages = await log.messages
+        try? await Self.waitFor(socket, "STOPPING=1")
+        try await Task.sleep(for: .milliseconds(300))  // The last datagrams, sent before the exit, are read.
+        socket.stopCollecting()
+        let messages = socket.messages
         let stopIndex = messages.firstIndex { $0.split(separator: "\n").contains("STOPPING=1") }
         #expect(stopIndex != nil, "no STOPPING=1 in \(messages)")
         let afterStop = stopIndex.map { Array(messages[$0...]) } ?? []
@@ -97,22 +104,5 @@ import Testing
         #expect(pings >= 2, "watchdog pings after STOPPING=1: \(pings); messages: \(afterStop)")
         // The drain ended the stalled request's connection.
         #expect(await stalled.waitForExit(timeout: .seconds(10)) == 0, "\(stalled.text)")
-    }
-}
-
-/// The notify socket's messages, in order, as a background reader collects them.
-actor NotifyLog {
-    private(set) var messages: [String] = []
-
-    func append(_ message: String) { messages.append(message) }
-
-    /// Waits (at most 30 s) until a message holds `line`.
-    func waitFor(_ line: String) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if messages.contains(where: { $0.split(separator: "\n").contains(Substring(line)) }) { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        throw DaemonError(message: "no \(line) on the notify socket: \(messages)")
     }
 }

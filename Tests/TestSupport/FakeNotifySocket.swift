@@ -46,6 +46,33 @@ public final class FakeNotifySocket: @unchecked Sendable {
         }
     }
 
+    private let collected = NSLock()
+    private var collectedMessages: [String] = []
+    private var collecting = false
+
+    /// Starts reading every datagram on a thread of its own (not the cooperative pool, which other tests may hold),
+    /// as systemd does: a Unix datagram socket queues only `net.unix.max_dgram_qlen` messages (10 on some
+    /// machines), and what a slow reader leaves queued crowds out what comes next. ``messages`` has them in order.
+    public func startCollecting() {
+        collected.withLock { collecting = true }
+        let thread = Thread { [self] in
+            while collected.withLock({ collecting }) {
+                if let message = receive(timeoutMilliseconds: 100) {
+                    collected.withLock { collectedMessages.append(message) }
+                }
+            }
+        }
+        thread.start()
+    }
+
+    /// Stops the thread ``startCollecting()`` started (within 100 ms).
+    public func stopCollecting() {
+        collected.withLock { collecting = false }
+    }
+
+    /// What the collecting thread has read so far, in order.
+    public var messages: [String] { collected.withLock { collectedMessages } }
+
     deinit {
         close(fd)
         if !address.hasPrefix("@") { unlink(address) }
