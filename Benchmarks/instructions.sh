@@ -66,7 +66,7 @@ measure() { # count
   local project
   project=$("$work/pushrelay" project create bench --data-dir "$dir" --json)
   LD_PRELOAD="$work/sigsuspend-shim.so" valgrind --tool=callgrind --callgrind-out-file="$out" --dump-instr=no \
-    --collect-jumps=no "$work/pushrelay" serve --init --listen 127.0.0.1:0 --data-dir "$dir" --log-level warning --device-message-rate 0 > "$work/daemon-$count.log" 2>&1 &
+    --collect-jumps=no "$work/pushrelay" serve --init --listen 127.0.0.1:0 --data-dir "$dir" --log-level warning --device-message-rate 0 --project-message-rate 0 > "$work/daemon-$count.log" 2>&1 &
   daemon=$!
   local port=""
   for _ in $(seq 1 600); do # up to 120 s: startup under callgrind is slow

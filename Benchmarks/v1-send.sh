@@ -38,7 +38,7 @@ ticks_per_second=$(getconf CLK_TCK)
 
 start() { # data dir → sets pid, port
   # No message-rate quota: every send goes to one device, far past what a real sender may send it.
-  "$bin" serve --init --listen 127.0.0.1:0 --data-dir "$1" --log-level warning --device-message-rate 0 > "$1.out" 2>&1 &
+  "$bin" serve --init --listen 127.0.0.1:0 --data-dir "$1" --log-level warning --device-message-rate 0 --project-message-rate 0 > "$1.out" 2>&1 &
   pid=$!
   for _ in $(seq 1 200); do grep -q 'listening on' "$1.out" 2>/dev/null && break; sleep 0.1; done
   port=$(grep -o 'http://127.0.0.1:[0-9]*' "$1.out" | head -1 | sed 's/.*://')

@@ -173,7 +173,7 @@ def start_pushrelay(binary: str, workdir: str, data_dir: str, extra: list | None
     port = free_port()
     # No message-rate quotas: the benchmarks send far more to one device or topic than a real sender may.
     argv = [binary, "serve", "--init", "--listen", f"127.0.0.1:{port}", "--data-dir", data_dir,
-            "--device-message-rate", "0", "--topic-message-rate", "0",
+            "--device-message-rate", "0", "--topic-message-rate", "0", "--project-message-rate", "0",
             "--registration-rate", "0", "--registration-rate-per-address", "0"] + (extra or [])
     proc, log = _spawn("pushrelay", argv, workdir)
     end = time.monotonic() + 60

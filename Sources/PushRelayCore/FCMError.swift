@@ -26,6 +26,7 @@ public struct FCMError: Error, Sendable, Hashable, CustomStringConvertible {
             case internalServerError = "InternalServerError"
             case deviceMessageRateExceeded = "DeviceMessageRateExceeded"
             case topicsMessageRateExceeded = "TopicsMessageRateExceeded"
+            case quotaExceeded = "QuotaExceeded"
             case invalidApnsCredential = "InvalidApnsCredential"
             case badRequest = "BadRequest"
             case authentication = "Authentication"
@@ -60,6 +61,9 @@ public struct FCMError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let deviceMessageRateExceeded = Code(.deviceMessageRateExceeded)
         /// Too many messages for one topic.
         public static let topicsMessageRateExceeded = Code(.topicsMessageRateExceeded)
+        /// Too many messages for the project (the relay's `project_message_rate`): the whole send is refused with
+        /// `429` and `Retry-After` (FCM's legacy constant of the same name; HTTP v1's `QUOTA_EXCEEDED`).
+        public static let quotaExceeded = Code(.quotaExceeded)
         /// APNs credential problem (never produced by PushRelay; listed for completeness).
         public static let invalidApnsCredential = Code(.invalidApnsCredential)
         /// The request is malformed (bad JSON, wrong field type): `400` with a plain-text reason.
@@ -106,6 +110,7 @@ public struct FCMError: Error, Sendable, Hashable, CustomStringConvertible {
         case .badRequest, .invalidParameters: 400
         case .authentication: 401
         case .unavailable: 503
+        case .quotaExceeded: 429
         case .internalServerError: 500
         default: 200
         }
@@ -159,6 +164,8 @@ public struct FCMError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let deviceMessageRateExceeded = FCMError(code: .deviceMessageRateExceeded)
     /// `TopicsMessageRateExceeded`.
     public static let topicsMessageRateExceeded = FCMError(code: .topicsMessageRateExceeded)
+    /// `QuotaExceeded` (`429` with `Retry-After`, the whole send).
+    public static let quotaExceeded = FCMError(code: .quotaExceeded)
 
     /// `InvalidParameters: <reason>` (`400` when it ends the request, e.g. a malformed topic or condition).
     public static func invalidParameters(_ reason: String) -> FCMError {

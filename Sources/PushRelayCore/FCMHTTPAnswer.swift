@@ -59,7 +59,7 @@ public struct FCMHTTPAnswer: Sendable, Hashable {
             return
         }
         switch error.code {
-        case .unavailable, .internalServerError:
+        case .unavailable, .internalServerError, .quotaExceeded:
             self.init(
                 status: error.httpStatus,
                 contentType: Self.plainTextContentType,

@@ -158,6 +158,8 @@ public struct FCMv1Error: Error, Sendable, Hashable, CustomStringConvertible {
             return .quotaExceeded("Too many messages for this device.", retryAfterSeconds: retryAfterSeconds)
         case .topicsMessageRateExceeded:
             return .quotaExceeded("Too many messages for this topic.", retryAfterSeconds: retryAfterSeconds)
+        case .quotaExceeded:
+            return .quotaExceeded("Too many messages for this project.", retryAfterSeconds: retryAfterSeconds)
         case .invalidApnsCredential: return .thirdPartyAuthError
         case .unavailable: return .unavailable(retryAfterSeconds: retryAfterSeconds)
         case .internalServerError: return .internalError

@@ -22,9 +22,16 @@ public struct RateBucket: Sendable, Equatable {
 
     /// Takes one send at `now`; `false` (nothing taken) when the bucket is empty.
     public mutating func take(now: UInt64) -> Bool {
+        take(count: 1, now: now)
+    }
+
+    /// Takes `count` sends at `now`, all or none: `false` (nothing taken) when the bucket holds fewer. A count above
+    /// the burst never fits.
+    public mutating func take(count: Int, now: UInt64) -> Bool {
         refill(now: now)
-        guard nanoTokens >= Self.scale else { return false }
-        nanoTokens -= Self.scale
+        let (needed, overflow) = Self.scale.multipliedReportingOverflow(by: UInt64(max(count, 0)))
+        guard !overflow, nanoTokens >= needed else { return false }
+        nanoTokens -= needed
         return true
     }
 

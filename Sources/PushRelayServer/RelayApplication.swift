@@ -39,6 +39,9 @@ public final class RelayApplication: Sendable {
         /// Messages one topic (or condition) of a project may be sent per minute (`topic_message_rate`); beyond it
         /// the send answers `TopicsMessageRateExceeded` (v1: `QUOTA_EXCEEDED`). 0: no quota.
         public var topicMessageRate: Int = 600
+        /// Messages one project may send per minute, one per recipient (`project_message_rate`); beyond it the whole
+        /// send answers `429 QuotaExceeded` (v1: `QUOTA_EXCEEDED`) with `Retry-After`. 0: no quota.
+        public var projectMessageRate: Int = 600_000
         /// Devices one project may register per minute (`registration_rate`); beyond it `POST /v1/register`
         /// answers `429 RESOURCE_EXHAUSTED` with `Retry-After`. 0: no quota.
         public var registrationRate: Int = 6000
@@ -123,7 +126,9 @@ public final class RelayApplication: Sendable {
         let dispatcher = SendDispatcher(
             store: store, path: MessagePath(store: store, hub: hub, metrics: metrics, handoff: handoff),
             metrics: metrics,
-            quotas: SendQuotas(devicePerMinute: options.deviceMessageRate, topicPerMinute: options.topicMessageRate))
+            quotas: SendQuotas(
+                devicePerMinute: options.deviceMessageRate, topicPerMinute: options.topicMessageRate,
+                projectPerMinute: options.projectMessageRate))
         let send = SendRoute(
             store: store, dispatcher: dispatcher, metrics: metrics, logger: logger,
             maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds,

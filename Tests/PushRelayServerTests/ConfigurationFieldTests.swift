@@ -202,6 +202,13 @@ let fieldCases: [FieldCase] = [
         invalid: ["-5", "2000000", "slow"]
     ),
     FieldCase(
+        field: .projectMessageRate,
+        file: ("1000", "1000"),
+        environment: ("0", "0"),
+        flag: ("600000", "600000"),
+        invalid: ["-3", "1000000001", "lots"]
+    ),
+    FieldCase(
         field: .registrationRate,
         file: ("120", "120"),
         environment: ("0", "0"),

@@ -53,6 +53,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case deviceMessageRate = "device_message_rate"
     /// ``PushRelayConfiguration/topicMessageRate``.
     case topicMessageRate = "topic_message_rate"
+    /// ``PushRelayConfiguration/projectMessageRate``.
+    case projectMessageRate = "project_message_rate"
     /// ``PushRelayConfiguration/registrationRate``.
     case registrationRate = "registration_rate"
     /// ``PushRelayConfiguration/registrationRatePerAddress``.
@@ -109,6 +111,7 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .requestTimeout: "a request must arrive whole this long after it began, e.g. 30s"
         case .deviceMessageRate: "messages one device may be sent per minute (a burst, then that rate), 0 for no limit"
         case .topicMessageRate: "messages one topic or condition may be sent per minute, 0 for no limit"
+        case .projectMessageRate: "messages one project may send per minute (one per recipient), 0 for no limit"
         case .registrationRate: "devices one project may register per minute (a burst, then that rate), 0 for no limit"
         case .registrationRatePerAddress: "devices one IP address may register per minute, 0 for no limit"
         case .maxDevicesPerProject: "devices one project may have registered at once, 0 for no limit"

@@ -314,6 +314,8 @@ private struct Builder {
             configuration.deviceMessageRate = try Parse.integer(raw, in: 0...1_000_000)
         case .topicMessageRate:
             configuration.topicMessageRate = try Parse.integer(raw, in: 0...1_000_000)
+        case .projectMessageRate:
+            configuration.projectMessageRate = try Parse.integer(raw, in: 0...1_000_000_000)
         case .registrationRate:
             configuration.registrationRate = try Parse.integer(raw, in: 0...1_000_000)
         case .registrationRatePerAddress:

@@ -47,6 +47,7 @@ extension PushRelayConfiguration {
         case .requestTimeout: return Self.quote(Self.renderDuration(requestTimeout))
         case .deviceMessageRate: return String(deviceMessageRate)
         case .topicMessageRate: return String(topicMessageRate)
+        case .projectMessageRate: return String(projectMessageRate)
         case .registrationRate: return String(registrationRate)
         case .registrationRatePerAddress: return String(registrationRatePerAddress)
         case .maxDevicesPerProject: return String(maxDevicesPerProject)

@@ -97,6 +97,11 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// answers `TopicsMessageRateExceeded` (v1: `429 QUOTA_EXCEEDED`). `0`: no limit. Key `topic_message_rate`.
     /// Default 600.
     public var topicMessageRate: Int
+    /// Messages one project may send per minute over all its server keys and service accounts, one per recipient
+    /// (one for a topic or condition): a burst of this many, refilled at this rate; beyond it the whole send
+    /// answers `429 QuotaExceeded` (v1: `429 QUOTA_EXCEEDED`) with `Retry-After` and nothing is stored. `0`: no
+    /// limit. Key `project_message_rate`. Default 600,000 (FCM's HTTP v1 project quota).
+    public var projectMessageRate: Int
     /// Devices one project may register per minute (its client key ships in every app): a burst of this many,
     /// refilled at this rate; beyond it `POST /v1/register` answers `429 RESOURCE_EXHAUSTED` with `Retry-After`
     /// and registers nothing. `0`: no limit. Key `registration_rate`. Default 6000 (100 a second, sustained).
@@ -153,6 +158,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.requestTimeout = .seconds(30)
         self.deviceMessageRate = 240
         self.topicMessageRate = 600
+        self.projectMessageRate = 600_000
         self.registrationRate = 6000
         self.registrationRatePerAddress = 300
         self.maxDevicesPerProject = 1_000_000

@@ -41,6 +41,7 @@ public final class RelayService: Service {
         relayOptions.publicURL = configuration.effectivePublicURL()
         relayOptions.deviceMessageRate = configuration.deviceMessageRate
         relayOptions.topicMessageRate = configuration.topicMessageRate
+        relayOptions.projectMessageRate = configuration.projectMessageRate
         relayOptions.registrationRate = configuration.registrationRate
         relayOptions.registrationRatePerAddress = configuration.registrationRatePerAddress
         relayOptions.maxDevicesPerProject = configuration.maxDevicesPerProject

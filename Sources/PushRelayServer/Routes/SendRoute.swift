@@ -107,6 +107,10 @@ struct SendRoute: Sendable {
         if let error = error as? FCMError {
             return Self.answer(FCMHTTPAnswer(error: error, encoding: send.encoding))
         }
+        if let quota = error as? ProjectQuotaExceeded {
+            return Self.answer(
+                FCMHTTPAnswer(error: .quotaExceeded, encoding: send.encoding, retryAfterSeconds: quota.retryAfterSeconds))
+        }
         if let error = error as? StoreError, error.code == .unavailable || error.code == .closed {
             return unavailable(send.encoding, error)
         }

@@ -100,6 +100,8 @@ struct V1ProjectRoutes: Sendable {
             case .topic(.dryRun): result = .dryRun
             case .topic(.error(let error)): result = .error(error)
             }
+        } catch let quota as ProjectQuotaExceeded {
+            return Self.answer(.from(.quotaExceeded, retryAfterSeconds: quota.retryAfterSeconds))
         } catch let error as FCMError {
             return Self.answer(.invalidArgument(error.reason ?? error.description, field: "message.condition"))
         } catch let error as StoreError where error.code == .unavailable || error.code == .closed {

@@ -12,14 +12,14 @@ struct RateTable<Key: Hashable & Sendable>: Sendable {
 
     /// Takes one for `key` at `now` from a bucket of `perMinute`: `nil` when taken, else the whole seconds until
     /// the bucket holds one again (nothing taken).
-    mutating func take(_ key: Key, perMinute: Int, now: UInt64) -> Int? {
+    mutating func take(_ key: Key, count: Int = 1, perMinute: Int, now: UInt64) -> Int? {
         if buckets.count >= pruneAt {
             buckets = buckets.filter { !$0.value.isFull(now: now) }
             pruneAt = max(4096, buckets.count * 2)
         }
         var bucket = buckets[key] ?? RateBucket(perMinute: perMinute, now: now)
         defer { buckets[key] = bucket }
-        return bucket.take(now: now) ? nil : max(1, bucket.secondsUntilAvailable(now: now))
+        return bucket.take(count: count, now: now) ? nil : max(1, bucket.secondsUntilAvailable(now: now))
     }
 
     /// Whether `key` could take one now, without taking it: `nil` when it could, else the seconds to wait.

@@ -30,6 +30,7 @@ struct SendDispatcher: Sendable {
     /// Sends a validated request for `project`. Throws ``FCMError/invalidParameters(_:)`` for a condition that a
     /// device subscribed to none of its topics would satisfy, and the store's errors (`unavailable`, `closed`).
     func dispatch(_ send: FCMSendRequest, project: Project) async throws -> Outcome {
+        try admitProject(send, project: project)
         let senderID = SenderID(UInt64(project.senderID))
         switch send.addressing {
         case .tokens(let recipients):
@@ -62,6 +63,12 @@ struct SendDispatcher: Sendable {
         guard case .tokens(let recipients) = send.addressing else { return false }
         var tokenSend = TokenSend(recipients: recipients)
         guard let devices = store.cachedDevices(tokens: tokenSend.tokens) else { return false }
+        do {
+            try admitProject(send, project: project)
+        } catch {
+            completion(.failure(error))
+            return true
+        }
         tokenSend.resolve(devices, send: send, project: project, quotas: quotas)
         let resolved = tokenSend
         guard !resolved.messages.isEmpty else {
@@ -72,6 +79,21 @@ struct SendDispatcher: Sendable {
             completion(result.map { .tokens(answered(resolved.response(outcomes: $0))) })
         }
         return true
+    }
+
+    /// Counts the send against `project_message_rate` (one message per recipient, one for a topic or condition;
+    /// a dry run counts nothing), or throws ``ProjectQuotaExceeded``.
+    private func admitProject(_ send: FCMSendRequest, project: Project) throws {
+        guard !send.dryRun else { return }
+        let count: Int
+        switch send.addressing {
+        case .tokens(let recipients): count = recipients.count
+        case .topic, .condition: count = 1
+        }
+        if let wait = quotas.admit(project: project.id, count: count) {
+            metrics.sendRejected(FCMError.Code.quotaExceeded)
+            throw ProjectQuotaExceeded(retryAfterSeconds: wait)
+        }
     }
 
     private func sendToTokens(

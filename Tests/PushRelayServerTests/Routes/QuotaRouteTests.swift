@@ -11,10 +11,11 @@ import Testing
 /// `TopicsMessageRateExceeded`; HTTP v1 answers both as `429 QUOTA_EXCEEDED`; a dry run counts against nothing.
 @Suite("Routes: message-rate quotas")
 struct QuotaRouteTests {
-    private static func relay(devicePerMinute: Int = 3, topicPerMinute: Int = 2) throws -> RelayHarness {
+    private static func relay(devicePerMinute: Int = 3, topicPerMinute: Int = 2, projectPerMinute: Int = 0) throws -> RelayHarness {
         var options = RelayApplication.Options()
         options.deviceMessageRate = devicePerMinute
         options.topicMessageRate = topicPerMinute
+        options.projectMessageRate = projectPerMinute
         return try RelayHarness(options: options)
     }
 
@@ -83,6 +84,47 @@ struct QuotaRouteTests {
         #expect(error["status"] as? String == "RESOURCE_EXHAUSTED", "\(second.text)")
         #expect(second.text.contains(#""errorCode":"QUOTA_EXCEEDED""#) || second.text.contains(#""errorCode": "QUOTA_EXCEEDED""#),
                 "\(second.text)")
+        await relay.close()
+    }
+
+    @Test("a project past project_message_rate: the whole send answers 429 QuotaExceeded with Retry-After, nothing stored; v1 429 QUOTA_EXCEEDED")
+    func projectRate() async throws {
+        let relay = try Self.relay(devicePerMinute: 0, topicPerMinute: 0, projectPerMinute: 4)
+        let project = try await relay.createProject()
+        let other = try await relay.createProject("other")
+        let devices = try await relay.registerDevices(project, count: 3)
+        let tokens = devices.map { "\"\($0.token)\"" }.joined(separator: ", ")
+        // Three recipients count three; a dry run counts nothing.
+        let first = try await relay.results(#"{"registration_ids": [\#(tokens)], "data": {"n": "1"}}"#, key: project.serverKey)
+        #expect(first.allSatisfy { $0["message_id"] is String }, "\(first)")
+        let dry = try await relay.results(#"{"registration_ids": [\#(tokens)], "dry_run": true}"#, key: project.serverKey)
+        #expect(dry.count == 3)
+        // One left: a send to three is refused whole.
+        let refused = try await relay.send(#"{"registration_ids": [\#(tokens)], "data": {"n": "2"}}"#, key: project.serverKey)
+        #expect(refused.status == 429, "\(refused.text)")
+        #expect(refused.text.hasPrefix("QuotaExceeded"), "\(refused.text)")
+        let retryAfter = try #require(refused.headers[.retryAfter].flatMap { Int($0) })
+        #expect((1...15).contains(retryAfter), "4 per minute: one every 15 s: \(retryAfter)")
+        for device in devices {
+            let stored = try #require(try await relay.store.resolveTokens([device.token]).first ?? nil)
+            #expect(try await relay.store.pendingMessages(for: stored.id, after: nil, limit: 10).count == 1)
+        }
+        // The last one fits a topic send; then the project is out, on HTTP v1 too; another project is not.
+        let topic = try await relay.send(#"{"to": "/topics/news", "data": {"k": "v"}}"#, key: project.serverKey)
+        #expect(try topic.json()["message_id"] != nil, "\(topic.text)")
+        let key = try await relay.store.addServiceAccountKey(
+            project: project.project.name, keyID: "project-quota", clientEmail: "sender@shop.iam.test",
+            publicKeyPEM: "-----BEGIN PUBLIC KEY-----\nunused by this test\n-----END PUBLIC KEY-----\n")
+        try await relay.store.issueAccessToken("project-quota-token", key: key, expiresAt: Date().addingTimeInterval(3600))
+        let v1 = try await relay.request(
+            .post, "/v1/projects/\(project.project.name)/messages:send",
+            headers: [.authorization: "Bearer project-quota-token", .contentType: "application/json"],
+            body: #"{"message": {"token": "\#(devices[0].token)", "data": {"k": "v"}}}"#)
+        #expect(v1.status == 429 && v1.headers[.retryAfter] != nil, "\(v1.text)")
+        #expect(v1.text.contains("QUOTA_EXCEEDED"), "\(v1.text)")
+        let otherDevice = try await relay.registerDevice(other)
+        let elsewhere = try await relay.messageID(#"{"to": "\#(otherDevice.token)", "data": {"k": "v"}}"#, key: other.serverKey)
+        #expect(!elsewhere.isEmpty)
         await relay.close()
     }
 
