@@ -6,12 +6,12 @@ import Testing
 /// stream may sit on any node, and what one node commits reaches the others through `NOTIFY`.
 @Suite("Several nodes on one PostgreSQL")
 struct MultiNodeTests {
-    /// `count` started daemons on `url`, or on a fresh database.
-    static func nodes(_ count: Int = 3, url: String? = nil) async throws -> [Daemon] {
+    /// `count` started daemons on `url`, or on a fresh database, with `arguments` added.
+    static func nodes(_ count: Int = 3, url: String? = nil, arguments: [String] = []) async throws -> [Daemon] {
         let url = if let url { url } else { try await TestPostgres.shared.freshDatabase("nodes") }
         var daemons: [Daemon] = []
         for _ in 0..<count {
-            let daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url])
+            let daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url] + arguments)
             try await daemon.start()
             daemons.append(daemon)
         }
@@ -76,6 +76,78 @@ struct MultiNodeTests {
         #expect(status == 0, "listen exit \(String(describing: status)); output:\n\(listener.text)")
         #expect(received.count == 30 && Set(received) == Set(sent), "received \(received.count), \(Set(received).count) distinct")
         _ = try await a.terminate()
+    }
+
+    /// Sends to one token for `seconds`, round robin over `bases`, as fast as one connection per node goes; a send
+    /// that gets no answer (the node is restarting) goes to the next node. Prints the accepted message ids as a
+    /// JSON list, and how many sends found no node.
+    static let rollingSender = #"""
+        import json, sys, time, httpx
+        bases, key, token, seconds = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+        clients = [httpx.Client(base_url=b, timeout=5) for b in bases]
+        accepted, unanswered, n, i = [], 0, 0, 0
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            n += 1
+            body = {"to": token, "data": {"n": str(n)}}
+            for attempt in range(len(clients)):
+                client = clients[i % len(clients)]
+                i += 1
+                try:
+                    r = client.post("/fcm/send", json=body, headers={"Authorization": "key=" + key})
+                except httpx.HTTPError:
+                    continue
+                result = r.json()["results"][0] if r.status_code == 200 else {}
+                if "message_id" in result:
+                    accepted.append(result["message_id"])
+                    break
+                print(json.dumps({"refused": r.status_code, "body": r.text}), file=sys.stderr)
+            else:
+                unanswered += 1
+                time.sleep(0.05)
+        print(json.dumps({"accepted": accepted, "unanswered": unanswered}))
+        """#
+
+    @Test("a rolling restart of every node under load: every accepted message reaches the listener once")
+    func rollingRestartUnderLoad() async throws {
+        // One device takes the whole load: no per-device rate.
+        let nodes = try await Self.nodes(3, arguments: ["--device-message-rate", "0"])
+        let keys = try await nodes[0].createProject()
+        let device = try await nodes[0].registerDevice(keys)
+        let listener = try StreamingProcess(Daemon.binary, [
+            "listen", "--secret", device.secret, "--json", "--heartbeat-timeout", "5",
+        ] + nodes.flatMap { ["--server", $0.baseURL] })
+        defer { listener.stop() }
+        let bases = "[" + nodes.map { "\"\($0.baseURL)\"" }.joined(separator: ",") + "]"
+        let sender = try StreamingProcess(
+            "python3", ["-c", Self.rollingSender, bases, keys.serverKey, device.token, "12"], standardError: true)
+        defer { sender.stop() }
+        // One node after the other: SIGTERM (the drain answers what it has read), then back on the same port.
+        try await Task.sleep(for: .seconds(2))
+        for node in nodes {
+            node.sendTerminate()
+            let exit = try await node.waitForExit()
+            #expect(exit?.status == 0, "\(exit?.log ?? "no exit")")
+            try await node.start()
+            try await Task.sleep(for: .seconds(1))
+        }
+        #expect(await sender.waitForExit(timeout: .seconds(60)) == 0, "\(sender.text)")
+        let summary = sender.text.split(separator: "\n").last { $0.hasPrefix("{\"accepted\"") }.map(String.init) ?? ""
+        let result = try jsonObject(summary)
+        let refusals = sender.text.split(separator: "\n").filter { $0.hasPrefix("{\"refused\"") }
+        #expect(refusals.isEmpty, "a node answered a send with an error instead of accepting it: \(refusals.prefix(5))")
+        let accepted = try #require(result["accepted"] as? [String])
+        #expect(accepted.count > 100, "the load: \(accepted.count) sends accepted")
+        func received(_ text: String) -> [String] {
+            text.split(separator: "\n").compactMap { try? jsonObject(String($0))["message_id"] as? String }
+        }
+        try await listener.waitFor(timeout: .seconds(60), "every accepted message") { text in
+            Set(accepted).isSubset(of: Set(received(text)))
+        }
+        let ids = received(listener.text)
+        #expect(Set(ids).count == ids.count, "a message twice: \(ids.count) printed, \(Set(ids).count) distinct")
+        print("rolling restart: \(accepted.count) sends accepted, \(result["unanswered"] ?? 0) found no node, \(ids.count) received")
+        for node in nodes { _ = try await node.terminate() }
     }
 
     @Test("a topic message sent on one node reaches subscribers streaming on the others")

@@ -6,11 +6,13 @@ final class StreamingProcess: @unchecked Sendable {
     let process = Process()
     private let output = OutputCollector()
 
-    init(_ program: String, _ arguments: [String]) throws {
+    /// Starts `program`; its standard output is read into ``text``, and with `standardError` its standard error
+    /// too (else it is discarded).
+    init(_ program: String, _ arguments: [String], standardError: Bool = false) throws {
         ChildProcess.configure(process, program, arguments)
         let pipe = Pipe()
         process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
+        process.standardError = standardError ? pipe : FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         output.attach(pipe)
         try process.run()
