@@ -110,8 +110,10 @@ struct MultiNodeTests {
 
     @Test("a rolling restart of every node under load: every accepted message reaches the listener once")
     func rollingRestartUnderLoad() async throws {
-        // One device takes the whole load: no per-device rate.
-        let nodes = try await Self.nodes(3, arguments: ["--device-message-rate", "0"])
+        // One device takes the whole load: no per-device rate, and room for what piles up while its stream moves
+        // from a stopped node to the next (past 100 pending, FCM's rule would collapse them into deleted_messages).
+        let nodes = try await Self.nodes(
+            3, arguments: ["--device-message-rate", "0", "--max-pending-messages", "100000"])
         let keys = try await nodes[0].createProject()
         let device = try await nodes[0].registerDevice(keys)
         let listener = try StreamingProcess(Daemon.binary, [
