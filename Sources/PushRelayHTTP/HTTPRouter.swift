@@ -45,6 +45,8 @@ public struct HTTPRouter: HTTPServerResponder {
     private struct Entry: Sendable {
         var handler: HTTPHandler
         var maxBodyBytes: Int
+        /// The pattern it was added with (``routes``, ``matchedPattern(for:)``).
+        var pattern: String
     }
 
     private final class Node: @unchecked Sendable {
@@ -54,6 +56,8 @@ public struct HTTPRouter: HTTPServerResponder {
         var methods: [HTTPRequest.Method: Entry] = [:]
         /// On the root only: routes without captures by their whole path, so a static path costs one lookup.
         var exact: [Substring: [HTTPRequest.Method: Entry]] = [:]
+        /// On the root only: every route added, in order (``routes``).
+        var added: [(method: HTTPRequest.Method, pattern: String)] = []
     }
 
     private let root = Node()
@@ -72,16 +76,19 @@ public struct HTTPRouter: HTTPServerResponder {
         _ handler: HTTPHandler
     ) {
         var node = root
+        let entry = Entry(handler: handler, maxBodyBytes: maxBodyBytes, pattern: pattern)
+        root.added.removeAll { $0.method == method && $0.pattern == pattern }
+        root.added.append((method, pattern))
         let segments = pattern.split(separator: "/", omittingEmptySubsequences: true)
         if !segments.contains(where: { $0.hasPrefix("{") }) {
             let path = Substring("/" + segments.joined(separator: "/"))
-            root.exact[path, default: [:]][method] = Entry(handler: handler, maxBodyBytes: maxBodyBytes)
+            root.exact[path, default: [:]][method] = entry
         }
         for (index, segment) in segments.enumerated() {
             if segment.hasPrefix("{") && segment.hasSuffix("*}") && index == segments.count - 1 {
                 let name = String(segment.dropFirst().dropLast(2))
                 var methods = node.restCapture?.methods ?? [:]
-                methods[method] = Entry(handler: handler, maxBodyBytes: maxBodyBytes)
+                methods[method] = entry
                 node.restCapture = (name, methods)
                 return
             } else if segment.hasPrefix("{") && segment.hasSuffix("}") {
@@ -102,10 +109,35 @@ public struct HTTPRouter: HTTPServerResponder {
                 node = child
             }
         }
-        node.methods[method] = Entry(handler: handler, maxBodyBytes: maxBodyBytes)
+        node.methods[method] = entry
+    }
+
+    /// Every route added, as (method, pattern), in the order they were added: for checks of the API's documentation
+    /// against what is served.
+    public var routes: [(method: HTTPRequest.Method, pattern: String)] { root.added }
+
+    /// The pattern of the route `head` reaches, or nil when none does (not found, or not for its method).
+    public func matchedPattern(for head: HTTPRequest) -> String? {
+        if case .found(let entry, _) = lookup(head) { return entry.pattern }
+        return nil
     }
 
     public func route(for head: HTTPRequest) -> HTTPRouteMatch {
+        switch lookup(head) {
+        case .found(let entry, let parameters):
+            .matched(entry.handler, maxBodyBytes: entry.maxBodyBytes, pathParameters: parameters)
+        case .notFound: .notFound
+        case .methodNotAllowed: .methodNotAllowed
+        }
+    }
+
+    private enum Lookup {
+        case found(Entry, [String: String])
+        case notFound
+        case methodNotAllowed
+    }
+
+    private func lookup(_ head: HTTPRequest) -> Lookup {
         let fullPath = head.path ?? "/"
         let path = fullPath.firstIndex(of: "?").map { fullPath[..<$0] } ?? fullPath[...]
         // The same answer the trie walk below gives for a static path, in one lookup.
@@ -135,9 +167,9 @@ public struct HTTPRouter: HTTPServerResponder {
         _ methods: [HTTPRequest.Method: Entry],
         _ method: HTTPRequest.Method,
         _ parameters: [String: String]
-    ) -> HTTPRouteMatch {
+    ) -> Lookup {
         if let entry = methods[method] ?? (method == .head ? methods[.get] : nil) {
-            return .matched(entry.handler, maxBodyBytes: entry.maxBodyBytes, pathParameters: parameters)
+            return .found(entry, parameters)
         }
         return .methodNotAllowed
     }

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// `/healthz`, `/readyz`, `/metrics` on the real daemon, and docs/openapi.yaml against the routes it registers.
+/// `/healthz`, `/readyz`, `/metrics` on the real daemon, and docs/openapi.yaml validated.
 @Suite(.serialized) struct OperationsTests {
     static var repository: URL {
         var url = URL(fileURLWithPath: #filePath)
@@ -80,39 +80,16 @@ import Testing
         #expect(Self.sample("pushrelay_open_streams", in: after) == 0)
     }
 
-    /// The routes `RelayApplication` registers (`router.add(.method, "path"`), as (METHOD, path) pairs.
-    static func registeredRoutes() throws -> [(method: String, path: String)] {
-        let source = try String(
-            contentsOf: repository.appendingPathComponent("Sources/PushRelayServer/RelayApplication.swift"),
-            encoding: .utf8)
-        let pattern = try NSRegularExpression(pattern: #"router\.add\(\.(\w+),\s*"([^"]+)""#)
-        let range = NSRange(source.startIndex..., in: source)
-        return pattern.matches(in: source, range: range).map { match in
-            let method = String(source[Range(match.range(at: 1), in: source)!]).uppercased()
-            let path = String(source[Range(match.range(at: 2), in: source)!])
-            return (method, path)
-        }
-    }
-
-    @Test func openAPISpecIsValidAndCoversEveryRoute() async throws {
+    /// docs/openapi.yaml is a valid OpenAPI document (openapi-spec-validator). That it matches the routes both ways,
+    /// and the answers' statuses and content types, is checked in process: `OpenAPIConformanceTests`.
+    @Test func openAPISpecIsValid() async throws {
         let spec = Self.repository.appendingPathComponent("docs/openapi.yaml").path
         let script = """
-            import json, sys, yaml
+            import sys, yaml
             from openapi_spec_validator import validate
-            spec = yaml.safe_load(open(sys.argv[1]))
-            validate(spec)
-            methods = {"get", "put", "post", "delete", "patch", "head", "options"}
-            print(json.dumps({p: sorted(m.upper() for m in ops if m in methods) for p, ops in spec["paths"].items()}))
+            validate(yaml.safe_load(open(sys.argv[1])))
             """
         let result = try await run("python3", ["-c", script, spec])
         #expect(result.status == 0, "openapi-spec-validator: \(result.stderr)")
-        let paths = try jsonObject(result.stdout)
-
-        let routes = try Self.registeredRoutes()
-        #expect(routes.count >= 15, "routes read from RelayApplication.swift: \(routes)")
-        for route in routes {
-            let methods = paths[route.path] as? [String] ?? []
-            #expect(methods.contains(route.method), "\(route.method) \(route.path) is missing from docs/openapi.yaml")
-        }
     }
 }
