@@ -13,22 +13,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
 
-apt_packages=(nginx-light libnginx-mod-nchan mosquitto nghttp2-client nghttp2-server gcc libc6-dev)
-missing=()
-for p in "${apt_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+source Benchmarks/lib/apt-install.sh
+apt_install_missing run-relay nginx-light libnginx-mod-nchan mosquitto nghttp2-client nghttp2-server gcc libc6-dev
+# The packaged services must not hold ports or CPU while we measure; the benchmark starts its own.
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+for svc in nginx mosquitto; do
+  $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
+  $SUDO service "$svc" stop >/dev/null 2>&1 || true
 done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "run-relay: installing ${missing[*]}" >&2
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  # The packaged services must not hold ports or CPU while we measure; the benchmark starts its own.
-  for svc in nginx mosquitto; do
-    $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
-    $SUDO service "$svc" stop >/dev/null 2>&1 || true
-  done
-fi
 # Benchmark-only Python requirement: uvloop (the generator falls back to asyncio's loop without it).
 python3 -c 'import uvloop' 2>/dev/null || python3 -m pip install -q --disable-pip-version-check uvloop || true
 

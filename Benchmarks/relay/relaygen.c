@@ -27,6 +27,7 @@
  *
  *   cc -O2 -pthread -o relaygen relaygen.c
  *   relaygen --target pushrelay --port P --devices FILE --server-key K --rate 5000 --duration 10
+ *   (--listen-port Q: the streams and acknowledgements go to another node on Q, the sends to P: cross-node)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -54,12 +55,12 @@ enum target { PUSHRELAY, NCHAN, MQTT };
 static struct {
     enum target target;
     const char *host;
-    int port;
+    int port, listen_port;
     double rate, duration, drain, ack_interval;
     int senders, listeners, ack_conns;
     const char *devices_file, *server_key;
     uint64_t seed;
-} opt = {PUSHRELAY, "127.0.0.1", 0, 5000, 10, 10, 1.0, 8, 1000, 4, NULL, NULL, 1};
+} opt = {PUSHRELAY, "127.0.0.1", 0, 0, 5000, 10, 10, 1.0, 8, 1000, 4, NULL, NULL, 1};
 
 static char **tokens, **secrets;
 
@@ -131,10 +132,10 @@ static void buf_consume(struct buf *b, size_t n) {
 /* ------------------------------------------------------------------------------------------------------------ */
 /* Sockets */
 
-static int connect_loopback(void) {
+static int connect_loopback(int port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) fail("socket: %s", strerror(errno));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(opt.port)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     inet_pton(AF_INET, opt.host, &a.sin_addr);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) fail("connect: %s", strerror(errno));
     int one = 1;
@@ -852,7 +853,7 @@ static void connect_listeners(void) {
     for (int k = 0; k < opt.listeners; k++) {
         struct listener *l = &lst[k];
         l->k = k;
-        l->fd = connect_loopback();
+        l->fd = connect_loopback(opt.listen_port);
         struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)k};
         epoll_ctl(ep_listen, EPOLL_CTL_ADD, l->fd, &ev);
         char req[1024];
@@ -880,7 +881,7 @@ static void connect_listeners(void) {
     if (opt.target == PUSHRELAY) {
         acks = calloc((size_t)opt.ack_conns, sizeof *acks);
         for (int c = 0; c < opt.ack_conns; c++) {
-            acks[c].fd = connect_loopback();
+            acks[c].fd = connect_loopback(opt.listen_port);
             struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)(opt.listeners + c)};
             epoll_ctl(ep_listen, EPOLL_CTL_ADD, acks[c].fd, &ev);
         }
@@ -891,7 +892,7 @@ static void connect_senders(void) {
     senders = calloc((size_t)opt.senders, sizeof *senders);
     for (int c = 0; c < opt.senders; c++) {
         struct sender *s = &senders[c];
-        s->fd = connect_loopback();
+        s->fd = connect_loopback(opt.port);
         s->seq = -1;
         if (opt.target == MQTT) {
             struct buf b = {0}, in = {0};
@@ -1039,6 +1040,7 @@ int main(int argc, char **argv) {
                                                  : (usage(), 0);
         else if (!strcmp(a, "--host")) opt.host = v;
         else if (!strcmp(a, "--port")) opt.port = atoi(v);
+        else if (!strcmp(a, "--listen-port")) opt.listen_port = atoi(v);
         else if (!strcmp(a, "--rate")) opt.rate = atof(v);
         else if (!strcmp(a, "--duration")) opt.duration = atof(v);
         else if (!strcmp(a, "--drain")) opt.drain = atof(v);
@@ -1054,6 +1056,7 @@ int main(int argc, char **argv) {
     struct in_addr ia;
     if (inet_pton(AF_INET, opt.host, &ia) != 1 || (ntohl(ia.s_addr) >> 24) != 127)
         fail("%s is not a loopback IPv4 address; refusing", opt.host);
+    if (opt.listen_port == 0) opt.listen_port = opt.port;
     if (opt.port <= 0 || opt.rate <= 0 || opt.duration <= 0 || opt.senders < 1 || opt.senders > 1024 ||
         opt.listeners < 1 || opt.listeners > 20000 || opt.rate * opt.duration > 5e7)
         usage();

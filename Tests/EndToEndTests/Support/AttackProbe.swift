@@ -97,6 +97,19 @@ final class AttackProbe: @unchecked Sendable {
         }
     }
 
+    /// Stops, prints the run's figures under `label`, and expects what every attack test expects of the healthy
+    /// client: no failed send, at least one sent, and every accepted message delivered.
+    @discardableResult
+    func finish(_ label: String) async throws -> Report {
+        await stop()
+        let report = self.report
+        print("\(label): \(report)")
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.sends > 0)
+        try await expectEveryAcceptedMessageDelivered()
+        return report
+    }
+
     /// Opens each device's stream and waits until every accepted message has arrived: nothing accepted was lost.
     func expectEveryAcceptedMessageDelivered() async throws {
         let accepted = lock.withLock { self.accepted }
