@@ -23,6 +23,23 @@ public enum HTTPHandler: Sendable {
     case promised(@Sendable (HTTPServerRequest, ByteBuffer, EventLoopPromise<HTTPServerResponse>) -> Void)
 }
 
+/// What a route's gate says of a request from its head alone, before its body is read (credentials checked from the
+/// headers, so that an unauthenticated client cannot make the server buffer bodies).
+public enum HTTPGateDecision: Sendable {
+    /// Read the body and run the handler.
+    case allow
+    /// Answer this now and read no body: HTTP/1.1 closes the connection after the answer, HTTP/2 resets the rest of
+    /// the stream (`RST_STREAM NO_ERROR`).
+    case deny(HTTPServerResponse)
+    /// Ask `check` (off the event loop, e.g. a store look-up) while the body arrives: a response from it is the
+    /// answer, as for ``deny(_:)``, and the body read so far is dropped; nil lets the handler run once the body is
+    /// whole.
+    case verify(@Sendable () async -> HTTPServerResponse?)
+}
+
+/// A route's gate, called on the event loop with the request head: it must be quick and must not block.
+public typealias HTTPGate = @Sendable (HTTPRequest) -> HTTPGateDecision
+
 /// What the transport asks of the application for each request head.
 public protocol HTTPServerResponder: Sendable {
     /// Chooses the handler for a request head. Called on the event loop: must be quick and must not block.
@@ -31,7 +48,7 @@ public protocol HTTPServerResponder: Sendable {
 
 /// The result of routing a request head.
 public enum HTTPRouteMatch: Sendable {
-    case matched(HTTPHandler, maxBodyBytes: Int, pathParameters: [String: String])
+    case matched(HTTPHandler, maxBodyBytes: Int, pathParameters: [String: String], gate: HTTPGate?)
     case notFound
     case methodNotAllowed
 }
@@ -45,6 +62,7 @@ public struct HTTPRouter: HTTPServerResponder {
     private struct Entry: Sendable {
         var handler: HTTPHandler
         var maxBodyBytes: Int
+        var gate: HTTPGate?
         /// The pattern it was added with (``routes``, ``matchedPattern(for:)``).
         var pattern: String
     }
@@ -68,15 +86,17 @@ public struct HTTPRouter: HTTPServerResponder {
     public init() {}
 
     /// Adds a route. A later route with the same method and pattern replaces the earlier one.
-    /// Call before the router is handed to a server; the router is not mutated afterwards.
+    /// Call before the router is handed to a server; the router is not mutated afterwards. With `gate`, the
+    /// transport asks it about each request's head before reading the body (``HTTPGateDecision``).
     public func add(
         _ method: HTTPRequest.Method,
         _ pattern: String,
         maxBodyBytes: Int = HTTPRouter.defaultMaxBodyBytes,
+        gate: HTTPGate? = nil,
         _ handler: HTTPHandler
     ) {
         var node = root
-        let entry = Entry(handler: handler, maxBodyBytes: maxBodyBytes, pattern: pattern)
+        let entry = Entry(handler: handler, maxBodyBytes: maxBodyBytes, gate: gate, pattern: pattern)
         root.added.removeAll { $0.method == method && $0.pattern == pattern }
         root.added.append((method, pattern))
         let segments = pattern.split(separator: "/", omittingEmptySubsequences: true)
@@ -125,7 +145,7 @@ public struct HTTPRouter: HTTPServerResponder {
     public func route(for head: HTTPRequest) -> HTTPRouteMatch {
         switch lookup(head) {
         case .found(let entry, let parameters):
-            .matched(entry.handler, maxBodyBytes: entry.maxBodyBytes, pathParameters: parameters)
+            .matched(entry.handler, maxBodyBytes: entry.maxBodyBytes, pathParameters: parameters, gate: entry.gate)
         case .notFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
         }

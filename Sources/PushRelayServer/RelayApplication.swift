@@ -133,8 +133,8 @@ public final class RelayApplication: Sendable {
             store: store, dispatcher: dispatcher, metrics: metrics, logger: logger,
             maxBodyBytes: options.maxSendBodyBytes, retryAfterSeconds: options.retryAfterSeconds,
             readiness: readiness)
-        router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, .promised(send.handle))
-        router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, .promised(send.handle))
+        router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, gate: send.gate, .promised(send.handle))
+        router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, gate: send.gate, .promised(send.handle))
 
         // FCM HTTP v1: the service accounts' token endpoint and everything under /v1/projects/.
         let token = TokenRoute(store: store, publicURL: publicURL, logger: logger)

@@ -146,6 +146,89 @@ import Testing
         #expect(try await daemon.terminate() == 0)
     }
 
+    /// Sends that announce a 400 KB body and send 16 KB of it: over HTTP/2 with a wrong key, with no key, and with
+    /// the right key, on one connection; over HTTP/1.1 with a wrong key. Prints what came back as JSON.
+    static let unauthenticatedBodies = #"""
+        import json, socket, sys, time, h2.connection, h2.config, h2.events
+        port, key = int(sys.argv[1]), sys.argv[2]
+        s = socket.create_connection(("127.0.0.1", port))
+        s.settimeout(10)
+        c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        c.initiate_connection()
+        for sid, auth in ((1, "key=wrong"), (3, None), (5, "key=" + key)):
+            headers = [(":method", "POST"), (":path", "/fcm/send"), (":scheme", "http"), (":authority", "127.0.0.1"),
+                       ("content-type", "application/json"), ("content-length", "400000")]
+            if auth:
+                headers.append(("authorization", auth))
+            c.send_headers(sid, headers)
+            c.send_data(sid, b" " * 16000)
+        s.sendall(c.data_to_send())
+        statuses, reset, deadline = {}, [], time.time() + 10
+        while time.time() < deadline and not (1 in statuses and 3 in statuses and 1 in reset and 3 in reset):
+            try:
+                data = s.recv(65536)
+            except socket.timeout:
+                break
+            if not data:
+                break
+            for event in c.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    statuses[event.stream_id] = dict(event.headers)[b":status"].decode()
+                if isinstance(event, h2.events.StreamReset):
+                    reset.append(event.stream_id)
+            s.sendall(c.data_to_send())
+        # The right key's stream is still waiting for its body: no answer yet.
+        time.sleep(0.5)
+        s.setblocking(False)
+        try:
+            for event in c.receive_data(s.recv(65536)):
+                if isinstance(event, h2.events.ResponseReceived):
+                    statuses[event.stream_id] = dict(event.headers)[b":status"].decode()
+        except (BlockingIOError, socket.timeout):
+            pass
+        h1 = socket.create_connection(("127.0.0.1", port))
+        h1.settimeout(10)
+        h1.sendall(b"POST /fcm/send HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: key=wrong\r\n"
+                   b"Content-Type: application/json\r\nContent-Length: 400000\r\n\r\n" + b" " * 16000)
+        answer = b""
+        try:
+            while True:
+                chunk = h1.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+            closed = True
+        except socket.timeout:
+            closed = False
+        print(json.dumps({"h2": {str(k): v for k, v in statuses.items()}, "h2_reset": reset,
+                          "h1_status": answer.split(b"\r\n")[0].decode(), "h1_closed": closed}))
+        """#
+
+    /// The server key is checked from the headers before the body is read (issue 12): a send with a wrong or no
+    /// key is answered `401` after 16 KB of a 400 KB body, and the rest of the body is refused (HTTP/2: the stream
+    /// is reset; HTTP/1.1: the connection closes), while a send with the right key on the same connection waits for
+    /// its body as usual. The body of a client without a key is never buffered whole.
+    @Test func unauthenticatedBodiesAreRefusedBeforeTheyAreRead() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let result = try await run("python3", ["-c", Self.unauthenticatedBodies, "\(daemon.port)", keys.serverKey])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try jsonObject(result.stdout)
+        let h2 = try #require(json["h2"] as? [String: String], "\(result.stdout)")
+        #expect(h2["1"] == "401", "wrong key: \(json)")
+        #expect(h2["3"] == "401", "no key: \(json)")
+        #expect(h2["5"] == nil, "the right key's send waits for its body: \(json)")
+        let reset = json["h2_reset"] as? [Int] ?? []
+        #expect(reset.contains(1) && reset.contains(3), "the rest of a refused body is not wanted: \(json)")
+        #expect(json["h1_status"] as? String == "HTTP/1.1 401 Unauthorized", "\(json)")
+        #expect(json["h1_closed"] as? Bool == true, "HTTP/1.1 closes after a refusal it did not read: \(json)")
+        // Still serving.
+        let device = try await daemon.registerDevice(keys)
+        #expect(try await daemon.send(#"{"to": "\#(device.token)", "data": {"k": "v"}}"#, serverKey: keys.serverKey).status == 200)
+        #expect(try await daemon.terminate() == 0)
+    }
+
     /// `metrics_enabled = false`: `/metrics` does not exist (404) while `/readyz` still answers.
     @Test func metricsDisabledRemovesTheRoute() async throws {
         let daemon = try Daemon(arguments: ["--metrics-enabled", "false"])

@@ -13,7 +13,7 @@ import Testing
     }()
 
     @Test func exactPathMatches() {
-        guard case .matched(_, let limit, let params) = router.route(for: HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/healthz?x=1")) else {
+        guard case .matched(_, let limit, let params, _) = router.route(for: HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/healthz?x=1")) else {
             Issue.record("no match"); return
         }
         #expect(limit == HTTPRouter.defaultMaxBodyBytes)
@@ -22,7 +22,7 @@ import Testing
 
     @Test func capturesArePercentDecoded() {
         let head = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/iid/v1/abc%3Adef/rel/topics/news")
-        guard case .matched(_, let limit, let params) = router.route(for: head) else { Issue.record("no match"); return }
+        guard case .matched(_, let limit, let params, _) = router.route(for: head) else { Issue.record("no match"); return }
         #expect(limit == 10)
         #expect(params == ["token": "abc:def", "topic": "news"])
     }
@@ -41,7 +41,7 @@ import Testing
         router.add(.get, "/v1/stream", maxBodyBytes: 1, .immediate { _, _ in HTTPServerResponse(status: .ok) })
         router.add(.post, "/v1/{name}", maxBodyBytes: 2, .immediate { _, _ in HTTPServerResponse(status: .ok) })
         for path in ["/v1/stream", "/v1/stream/", "//v1//stream?x=1"] {
-            guard case .matched(_, let limit, _) = router.route(for: HTTPRequest(method: .head, scheme: nil, authority: nil, path: path)) else {
+            guard case .matched(_, let limit, _, _) = router.route(for: HTTPRequest(method: .head, scheme: nil, authority: nil, path: path)) else {
                 Issue.record("no match for HEAD \(path)"); continue
             }
             #expect(limit == 1, "\(path)")
@@ -50,7 +50,7 @@ import Testing
         guard case .methodNotAllowed = router.route(for: HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/v1/stream")) else {
             Issue.record("expected 405"); return
         }
-        guard case .matched(_, 2, let params) = router.route(for: HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/v1/other")) else {
+        guard case .matched(_, 2, let params, _) = router.route(for: HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/v1/other")) else {
             Issue.record("expected capture"); return
         }
         #expect(params == ["name": "other"])

@@ -33,6 +33,10 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     private var maxBodyBytes = 0
     private var receivedBodyBytes = 0
     private var body = ByteBuffer()
+    /// The route's gate is checking the request (``HTTPGateDecision/verify(_:)``): the body is collected, the
+    /// handler waits; `endedWhileVerifying` when the body is already whole.
+    private var verifying = false
+    private var endedWhileVerifying = false
     private var requestCount = 0
     /// Bumped for every request, so an answer that arrives late for a finished request is dropped.
     private var requestID = 0
@@ -175,6 +179,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         requestID += 1
         receivedBodyBytes = 0
         body = ByteBuffer()
+        verifying = false
+        endedWhileVerifying = false
         keepAlive = nioHead.isKeepAlive && !draining
         if Self.headSize(nioHead) > shared.configuration.maxHeaderListSize {
             reject(HTTPError(.requestHeaderFieldsTooLarge))
@@ -190,7 +196,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             return
         }
         let match = shared.responder.route(for: head)
-        guard case .matched(let handler, let maxBodyBytes, let pathParameters) = match else {
+        guard case .matched(let handler, let maxBodyBytes, let pathParameters, let gate) = match else {
             state = .awaitingResponse
             respond(HTTPResponder.response(forUnmatched: match)!, requestID: requestID)
             return
@@ -198,6 +204,20 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         if let length = head.headerFields.firstValue(for: .contentLength).flatMap(Int.init), length > maxBodyBytes {
             reject(.payloadTooLarge)
             return
+        }
+        if let gate {
+            switch gate(head) {
+            case .allow:
+                break
+            case .deny(let response):
+                // Answered unread: the connection closes after the answer, the body is never buffered.
+                keepAlive = false
+                state = .awaitingResponse
+                respond(response, requestID: requestID)
+                return
+            case .verify(let check):
+                verify(check)
+            }
         }
         self.maxBodyBytes = maxBodyBytes
         self.pathParameters = pathParameters
@@ -243,21 +263,11 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     private func receiveEnd() {
         switch state {
         case .collecting(let handler):
-            state = .awaitingResponse
-            guard let head else { return }
-            let request = HTTPServerRequest(
-                head: head, body: HTTPRequestBody(body), pathParameters: pathParameters,
-                remoteAddress: context?.channel.remoteAddress, protocolVersion: .http1_1)
-            let body = self.body
-            self.body = ByteBuffer()
-            switch handler {
-            case .immediate(let handler):
-                respond(handler(request, body), requestID: requestID)
-            case .promised(let handler):
-                runPromised(handler, request, body)
-            case .collected(let handler), .async(let handler):
-                runAsync(handler, request)
+            if verifying {
+                endedWhileVerifying = true
+                return
             }
+            runCollected(handler)
         case .streamingBody(let continuation):
             state = .awaitingResponse
             continuation.finish()
@@ -265,6 +275,56 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             upgradeToHTTP2(settingsPayload: settings)
         case .idle, .awaitingResponse, .responding:
             break
+        }
+    }
+
+    /// Starts the gate's check off the event loop; its verdict comes back here.
+    private func verify(_ check: @escaping @Sendable () async -> HTTPServerResponse?) {
+        guard let context else { return }
+        verifying = true
+        let eventLoop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let requestID = self.requestID
+        Task {
+            let response = await check()
+            eventLoop.execute { bound.value.verified(requestID: requestID, response: response) }
+        }
+    }
+
+    /// The gate's verdict: a response answers the request and closes the connection after it (the rest of the body
+    /// is not read); nil runs the handler if the body is whole (else when it is).
+    private func verified(requestID: Int, response: HTTPServerResponse?) {
+        guard requestID == self.requestID, verifying else { return }
+        verifying = false
+        if let response {
+            guard case .collecting = state else { return }
+            body = ByteBuffer()
+            keepAlive = false
+            state = .awaitingResponse
+            respond(response, requestID: requestID)
+            return
+        }
+        if endedWhileVerifying, case .collecting(let handler) = state {
+            runCollected(handler)
+        }
+    }
+
+    /// The whole body has arrived (and the gate, if any, allowed it): runs the handler.
+    private func runCollected(_ handler: HTTPHandler) {
+        state = .awaitingResponse
+        guard let head else { return }
+        let request = HTTPServerRequest(
+            head: head, body: HTTPRequestBody(body), pathParameters: pathParameters,
+            remoteAddress: context?.channel.remoteAddress, protocolVersion: .http1_1)
+        let body = self.body
+        self.body = ByteBuffer()
+        switch handler {
+        case .immediate(let handler):
+            respond(handler(request, body), requestID: requestID)
+        case .promised(let handler):
+            runPromised(handler, request, body)
+        case .collected(let handler), .async(let handler):
+            runAsync(handler, request)
         }
     }
 

@@ -346,6 +346,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         guard let stream = streams[streamID] else { return }
         switch stream.phase {
         case .collecting(let handler):
+            if stream.verifying {
+                stream.endedWhileVerifying = true
+                return
+            }
             stream.phase = .awaitingResponse
             runCollected(stream, streamID: streamID, handler)
         case .streamingBody(let continuation):
@@ -382,10 +386,24 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
 
     private func startRequest(_ stream: HTTP2ServerStream, streamID: Int32, head: HTTPRequest, endStream: Bool) {
         let match = shared.responder.route(for: head)
-        guard case .matched(let handler, let maxBodyBytes, let pathParameters) = match else {
+        guard case .matched(let handler, let maxBodyBytes, let pathParameters, let gate) = match else {
             stream.phase = .awaitingResponse
             respond(stream, streamID: streamID, response: HTTPResponder.response(forUnmatched: match)!)
             return
+        }
+        if let gate {
+            switch gate(head) {
+            case .allow:
+                break
+            case .deny(let response):
+                // The body is not read: DATA for this stream is dropped, and once the answer has ended the rest of
+                // the stream is reset (sessionSentEndStreamBeforePeer).
+                stream.phase = .awaitingResponse
+                respond(stream, streamID: streamID, response: response)
+                return
+            case .verify(let check):
+                verify(stream, streamID: streamID, check)
+            }
         }
         if !endStream, let length = stream.contentLength, length > maxBodyBytes {
             stream.phase = .awaitingResponse
@@ -397,11 +415,12 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         stream.maxBodyBytes = maxBodyBytes
         switch handler {
         case .immediate, .collected, .promised:
-            if endStream {
+            if endStream && !stream.verifying {
                 stream.phase = .awaitingResponse
                 runCollected(stream, streamID: streamID, handler)
             } else {
                 stream.phase = .collecting(handler)
+                stream.endedWhileVerifying = endStream
             }
         case .async(let handler):
             let body: HTTPRequestBody
@@ -417,6 +436,35 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
                 head: head, body: body, pathParameters: pathParameters, remoteAddress: remoteAddress,
                 protocolVersion: .http2)
             runAsync(streamID: streamID, handler, request)
+        }
+    }
+
+    /// Starts the gate's check off the event loop; its verdict comes back here (``verified(streamID:response:)``).
+    private func verify(_ stream: HTTP2ServerStream, streamID: Int32, _ check: @escaping @Sendable () async -> HTTPServerResponse?) {
+        guard let context else { return }
+        stream.verifying = true
+        let eventLoop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        Task {
+            let response = await check()
+            eventLoop.execute { bound.value.verified(streamID: streamID, response: response) }
+        }
+    }
+
+    /// The gate's verdict on a stream that may have ended or gone meanwhile: a response answers it and drops the
+    /// body; nil runs the handler if the body is whole (else when it is).
+    private func verified(streamID: Int32, response: HTTPServerResponse?) {
+        guard let stream = streams[streamID], stream.verifying else { return }
+        stream.verifying = false
+        if let response {
+            stream.body = ByteBuffer()
+            if case .collecting = stream.phase { stream.phase = .awaitingResponse }
+            respond(stream, streamID: streamID, response: response)
+            return
+        }
+        if stream.endedWhileVerifying, case .collecting(let handler) = stream.phase {
+            stream.phase = .awaitingResponse
+            runCollected(stream, streamID: streamID, handler)
         }
     }
 

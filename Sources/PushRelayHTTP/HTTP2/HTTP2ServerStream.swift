@@ -46,6 +46,11 @@ final class HTTP2ServerStream {
     var maxBodyBytes = 0
     var receivedBodyBytes = 0
     var body = ByteBuffer()
+    /// The route's gate is checking the request (``HTTPGateDecision/verify(_:)``): the body is collected, the
+    /// handler waits.
+    var verifying = false
+    /// The request ended while the gate was checking it: the handler runs once the check allows it.
+    var endedWhileVerifying = false
 
     /// The complete response body not yet handed to nghttp2 (`.bytes` responses).
     var outbound = ByteBuffer()

@@ -62,6 +62,27 @@ struct SendRoute: Sendable {
         }
     }
 
+    /// The route's gate (issue 12): the server key is checked from the headers before the body is read, so that a
+    /// client without a valid key cannot make the node buffer bodies of up to `max_send_body_size`. A missing or
+    /// malformed header, or a draining node, is answered at once; a key in the authentication cache is let through;
+    /// any other key is looked up while the body arrives, and a key the store does not know is answered `401`
+    /// without waiting for the rest of the body. A store that cannot answer lets the handler decide (`Unavailable`).
+    func gate(_ head: HTTPRequest) -> HTTPGateDecision {
+        let key: Substring
+        switch authorize(head) {
+        case .answer(let response): return .deny(response)
+        case .key(let found): key = found
+        }
+        if store.cachedProject(serverKey: String(key)) != nil { return .allow }
+        let encoding = Self.encoding(of: head)
+        let store = self.store, metrics = self.metrics, candidate = String(key)
+        return .verify {
+            guard (try? await store.authenticateServerKey(candidate)) == .some(nil) else { return nil }
+            metrics.sendRejected(FCMError.Code.authentication)
+            return Self.answer(FCMHTTPAnswer(error: .invalidAuthentication, encoding: encoding))
+        }
+    }
+
     /// The task path: the same send, for look-ups that read the store.
     func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
         let key: Substring

@@ -80,8 +80,14 @@ final class RelayHarness: Sendable {
             return HTTPServerResponse(status: .notFound)
         case .methodNotAllowed:
             return HTTPServerResponse(status: .methodNotAllowed)
-        case .matched(let handler, let maxBodyBytes, let parameters):
-            // The transport answers 413 before the handler runs when the body is over the route's limit.
+        case .matched(let handler, let maxBodyBytes, let parameters, let gate):
+            // As the transport does: the gate sees the head first, then 413 before the handler for a body over the
+            // route's limit.
+            switch gate?(head) ?? .allow {
+            case .allow: break
+            case .deny(let response): return response
+            case .verify(let check): if let response = await check() { return response }
+            }
             if bodyBuffer.readableBytes > maxBodyBytes { return HTTPServerResponse(status: .contentTooLarge) }
             let request = HTTPServerRequest(
                 head: head, body: HTTPRequestBody(bodyBuffer), pathParameters: parameters,
