@@ -143,7 +143,9 @@ public final class RelayApplication: Sendable {
             store: store, dispatcher: dispatcher, metrics: metrics,
             logger: logger, retryAfterSeconds: options.retryAfterSeconds, readiness: readiness)
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
-            router.add(method, "/v1/projects/{path*}", maxBodyBytes: options.maxSendBodyBytes, .collected(v1.handle))
+            router.add(
+                method, "/v1/projects/{path*}", maxBodyBytes: options.maxSendBodyBytes, gate: v1.gate,
+                .collected(v1.handle))
             router.add(method, "/v1/projects", maxBodyBytes: options.maxSendBodyBytes, .collected(v1.handle))
         }
 

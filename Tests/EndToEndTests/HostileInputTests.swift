@@ -200,8 +200,25 @@ import Testing
             closed = True
         except socket.timeout:
             closed = False
+        # FCM HTTP v1 with an access token nobody issued.
+        v1 = socket.create_connection(("127.0.0.1", port))
+        v1.settimeout(10)
+        v1.sendall(b"POST /v1/projects/shop/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   b"Authorization: Bearer ya29.forged\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: 200000\r\n\r\n" + b" " * 16000)
+        v1_answer = b""
+        try:
+            while True:
+                chunk = v1.recv(65536)
+                if not chunk:
+                    break
+                v1_answer += chunk
+        except socket.timeout:
+            pass
         print(json.dumps({"h2": {str(k): v for k, v in statuses.items()}, "h2_reset": reset,
-                          "h1_status": answer.split(b"\r\n")[0].decode(), "h1_closed": closed}))
+                          "h1_status": answer.split(b"\r\n")[0].decode(), "h1_closed": closed,
+                          "v1_status": v1_answer.split(b"\r\n")[0].decode(),
+                          "v1_unauthenticated": b"UNAUTHENTICATED" in v1_answer}))
         """#
 
     /// The server key is checked from the headers before the body is read (issue 12): a send with a wrong or no
@@ -223,6 +240,8 @@ import Testing
         #expect(reset.contains(1) && reset.contains(3), "the rest of a refused body is not wanted: \(json)")
         #expect(json["h1_status"] as? String == "HTTP/1.1 401 Unauthorized", "\(json)")
         #expect(json["h1_closed"] as? Bool == true, "HTTP/1.1 closes after a refusal it did not read: \(json)")
+        #expect(json["v1_status"] as? String == "HTTP/1.1 401 Unauthorized", "HTTP v1: \(json)")
+        #expect(json["v1_unauthenticated"] as? Bool == true, "in Google's error form: \(json)")
         // Still serving.
         let device = try await daemon.registerDevice(keys)
         #expect(try await daemon.send(#"{"to": "\#(device.token)", "data": {"k": "v"}}"#, serverKey: keys.serverKey).status == 200)

@@ -27,6 +27,23 @@ struct V1ProjectRoutes: Sendable {
     let retryAfterSeconds: Int
     var readiness: Readiness? = nil
 
+    /// The gate of `/v1/projects/{path*}` (issue 12): a `messages:send` is authenticated from its headers before
+    /// its body is read; a missing or malformed `Authorization: Bearer` is answered `401 UNAUTHENTICATED` at once, a
+    /// token the store does not know as soon as the look-up says so. Other paths go to the handler (501 for what is
+    /// not served).
+    func gate(_ head: HTTPRequest) -> HTTPGateDecision {
+        guard head.method == .post, let path = head.path, path.split(separator: "?").first?.hasSuffix(":send") == true
+        else { return .allow }
+        guard let header = head.headerFields.firstValue(for: .authorization),
+            let token = AuthorizationHeader.bearer(header)
+        else { return .deny(unauthenticated()) }
+        let store = self.store, candidate = String(token), routes = self
+        return .verify {
+            guard (try? await store.authenticateAccessToken(candidate)) == .some(nil) else { return nil }
+            return routes.unauthenticated()
+        }
+    }
+
     /// The one handler of `/v1/projects/{path*}`, all methods.
     func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
         let rest = request.pathParameters["path"] ?? ""
@@ -143,7 +160,7 @@ struct V1ProjectRoutes: Sendable {
         }
     }
 
-    private func unauthenticated() -> HTTPServerResponse {
+    func unauthenticated() -> HTTPServerResponse {
         metrics.sendsRejected(error: "UNAUTHENTICATED")
         var response = Self.answer(.unauthenticated)
         response.head.headerFields[.wwwAuthenticate] = "Bearer realm=\"https://accounts.google.com/\""
