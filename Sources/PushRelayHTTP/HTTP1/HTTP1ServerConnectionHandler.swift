@@ -36,6 +36,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     /// The route's gate is checking the request (``HTTPGateDecision/verify(_:)``): the body is collected, the
     /// handler waits; `endedWhileVerifying` when the body is already whole.
     private var verifying = false
+    /// The task running the current request's handler: cancelled when the connection goes away mid-request.
+    private var handlerTask: Task<Void, Never>?
     private var endedWhileVerifying = false
     private var requestCount = 0
     /// Bumped for every request, so an answer that arrives late for a finished request is dropped.
@@ -343,7 +345,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
         let requestID = self.requestID
-        Task {
+        handlerTask = Task {
             let response = await HTTPResponder.run(handler, request)
             eventLoop.execute { bound.value.respond(response, requestID: requestID) }
         }
@@ -365,6 +367,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     }
 
     private func abandonRequest() {
+        handlerTask?.cancel()
+        handlerTask = nil
         if case .streamingBody(let continuation) = state {
             continuation.finish(throwing: HTTPTransportError.connectionClosed())
         }

@@ -196,6 +196,8 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     }
 
     private static func abandon(_ stream: HTTP2ServerStream) {
+        stream.handlerTask?.cancel()
+        stream.handlerTask = nil
         stream.writer?.close()
         if case .streamingBody(let continuation) = stream.phase {
             continuation.finish(throwing: HTTPTransportError.streamClosed())
@@ -500,7 +502,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         guard let context else { return }
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        Task {
+        streams[streamID]?.handlerTask = Task {
             let response = await HTTPResponder.run(handler, request)
             eventLoop.execute { bound.value.respond(streamID: streamID, response: response) }
         }

@@ -51,6 +51,9 @@ final class HTTP2ServerStream {
     var verifying = false
     /// The request ended while the gate was checking it: the handler runs once the check allows it.
     var endedWhileVerifying = false
+    /// The task running the route's handler (`.collected`, `.async`): cancelled when the stream closes, so that a
+    /// reset (or the connection going away) stops the work done for it.
+    var handlerTask: Task<Void, Never>?
 
     /// The complete response body not yet handed to nghttp2 (`.bytes` responses).
     var outbound = ByteBuffer()

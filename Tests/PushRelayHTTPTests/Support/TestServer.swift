@@ -10,7 +10,8 @@ import TestSupport
 
 /// Counters a test reads while the test routes run.
 final class TestRouteProbe: Sendable {
-    private let state = Mutex<(floodBytesWritten: Int, streamsClosed: Int, closeCallbacks: Int)>((0, 0, 0))
+    private let state = Mutex<(floodBytesWritten: Int, streamsClosed: Int, closeCallbacks: Int, cancelled: Int)>(
+        (0, 0, 0, 0))
 
     var floodBytesWritten: Int { state.withLock { $0.floodBytesWritten } }
     var streamsClosed: Int { state.withLock { $0.streamsClosed } }
@@ -19,6 +20,9 @@ final class TestRouteProbe: Sendable {
     /// How many `onClose` callbacks have run.
     var closeCallbacks: Int { state.withLock { $0.closeCallbacks } }
     func closeCallbackRan() { state.withLock { $0.closeCallbacks += 1 } }
+    /// How many `/slow` handlers saw their task cancelled.
+    var handlersCancelled: Int { state.withLock { $0.cancelled } }
+    func handlerCancelled() { state.withLock { $0.cancelled += 1 } }
 }
 
 /// An in-process `HTTPServer` on 127.0.0.1:0 with the routes the transport tests use.
@@ -50,6 +54,16 @@ struct TestServer {
         router.add(.get, "/healthz", .immediate { _, _ in
             HTTPServerResponse(status: .ok, headerFields: [.contentType: "application/json"],
                                body: .bytes(ByteBuffer(string: #"{"status":"ok"}"#)))
+        })
+        // Answers after 30 s, unless its task is cancelled (the client reset the stream or left): counted.
+        router.add(.get, "/slow", .collected { _ in
+            do {
+                try await Task.sleep(for: .seconds(30))
+            } catch {
+                probe.handlerCancelled()
+                throw error
+            }
+            return HTTPServerResponse(status: .ok)
         })
         // Echoes the body; 1 KiB limit.
         router.add(.post, "/echo", maxBodyBytes: 1024, .immediate { _, body in
