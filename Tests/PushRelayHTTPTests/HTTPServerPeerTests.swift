@@ -161,6 +161,33 @@ struct HandlerCancellationTests {
     }
 }
 
+/// A request head far past the header-list limit (a 100 KB path): HTTP/1.1 answers `431`; HTTP/2 stops decoding at
+/// four times the limit and says why (`GOAWAY ENHANCE_YOUR_CALM`) instead of closing silently.
+@Suite("HTTP server: a 100 KB path", .serialized)
+struct OversizedHeadTests {
+    @Test("HTTP/2: GOAWAY ENHANCE_YOUR_CALM; HTTP/1.1: 431")
+    func hundredKilobytePath() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let script = PythonPeer.prelude + """
+            sock = socket.socket()
+            sock.connect(('127.0.0.1', PORT))
+            sock.settimeout(10)
+            conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True, validate_outbound_headers=False))
+            conn.initiate_connection()
+            conn.send_headers(1, [(':method', 'GET'), (':path', '/' + 'a' * 100000), (':scheme', 'http'), (':authority', 'x')], end_stream=True)
+            sock.sendall(conn.data_to_send())
+            r = read_until(conn, sock, lambda r: r['goaway'] is not None or r['closed'])
+            print(r['goaway'])
+            """
+        let result = try await PythonPeer.run(script, port: server.port)
+        #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "11", "\(result.stdout) \(result.stderr)")
+        let path = String(repeating: "a", count: 100_000)
+        let h1 = try await ExternalPeer.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(server.baseURL)/\(path)"])
+        #expect(h1.stdout == "431", "\(h1.stdout) \(h1.stderr)")
+    }
+}
+
 /// Small Python h2 clients, inline.
 enum PythonPeer {
     static let prelude = """

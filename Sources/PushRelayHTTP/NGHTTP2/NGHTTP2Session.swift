@@ -390,7 +390,11 @@ final class NGHTTP2Session {
             let session = NGHTTP2Session.from(userData)
             let before = session.headerBlockBytes
             session.headerBlockBytes += nameLength + valueLength + 32
-            if session.headerBlockBytes > session.headerListAbortSize { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+            if session.headerBlockBytes > session.headerListAbortSize {
+                // Decoding stops here (an HPACK bomb costs nothing more); the peer is told why before the close.
+                session.submitGoAway(errorCode: NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+                return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+            }
             let category = frame.pointee.headers.cat
             guard category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE else { return 0 }
             if session.headerBlockBytes > session.maxHeaderListSize {
