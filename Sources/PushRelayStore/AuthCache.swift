@@ -5,7 +5,8 @@ import NIOConcurrencyHelpers
 /// another process is seen at once).
 ///
 /// Invalidation: every write that can turn a hit into a miss (project delete, key rotation, device unregister) bumps
-/// `auth_epoch` in the database in its transaction. This process clears the cache after such a commit; changes by
+/// `auth_epoch` in the database in its transaction. This process clears the cache after such a commit (after an
+/// unregistration on SQLite it drops only that device, unless another process moved the epoch too); changes by
 /// another process (the CLI) are noticed by re-reading the epoch at most every
 /// ``SQLiteStore/Configuration/authRecheckInterval``. A lookup that raced with an invalidation does not fill the cache
 /// (generation check).
@@ -72,6 +73,27 @@ final class AuthCache: Sendable {
     func invalidate(epoch: Int64?) {
         self.state.withLockedValue { state in
             Self.clear(&state)
+            state.epoch = epoch
+        }
+    }
+
+    /// After a commit of this process whose only credential change was removing `devices` (an unregistration):
+    /// drops just those entries when `epoch` directly follows the epoch last observed, so that a register and
+    /// unregister loop does not push every other look-up onto the database; clears everything otherwise (another
+    /// process changed something too, or no epoch was observed yet).
+    func evict(devices: [(device: Device, secret: KeyHash)], epoch: Int64?) {
+        self.state.withLockedValue { state in
+            guard let epoch, let observed = state.epoch, epoch == observed &+ 1 else {
+                Self.clear(&state)
+                state.epoch = epoch
+                return
+            }
+            // A look-up that read a removed device before the commit must not put it back.
+            state.generation &+= 1
+            for (device, secret) in devices {
+                state.devicesBySecret[secret] = nil
+                state.devicesByToken[device.token] = nil
+            }
             state.epoch = epoch
         }
     }

@@ -278,6 +278,8 @@ final class GroupCommitWriter: @unchecked Sendable {
         }
         if transaction.authChanged {
             self.context.authCache.invalidate(epoch: transaction.newAuthEpoch)
+        } else if !transaction.evictedDevices.isEmpty {
+            self.context.authCache.evict(devices: transaction.evictedDevices, epoch: transaction.newAuthEpoch)
         }
         if !transaction.finishedTopicMessages.isEmpty {
             let finished = Set(transaction.finishedTopicMessages)

@@ -69,7 +69,7 @@ extension SQLiteStore {
             let uncount = try connection.statement("UPDATE projects SET device_count = device_count - 1 WHERE id = ?1")
             try uncount.bind(device.project.rawValue, at: 1)
             try uncount.run()
-            transaction.authChanged = true
+            transaction.evictDevice(device, secret: hash)
             transaction.discardQueueState(of: device.id)
             return device
         }

@@ -22,6 +22,9 @@ final class WriteTransaction {
     var dropped = DroppedMessages()
     /// Set by writes that can turn an auth-cache hit into a miss; the epoch is bumped before the commit.
     var authChanged = false
+    /// Devices removed by this transaction with their secret hashes, when that is its only credential change
+    /// (``evictDevice(_:secret:)``): the epoch is bumped for other processes, and this one drops just these.
+    private(set) var evictedDevices: [(device: Device, secret: KeyHash)] = []
     /// The new auth epoch, when bumped.
     private(set) var newAuthEpoch: Int64?
     /// Topic messages committed in this transaction, to hand to the fan-out after the commit.
@@ -227,6 +230,12 @@ final class WriteTransaction {
 
     // MARK: Commit
 
+    /// Records that `device` (whose secret hashes to `secret`) was removed: the auth epoch is bumped as for
+    /// ``authChanged``, but this process's cache drops only this device (``AuthCache/evict(devices:epoch:)``).
+    func evictDevice(_ device: Device, secret: KeyHash) {
+        self.evictedDevices.append((device, secret))
+    }
+
     /// Writes what must be committed with the group: the id generator's position and the auth epoch.
     func finish(persistedLastID: Int64) throws(StoreError) -> Int64 {
         let last = self.context.lastMessageID
@@ -235,7 +244,7 @@ final class WriteTransaction {
             try update.bind(last, at: 1)
             try update.run()
         }
-        if self.authChanged {
+        if self.authChanged || !self.evictedDevices.isEmpty {
             let bump = try self.connection.statement(
                 "UPDATE meta SET value = value + 1 WHERE key = 'auth_epoch' RETURNING value"
             )

@@ -138,6 +138,42 @@ struct DeviceStoreTests {
         }
     }
 
+    @Test("an unregistration drops only that device from the cache; a change by another process still clears it all")
+    func unregisterEvictsOnlyItsDevice() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try SQLiteStore(configuration: SQLiteStore.Configuration(directory: directory))
+            let shop = try await store.createProject(name: "shop")
+            let kept = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS")
+            let gone = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS")
+            // Fill the cache: the server key, both devices by token and by secret.
+            _ = try await store.authenticateServerKey(shop.serverKey)
+            _ = try await store.resolveTokens([kept.device.token, gone.device.token])
+            _ = try await store.authenticateDevice(secret: kept.secret)
+            #expect(store.cachedDevices(tokens: [kept.device.token, gone.device.token]) != nil)
+            #expect(try await store.unregisterDevice(secret: gone.secret) != nil)
+            // The rest stays in memory: sends to other devices keep the event-loop path. (A look-up first, so that
+            // the epoch was just re-read: the cache answers only within authRecheckInterval of a check.)
+            #expect(try await store.authenticateServerKey(shop.serverKey) != nil)
+            #expect(store.cachedDevices(tokens: [kept.device.token]) == [kept.device])
+            #expect(store.cachedProject(serverKey: shop.serverKey)?.id == shop.project.id)
+            #expect(store.cachedDevices(tokens: [gone.device.token]) == nil)
+            #expect(try await store.resolveTokens([gone.device.token]) == [nil])
+            #expect(try await store.authenticateDevice(secret: gone.secret) == nil)
+            #expect(try await store.authenticateDevice(secret: kept.secret) == kept.device)
+
+            // Another process (the CLI) rotates the key meanwhile: the next unregistration here cannot tell what
+            // that changed, and clears everything.
+            let cli = try SQLiteStore(configuration: SQLiteStore.Configuration(directory: directory))
+            _ = try await cli.rotateServerKey(project: "shop", gracePeriod: .zero)
+            await cli.close()
+            let third = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS")
+            #expect(try await store.unregisterDevice(secret: third.secret) != nil)
+            #expect(try await store.authenticateServerKey(shop.serverKey) == nil, "rotated away with no grace")
+            #expect(store.cachedDevices(tokens: [kept.device.token]) == nil, "cleared, not evicted")
+            await store.close()
+        }
+    }
+
     @Test("the database files never contain a key or secret in clear", arguments: StoreKind.allCases)
     func noPlaintextCredentials(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
