@@ -98,6 +98,30 @@ final class AuthCache: Sendable {
         }
     }
 
+    /// The project of a cached server key, from memory only (``PushStore/cachedProject(serverKey:)``): nil when the
+    /// key is not cached, has expired by `nowMicros`, or the epoch is due for a check (that look-up reads the
+    /// database).
+    func cachedProject(serverKey key: String, recheckInterval: Duration, nowMicros: Int64) -> Project? {
+        guard !self.epochCheckPending(interval: recheckInterval), let entry = self.serverKey(KeyHash(of: key)) else {
+            return nil
+        }
+        if let validUntil = entry.validUntil, validUntil <= nowMicros { return nil }
+        return entry.project
+    }
+
+    /// Every token's cached device, or nil when one is not cached or the epoch is due for a check
+    /// (``PushStore/cachedDevices(tokens:)``).
+    func cachedDevices(tokens: [String], recheckInterval: Duration) -> [Device]? {
+        guard !self.epochCheckPending(interval: recheckInterval) else { return nil }
+        var devices: [Device] = []
+        devices.reserveCapacity(tokens.count)
+        for device in self.devices(tokens: tokens) {
+            guard let device else { return nil }
+            devices.append(device)
+        }
+        return devices
+    }
+
     /// The current generation, to pass back when inserting what a database read returned.
     var generation: UInt64 {
         self.state.withLockedValue { $0.generation }

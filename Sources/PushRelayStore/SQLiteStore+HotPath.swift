@@ -4,25 +4,14 @@ extension SQLiteStore {
     /// See ``PushStore/cachedProject(serverKey:)``. Nil also while the authentication epoch is due for a check
     /// (at most every ``Configuration/authRecheckInterval``): that lookup reads the database.
     public func cachedProject(serverKey key: String) -> Project? {
-        let cache = self.context.authCache
-        guard !cache.epochCheckPending(interval: self.context.configuration.authRecheckInterval),
-            let entry = cache.serverKey(KeyHash(of: key))
-        else { return nil }
-        if let validUntil = entry.validUntil, validUntil <= self.context.nowMicros { return nil }
-        return entry.project
+        self.context.authCache.cachedProject(
+            serverKey: key, recheckInterval: self.context.configuration.authRecheckInterval,
+            nowMicros: self.context.nowMicros)
     }
 
     /// See ``PushStore/cachedDevices(tokens:)``.
     public func cachedDevices(tokens: [String]) -> [Device]? {
-        let cache = self.context.authCache
-        guard !cache.epochCheckPending(interval: self.context.configuration.authRecheckInterval) else { return nil }
-        var devices: [Device] = []
-        devices.reserveCapacity(tokens.count)
-        for device in cache.devices(tokens: tokens) {
-            guard let device else { return nil }
-            devices.append(device)
-        }
-        return devices
+        self.context.authCache.cachedDevices(tokens: tokens, recheckInterval: self.context.configuration.authRecheckInterval)
     }
 
     /// See ``PushStore/enqueue(_:completion:)``.

@@ -38,7 +38,8 @@ import Testing
 /// therefore stopped last, so systemd keeps hearing `WATCHDOG=1` while the daemon drains for longer than
 /// `WatchdogSec=`. (Before, `serve` ordered the watchdog after the daemon: it stopped before the drain began.)
 @Suite(.serialized) struct SystemdWatchdogDrainTests {
-    /// An HTTP/2 request whose body never ends: HEADERS and one DATA byte of a declared 100, then a PING. The PING's
+    /// An HTTP/2 request whose body never ends, with a valid server key (argument 2: a send without one is refused
+    /// before its body is read): HEADERS and one DATA byte of a declared 100, then a PING. The PING's
     /// acknowledgement proves the daemon has the stream open (frames are processed in order); prints `held`. Then
     /// reads until the daemon closes the connection.
     static let stalledRequest = #"""
@@ -47,7 +48,8 @@ import Testing
         c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
         c.initiate_connection()
         c.send_headers(1, [(":method", "POST"), (":path", "/fcm/send"), (":scheme", "http"),
-                           (":authority", "127.0.0.1"), ("content-type", "application/json"), ("content-length", "100")])
+                           (":authority", "127.0.0.1"), ("content-type", "application/json"), ("content-length", "100"),
+                           ("authorization", "key=" + sys.argv[2])])
         c.send_data(1, b"{")
         c.ping(b"stalled!")
         s.sendall(c.data_to_send())
@@ -85,7 +87,8 @@ import Testing
         defer { socket.stopCollecting() }
         try await Self.waitFor(socket, "READY=1")
 
-        let stalled = try StreamingProcess("python3", ["-c", Self.stalledRequest, "\(daemon.port)"])
+        let keys = try await daemon.createProject()
+        let stalled = try StreamingProcess("python3", ["-c", Self.stalledRequest, "\(daemon.port)", keys.serverKey])
         defer { stalled.stop() }
         try await stalled.waitFor(timeout: .seconds(30), "the stalled request to be open") { $0.contains("held") }
 

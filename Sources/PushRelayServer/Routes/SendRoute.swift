@@ -77,7 +77,13 @@ struct SendRoute: Sendable {
         let encoding = Self.encoding(of: head)
         let store = self.store, metrics = self.metrics, candidate = String(key)
         return .verify {
-            guard (try? await store.authenticateServerKey(candidate)) == .some(nil) else { return nil }
+            // Only a look-up that answered "no such key" refuses here (`try?` would flatten a store error into
+            // the same nil): a store that cannot answer leaves it to the handler, which says Unavailable.
+            do {
+                if try await store.authenticateServerKey(candidate) != nil { return nil }
+            } catch {
+                return nil
+            }
             metrics.sendRejected(FCMError.Code.authentication)
             return Self.answer(FCMHTTPAnswer(error: .invalidAuthentication, encoding: encoding))
         }

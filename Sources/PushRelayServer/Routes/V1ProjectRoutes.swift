@@ -39,7 +39,12 @@ struct V1ProjectRoutes: Sendable {
         else { return .deny(unauthenticated()) }
         let store = self.store, candidate = String(token), routes = self
         return .verify {
-            guard (try? await store.authenticateAccessToken(candidate)) == .some(nil) else { return nil }
+            // As the legacy route's gate: a store error is the handler's to answer (UNAVAILABLE), not a 401.
+            do {
+                if try await store.authenticateAccessToken(candidate) != nil { return nil }
+            } catch {
+                return nil
+            }
             return routes.unauthenticated()
         }
     }

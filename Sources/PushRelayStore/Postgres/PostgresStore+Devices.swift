@@ -144,6 +144,20 @@ extension PostgresStore {
         return devices
     }
 
+    /// See ``PushStore/cachedProject(serverKey:)``: from this node's cache (other nodes' changes clear it through
+    /// `NOTIFY`, and the epoch is re-read at most every ``Configuration/authRecheckInterval``), so that a send whose
+    /// key and tokens are known takes the event-loop path as on SQLite.
+    public func cachedProject(serverKey key: String) -> Project? {
+        self.context.authCache.cachedProject(
+            serverKey: key, recheckInterval: self.context.configuration.authRecheckInterval,
+            nowMicros: self.context.nowMicros)
+    }
+
+    /// See ``PushStore/cachedDevices(tokens:)``.
+    public func cachedDevices(tokens: [String]) -> [Device]? {
+        self.context.authCache.cachedDevices(tokens: tokens, recheckInterval: self.context.configuration.authRecheckInterval)
+    }
+
     /// Columns of ``device(_:)``, plus the secret hash as column 6.
     static let deviceColumns = "id, project_id, token, app, platform, registered_at, secret_hash"
 
