@@ -17,6 +17,7 @@ let nioEmbedded: Target.Dependency = .product(name: "NIOEmbedded", package: "swi
 let httpTypes: Target.Dependency = .product(name: "HTTPTypes", package: "swift-http-types")
 let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let lifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let unixSignals: Target.Dependency = .product(name: "UnixSignals", package: "swift-service-lifecycle")
 let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
 let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
@@ -70,8 +71,7 @@ let package = Package(
         .target(
             name: "PushRelayStore",
             dependencies: [
-                "PushRelayCore", "PushRelayWire", "CSQLite", "COpenSSL", logging, nio, nioPosix, nioConcurrency,
-                postgresNIO,
+                "PushRelayCore", "CSQLite", "COpenSSL", logging, nio, nioConcurrency, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
@@ -80,7 +80,7 @@ let package = Package(
             name: "PushRelayServer",
             dependencies: [
                 "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS", "PushRelayWire", "PushRelayCrypto",
-                nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle, metrics, prometheus,
+                nio, nioConcurrency, httpTypes, logging, lifecycle, unixSignals, metrics, prometheus,
             ],
             swiftSettings: swiftSettings
         ),
@@ -102,7 +102,7 @@ let package = Package(
             name: "pushrelay",
             dependencies: [
                 "PushRelayServer", "PushRelayClient", "PushRelayClientNIO", "PushRelayWire", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
-                "PushRelayCrypto", httpTypes, argumentParser, logging, lifecycle, nio, nioPosix,
+                "PushRelayCrypto", httpTypes, argumentParser, logging, lifecycle, nio,
             ],
             swiftSettings: swiftSettings
         ),
@@ -112,14 +112,14 @@ let package = Package(
         .testTarget(
             name: "PushRelayHTTPTests",
             dependencies: [
-                "PushRelayHTTP", "PushRelayWire", "TestSupport", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging,
+                "PushRelayHTTP", "PushRelayTLS", "TestSupport", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushRelayTLSTests",
             dependencies: [
-                "PushRelayTLS", "PushRelayHTTP", "TestSupport", nio, nioPosix, nioEmbedded, nioHTTP1, httpTypes, logging,
+                "PushRelayTLS", "TestSupport", nio, nioPosix, nioEmbedded, nioHTTP1, nioConcurrency, logging,
             ],
             swiftSettings: swiftSettings
         ),
@@ -132,13 +132,13 @@ let package = Package(
         ),
         .testTarget(
             name: "PushRelayStoreTests",
-            dependencies: ["PushRelayStore", "PushRelayCore", "PushRelayWire", "TestSupport"],
+            dependencies: ["PushRelayStore", "PushRelayCore", "TestSupport", logging, nioConcurrency],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushRelayServerTests",
             dependencies: [
-                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayWire", "TestSupport",
+                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "TestSupport",
                 nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle,
             ],
             swiftSettings: swiftSettings
@@ -146,7 +146,7 @@ let package = Package(
         .testTarget(
             name: "PushRelayClientTests",
             dependencies: [
-                "PushRelayClient", "PushRelayClientNIO", "PushRelayWire", "PushRelayCore", nio, nioPosix, nioEmbedded,
+                "PushRelayClient", "PushRelayClientNIO", "PushRelayWire", nio, nioPosix, nioEmbedded,
                 nioHTTP1, nioConcurrency, httpTypes,
                 logging,
             ],
@@ -155,7 +155,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "PushRelayTLS", "PushRelayClient", "PushRelayClientNIO", "TestSupport", nio, nioPosix, logging,
+                "PushRelayTLS", "PushRelayClient", "PushRelayClientNIO", "TestSupport", logging,
             ],
             swiftSettings: swiftSettings
         ),
