@@ -186,35 +186,26 @@ import Testing
                     statuses[event.stream_id] = dict(event.headers)[b":status"].decode()
         except (BlockingIOError, socket.timeout):
             pass
-        h1 = socket.create_connection(("127.0.0.1", port))
-        h1.settimeout(10)
-        h1.sendall(b"POST /fcm/send HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: key=wrong\r\n"
-                   b"Content-Type: application/json\r\nContent-Length: 400000\r\n\r\n" + b" " * 16000)
-        answer = b""
-        try:
-            while True:
-                chunk = h1.recv(65536)
-                if not chunk:
-                    break
-                answer += chunk
-            closed = True
-        except socket.timeout:
-            closed = False
+        def post_part(head):
+            """Sends an HTTP/1.1 head and 16 KB of its body; returns what came back and whether it was closed."""
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.settimeout(10)
+            sock.sendall(head + b" " * 16000)
+            answer = b""
+            try:
+                while True:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        return answer, True
+                    answer += chunk
+            except socket.timeout:
+                return answer, False
+        answer, closed = post_part(b"POST /fcm/send HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: key=wrong\r\n"
+                                   b"Content-Type: application/json\r\nContent-Length: 400000\r\n\r\n")
         # FCM HTTP v1 with an access token nobody issued.
-        v1 = socket.create_connection(("127.0.0.1", port))
-        v1.settimeout(10)
-        v1.sendall(b"POST /v1/projects/shop/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                   b"Authorization: Bearer ya29.forged\r\nContent-Type: application/json\r\n"
-                   b"Content-Length: 200000\r\n\r\n" + b" " * 16000)
-        v1_answer = b""
-        try:
-            while True:
-                chunk = v1.recv(65536)
-                if not chunk:
-                    break
-                v1_answer += chunk
-        except socket.timeout:
-            pass
+        v1_answer, _ = post_part(b"POST /v1/projects/shop/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                 b"Authorization: Bearer ya29.forged\r\nContent-Type: application/json\r\n"
+                                 b"Content-Length: 200000\r\n\r\n")
         print(json.dumps({"h2": {str(k): v for k, v in statuses.items()}, "h2_reset": reset,
                           "h1_status": answer.split(b"\r\n")[0].decode(), "h1_closed": closed,
                           "v1_status": v1_answer.split(b"\r\n")[0].decode(),
