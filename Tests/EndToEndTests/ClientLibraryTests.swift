@@ -126,8 +126,10 @@ struct ClientLibraryTests {
             ids.append(try await Self.sendScenario(daemon, keys, to: token, orderID: 3))
             ids.append(try await Self.sendScenario(daemon, keys, to: token, orderID: 4))
             try await waitUntil("every message", timeout: .seconds(60)) { await handled.ids.count >= 4 }
-            // Give a duplicate the chance to show up before stopping.
-            try await Task.sleep(for: .milliseconds(300))
+            // A last message as a barrier: the stream delivers in id order, so a duplicate of an earlier message
+            // would reach the app before it (no fixed wait).
+            ids.append(try await Self.sendScenario(daemon, keys, to: token, orderID: 5))
+            try await waitUntil("the barrier message", timeout: .seconds(60)) { await handled.ids.count >= 5 }
         }
         #expect(await handled.ids == ids)
         try await daemon.terminate()
@@ -235,14 +237,22 @@ struct ClientLibraryTests {
                 for handled in received { total += await handled.orderIDs.count }
                 return total >= count
             }
-            try await Task.sleep(for: .milliseconds(500))  // Room for a stray extra message to show up.
+            let delivered = ContinuousClock.now
+            // A second message to each listener as a barrier: each stream delivers in id order, so a stray extra
+            // message would reach its listener before the barrier (no fixed wait).
+            try await daemon.sendMany(keys, orders: tokens.enumerated().map { (token: $0.element, orderID: count + $0.offset) })
+            try await waitUntil("every barrier message", timeout: .seconds(300)) {
+                var total = 0
+                for handled in received { total += await handled.orderIDs.count }
+                return total >= 2 * count
+            }
             for (index, handled) in received.enumerated() {
                 let orders = await handled.orderIDs
-                #expect(orders == [index], "listener \(index) got \(orders)")
+                #expect(orders == [index, count + index], "listener \(index) got \(orders)")
             }
             print("""
                 manyListeners: \(count) listeners; registration \(registered - started), \
-                connect \(connected - registered), delivery \(ContinuousClock.now - connected)
+                connect \(connected - registered), delivery \(delivered - connected)
                 """)
             for client in clients { client.stop() }
             try await group.waitForAll()
