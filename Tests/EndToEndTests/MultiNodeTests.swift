@@ -78,9 +78,10 @@ struct MultiNodeTests {
         _ = try await a.terminate()
     }
 
-    /// Sends to one token until the file `stop` exists (two minutes at most), round robin over `bases`, as fast as one connection per node goes; a send
-    /// that gets no answer (the node is restarting) goes to the next node. Prints the accepted message ids as a
-    /// JSON list, and how many sends found no node.
+    /// Sends to one token until the file `stop` exists (two minutes at most), round robin over `bases`, one
+    /// connection per node, one request at a time. A send that gets no answer (the node is restarting) or
+    /// `503 Unavailable` with `Retry-After` (it drains) goes to the next node; any other refusal is printed to
+    /// standard error. Prints the accepted message ids as a JSON list, and how many sends found no node.
     static let rollingSender = #"""
         import json, os, sys, time, httpx
         bases, key, token, stop = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
@@ -97,6 +98,8 @@ struct MultiNodeTests {
                     r = client.post("/fcm/send", json=body, headers={"Authorization": "key=" + key})
                 except httpx.HTTPError:
                     continue
+                if r.status_code == 503 and r.headers.get("retry-after"):
+                    continue  # a draining node: Unavailable, as it should; the next node takes the send
                 result = r.json()["results"][0] if r.status_code == 200 else {}
                 if "message_id" in result:
                     accepted.append(result["message_id"])
