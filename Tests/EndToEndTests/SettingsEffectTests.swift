@@ -133,4 +133,43 @@ import Testing
         #expect(try jsonObject(refused.body)["error"] as? String == "RESOURCE_EXHAUSTED", "\(refused.body)")
         #expect(try await daemon.terminate() == 0)
     }
+
+    /// `registration_rate` (per project) reaches the daemon: with 2 a minute the third registration of the project answers `429 RESOURCE_EXHAUSTED`
+    /// with `Retry-After`.
+    @Test func registrationRateLimitsAProject() async throws {
+        let daemon = try Daemon(arguments: ["--registration-rate", "2"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let body = #"{"project":"\#(keys.project)","app":"a","platform":"ios"}"#
+        for _ in 0..<2 {
+            let accepted = try await Self.post("\(daemon.baseURL)/v1/register", key: keys.clientKey, body: body)
+            #expect(accepted.status == 200, "\(accepted)")
+        }
+        let refused = try await run("curl", [
+            "-sS", "-i", "-X", "POST", "\(daemon.baseURL)/v1/register", "-H", "Authorization: key=\(keys.clientKey)",
+            "-H", "Content-Type: application/json", "--data-binary", body,
+        ])
+        #expect(refused.stdout.hasPrefix("HTTP/1.1 429"), "\(refused.stdout)")
+        #expect(refused.stdout.lowercased().contains("retry-after: "), "\(refused.stdout)")
+        #expect(try await daemon.terminate() == 0)
+    }
+
+    /// `project_message_rate` reaches the daemon: with 3 a minute a send to two devices, then another to two, gets
+    /// `429 QuotaExceeded` with `Retry-After` for the second.
+    @Test func projectMessageRateLimitsSends() async throws {
+        let daemon = try Daemon(arguments: ["--project-message-rate", "3"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let devices = try await daemon.registerDevices(keys, count: 2)
+        let body = #"{"registration_ids": ["\#(devices[0].token)", "\#(devices[1].token)"], "data": {"k": "v"}}"#
+        #expect(try await daemon.send(body, serverKey: keys.serverKey).status == 200)
+        let refused = try await run("curl", [
+            "-sS", "-i", "-X", "POST", "\(daemon.baseURL)/fcm/send", "-H", "Authorization: key=\(keys.serverKey)",
+            "-H", "Content-Type: application/json", "--data-binary", body,
+        ])
+        #expect(refused.stdout.hasPrefix("HTTP/1.1 429"), "\(refused.stdout)")
+        #expect(refused.stdout.lowercased().contains("retry-after: "), "\(refused.stdout)")
+        #expect(refused.stdout.hasSuffix("QuotaExceeded"), "\(refused.stdout)")
+        #expect(try await daemon.terminate() == 0)
+    }
 }
