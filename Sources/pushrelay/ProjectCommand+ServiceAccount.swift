@@ -36,15 +36,9 @@ extension ProjectCommand {
             let publicPEM = try key.publicKey.pem
             let keyID = ServiceAccountFile.newPrivateKeyID()
             let email = ServiceAccountFile.clientEmail(project: name)
-            let store = try await store.open()
-            do {
-                _ = try await store.addServiceAccountKey(
-                    project: name, keyID: keyID, clientEmail: email, publicKeyPEM: publicPEM)
-            } catch let error as StoreError {
-                await store.close()
-                throw ValidationError(error.message)
+            _ = try await store.withStore {
+                try await $0.addServiceAccountKey(project: name, keyID: keyID, clientEmail: email, publicKeyPEM: publicPEM)
             }
-            await store.close()
             let file = ServiceAccountFile(
                 projectID: name, privateKeyID: keyID, privateKey: key.pkcs8PEM, clientEmail: email,
                 clientID: ServiceAccountFile.newClientID(), tokenURI: ServiceAccountFile.tokenURI(publicURL: baseURL))

@@ -32,15 +32,7 @@ struct ProjectCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let store = try await store.open()
-            let credentials: ProjectCredentials
-            do {
-                credentials = try await store.createProject(name: name)
-            } catch let error as StoreError {
-                await store.close()
-                throw ValidationError(error.message)
-            }
-            await store.close()
+            let credentials = try await store.withStore { try await $0.createProject(name: name) }
             if json {
                 let value: JSONValue = [
                     "project": .string(credentials.project.name),
@@ -115,15 +107,9 @@ struct ProjectCommand: AsyncParsableCommand {
                     throw ValidationError("invalid configuration: \(error.problems.map(\.description).joined(separator: "; "))")
                 }
             }
-            let store = try await store.open()
-            let key: String
-            do {
-                key = try await store.rotateServerKey(project: name, gracePeriod: .seconds(graceSeconds))
-            } catch let error as StoreError {
-                await store.close()
-                throw ValidationError(error.message)
+            let key = try await store.withStore {
+                try await $0.rotateServerKey(project: name, gracePeriod: .seconds(graceSeconds))
             }
-            await store.close()
             if json {
                 let value: JSONValue = ["project": .string(name), "server_key": .string(key)]
                 print(value.serializedString())
