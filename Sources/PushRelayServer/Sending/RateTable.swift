@@ -1,3 +1,5 @@
+import NIOConcurrencyHelpers
+import NIOCore
 import PushRelayCore
 
 /// ``RateBucket``s by key (a device, a topic, a project, an address): the table behind every quota of a node.
@@ -27,5 +29,38 @@ struct RateTable<Key: Hashable & Sendable>: Sendable {
         guard let bucket = buckets[key] else { return nil }
         let seconds = bucket.secondsUntilAvailable(now: now)
         return seconds == 0 ? nil : seconds
+    }
+}
+
+/// One quota of a node: `perMinute` per key (a burst, then that rate) in a ``RateTable`` behind a lock, on the
+/// monotonic clock (or `now`, for tests). A rate of 0 is no quota: everything is admitted and nothing is tracked.
+/// Shared by every event loop: the lock is held for a dictionary look-up and a bucket update.
+final class RateLimiter<Key: Hashable & Sendable>: Sendable {
+    /// Allowed per key per minute (0: no quota).
+    let perMinute: Int
+    private let table = NIOLockedValueBox(RateTable<Key>())
+    private let now: @Sendable () -> UInt64
+
+    init(perMinute: Int, now: @escaping @Sendable () -> UInt64 = { NIODeadline.now().uptimeNanoseconds }) {
+        self.perMinute = perMinute
+        self.now = now
+    }
+
+    /// Keys with a bucket in the table (test hook).
+    var tracked: Int { table.withLockedValue { $0.buckets.count } }
+
+    /// Takes `count` for `key`, all or none: `nil` when taken (or no quota), else the whole seconds until the bucket
+    /// holds one again.
+    func admit(_ key: Key, count: Int = 1) -> Int? {
+        guard perMinute > 0 else { return nil }
+        let now = self.now(), perMinute = self.perMinute
+        return table.withLockedValue { $0.take(key, count: count, perMinute: perMinute, now: now) }
+    }
+
+    /// Takes one for each of `keys` under one lock: whether each was admitted, in order.
+    func admit(_ keys: [Key]) -> [Bool] {
+        guard perMinute > 0, !keys.isEmpty else { return Array(repeating: true, count: keys.count) }
+        let now = self.now(), perMinute = self.perMinute
+        return table.withLockedValue { table in keys.map { table.take($0, perMinute: perMinute, now: now) == nil } }
     }
 }
