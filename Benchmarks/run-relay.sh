@@ -32,7 +32,8 @@ fi
 
 bin_args=()
 if [ -n "${PUSHRELAY_BIN:-}" ]; then
-  bin_args=(--pushrelay-bin "$PUSHRELAY_BIN")
+  # The servers start in their own directories: a relative path (as in the examples above) is made absolute.
+  bin_args=(--pushrelay-bin "$(realpath "$PUSHRELAY_BIN")")
 elif [ -d Sources/pushrelay ]; then
   scratch=(--scratch-path .build-release)
   if [ "${PUSHRELAY_SKIP_BUILD:-0}" != 1 ]; then
@@ -55,9 +56,10 @@ out="${RELAY_BENCH_OUT:-.build-bench/relay-bench-$(date -u +%Y%m%dT%H%M%SZ).json
 echo "run-relay: load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores" >&2
 # Own process group, so that the trap can end run.py and every server and generator process under it.
 setsid python3 Benchmarks/relay/run.py "${bin_args[@]}" --relaygen "$relaygen" --out "$out" "$@" &
-pids+=($!)
+runner=$!
+pids+=("$runner")
 status=0
-wait "${pids[0]}" || status=$?
+wait "$runner" || status=$?
 pids=()
 echo "run-relay: load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 exit "$status"

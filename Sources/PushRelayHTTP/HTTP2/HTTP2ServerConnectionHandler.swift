@@ -542,6 +542,8 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             break
         }
         stream.phase = .responding
+        // The handler is done: its finished task's memory should not live as long as a streamed answer.
+        stream.handlerTask = nil
         let isHead = stream.head?.method == .head
         let status = response.head.status.code
         switch response.body {
