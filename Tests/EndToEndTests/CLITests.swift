@@ -84,11 +84,8 @@ import Testing
         #expect(envelope["collapse_key"] as? String == "orders")
         // --ttl 600: the queued row expires 600 s after it was sent (the store's clock is Unix time in µs).
         let sentAt = Date().timeIntervalSince1970
-        let row = try await run("sqlite3", [
-            "-readonly", daemon.dataDir.appendingPathComponent("pushrelay.sqlite").path,
-            "SELECT expires_at FROM messages WHERE collapse_key = 'orders'",
-        ])
-        let expiresAt = try #require(Double(row.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(row)")
+        let row = try await daemon.query("SELECT expires_at FROM messages WHERE collapse_key = 'orders'")
+        let expiresAt = try #require(Double(row), "\(row)")
         let ttl = expiresAt / 1_000_000 - sentAt
         #expect(ttl > 570 && ttl <= 600, "expires \(ttl) s after the send")
     }
@@ -101,7 +98,7 @@ import Testing
         try await daemon.start()
         let keys = try await daemon.createProject()
         let device = try await Self.register(daemon, keys)
-        let store = ["--data-dir", daemon.dataDir.path]
+        let store = ["--data-dir", daemon.dataDir.path] + daemon.storeArguments
 
         let rotated = try await Daemon.cli(["project", "rotate-key", keys.project, "--json"] + store)
         #expect(rotated.status == 0, "\(rotated.stderr)")

@@ -58,10 +58,8 @@ struct ClientLibraryTLSTests {
         // The handshake's own verdict, not some later failure.
         let clientError = try #require(error as? PushClientError, "\(String(describing: error))")
         #expect(clientError.message.contains("certificate verification failed"), "\(clientError)")
-        let devices = try await run("sqlite3", [
-            "-readonly", daemon.dataDir.appendingPathComponent("pushrelay.sqlite").path, "SELECT count(*) FROM devices",
-        ])
-        #expect(devices.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(devices)")
+        let devices = try await daemon.query("SELECT count(*) FROM devices")
+        #expect(devices == "0", "\(devices)")
         try await daemon.terminate()
     }
 }

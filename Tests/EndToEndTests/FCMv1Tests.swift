@@ -35,7 +35,7 @@ import Testing
             #expect(info[field] is String, "\(field)")
         }
         // The store has the public key only.
-        let database = try Data(contentsOf: f.daemon.dataDir.appendingPathComponent("pushrelay.sqlite"))
+        let database = try await f.daemon.storeContents()
         let privateBody = (info["private_key"] as? String ?? "").split(separator: "\n")[1]
         #expect(database.range(of: Data(privateBody.utf8)) == nil)
 
@@ -145,9 +145,9 @@ import Testing
         #expect(used.first?.status == 400)  // authenticated (and cached), then refused for the missing message
         let info = try jsonObject(try String(contentsOfFile: f.file, encoding: .utf8))
         let keyID = try #require(info["private_key_id"] as? String)
-        let listed = try await Daemon.cli(["project", "service-account-keys", "shop", "--data-dir", f.daemon.dataDir.path])
+        let listed = try await Daemon.cli(["project", "service-account-keys", "shop", "--data-dir", f.daemon.dataDir.path] + f.daemon.storeArguments)
         #expect(listed.stdout.contains(keyID) && listed.stdout.contains("valid"))
-        let revoked = try await Daemon.cli(["project", "revoke-service-account-key", "shop", keyID, "--data-dir", f.daemon.dataDir.path])
+        let revoked = try await Daemon.cli(["project", "revoke-service-account-key", "shop", keyID, "--data-dir", f.daemon.dataDir.path] + f.daemon.storeArguments)
         #expect(revoked.status == 0)
         var after = ""
         let clock = ContinuousClock()

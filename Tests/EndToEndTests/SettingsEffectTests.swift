@@ -69,7 +69,7 @@ import Testing
         let daemon = try Daemon()
         let keys = try await daemon.createProject()
         let rotated = try await run(
-            Daemon.binary, ["project", "rotate-key", keys.project, "--data-dir", daemon.dataDir.path, "--json"],
+            Daemon.binary, ["project", "rotate-key", keys.project, "--data-dir", daemon.dataDir.path, "--json"] + daemon.storeArguments,
             environment: ["PUSHRELAY_SERVER_KEY_ROTATION_GRACE": "1s"])
         #expect(rotated.status == 0, "\(rotated.stderr)")
         let newKey = try #require(try jsonObject(rotated.stdout)["server_key"] as? String)

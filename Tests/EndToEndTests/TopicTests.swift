@@ -143,7 +143,7 @@ import Testing
             "POST", "/iid/v1:batchAdd", body: #"{"to": "news", "registration_tokens": ["\#(goner.token)"]}"#,
             key: other.serverKey)
         #expect(answer.status == 200)
-        let delete = try await Daemon.cli(["project", "delete", "gone", "--data-dir", f.daemon.dataDir.path])
+        let delete = try await Daemon.cli(["project", "delete", "gone", "--data-dir", f.daemon.dataDir.path] + f.daemon.storeArguments)
         #expect(delete.status == 0, "\(delete.stderr)")
         // The daemon sees a deletion made by the CLI within its auth cache's recheck interval (250 ms).
         var status = 0
@@ -157,10 +157,7 @@ import Testing
         #expect(try await f.daemon.send(#"{"to": "/topics/news"}"#, serverKey: other.serverKey).status == 401)
         #expect(Set(try await f.topics(of: kept.token).keys) == ["news"])
         // Only `kept`'s subscription is left in the store.
-        let count = try await run("python3", [
-            "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM subscriptions').fetchone()[0])",
-            f.daemon.dataDir.appendingPathComponent("pushrelay.sqlite").path,
-        ])
-        #expect(count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(count.stderr)")
+        let count = try await f.daemon.query("SELECT count(*) FROM subscriptions")
+        #expect(count == "1", "\(count)")
     }
 }

@@ -18,14 +18,50 @@ final class Daemon: @unchecked Sendable {
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    /// The `--store` and `--postgres-url` arguments the daemon was given, for CLI calls on the same store.
+    /// The PostgreSQL database this daemon runs on when the suite runs on PostgreSQL (``E2EStore``) and the test
+    /// did not name a store; chosen at the first `start()`.
+    private var suiteDatabase: (name: String, url: String)?
+
+    /// The `--store` and `--postgres-url` arguments the daemon runs with, for CLI calls on the same store.
     var storeArguments: [String] {
         var found: [String] = []
         for (index, argument) in extraArguments.enumerated()
         where (argument == "--store" || argument == "--postgres-url") && index + 1 < extraArguments.count {
             found += [argument, extraArguments[index + 1]]
         }
+        if let suiteDatabase { found += ["--store", "postgres", "--postgres-url", suiteDatabase.url] }
         return found
+    }
+
+    /// Chooses the daemon's store before its first use (`start()` and `createProject` call it): on a PostgreSQL
+    /// run, a database named after the data directory, so a daemon started again on the same directory finds its
+    /// data.
+    func prepareStore() async throws {
+        guard suiteDatabase == nil, E2EStore.current == .postgres, !extraArguments.contains("--store") else { return }
+        let name = "e2e_" + dataDir.lastPathComponent.lowercased().filter { $0.isLetter || $0.isNumber }.suffix(40)
+        suiteDatabase = (name, try await TestPostgres.shared.database(named: name))
+    }
+
+    /// Everything the store holds, as bytes: SQLite's database file, or `pg_dump` of the PostgreSQL database.
+    func storeContents() async throws -> Data {
+        if let suiteDatabase { return Data(try await TestPostgres.shared.dump(database: suiteDatabase.name).utf8) }
+        return try Data(contentsOf: dataDir.appendingPathComponent("pushrelay.sqlite"))
+    }
+
+    /// Runs one SQL query on the daemon's store (SQLite's file read-only, or its PostgreSQL database) and returns
+    /// the answer's text, one row per line, columns separated by `|`.
+    func query(_ sql: String) async throws -> String {
+        let result: ChildProcessResult
+        if let suiteDatabase {
+            result = try await TestPostgres.shared.psql(sql, database: suiteDatabase.name)
+        } else {
+            guard !extraArguments.contains("--store") else {
+                throw DaemonError(message: "query(_:) knows the suite's stores, not one a test named")
+            }
+            result = try await run("sqlite3", ["-readonly", dataDir.appendingPathComponent("pushrelay.sqlite").path, sql])
+        }
+        guard result.status == 0 else { throw DaemonError(message: "query failed: \(result.combined)") }
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     static var binary: String {
@@ -59,6 +95,7 @@ final class Daemon: @unchecked Sendable {
 
     /// Starts the daemon and waits for its `listening on` line. Reuses the previous port on a restart.
     func start(timeout: Duration = .seconds(30)) async throws {
+        try await prepareStore()
         let process = Process()
         let listen = "127.0.0.1:\(port)"
         // Tests register hundreds of devices from 127.0.0.1 in seconds: the registration quotas are off unless the
@@ -67,6 +104,7 @@ final class Daemon: @unchecked Sendable {
             .flatMap { [$0, "0"] }
         let command =
             [Self.binary, "serve", "--init", "--listen", listen, "--data-dir", dataDir.path] + quotas + extraArguments
+            + (suiteDatabase.map { ["--store", "postgres", "--postgres-url", $0.url] } ?? [])
         let line = launcher + command
         ChildProcess.configure(process, line[0], Array(line.dropFirst()))
         if !environment.isEmpty {
@@ -139,6 +177,19 @@ final class Daemon: @unchecked Sendable {
     }
 
     var log: String { output.text }
+}
+
+/// The store the end-to-end suite runs its daemons on: SQLite, or PostgreSQL when `PUSHRELAY_E2E_STORE=postgres`
+/// (`scripts/test.sh` runs the suite once on each). A test that passes `--store` itself keeps its store.
+enum E2EStore: String {
+    case sqlite
+    case postgres
+
+    static let current: E2EStore = {
+        guard let value = ProcessInfo.processInfo.environment["PUSHRELAY_E2E_STORE"], !value.isEmpty else { return .sqlite }
+        guard let store = E2EStore(rawValue: value) else { fatalError("PUSHRELAY_E2E_STORE must be sqlite or postgres, not \(value)") }
+        return store
+    }()
 }
 
 struct DaemonError: Error, CustomStringConvertible {

@@ -36,6 +36,7 @@ struct DeviceKeys {
 extension Daemon {
     /// `pushrelay project create NAME --data-dir DIR --json`.
     func createProject(_ name: String = "shop") async throws -> ProjectKeys {
+        try await prepareStore()
         let result = try await Daemon.cli(["project", "create", name, "--data-dir", dataDir.path, "--json"] + storeArguments)
         guard result.status == 0 else { throw DaemonError(message: "project create failed: \(result.stderr)") }
         let json = try jsonObject(result.stdout)

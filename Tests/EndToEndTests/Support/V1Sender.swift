@@ -90,7 +90,7 @@ extension Daemon {
         let result = try await Daemon.cli([
             "project", "service-account", project, "--data-dir", dataDir.path, "--public-url", baseURL, "--out", file,
             "--json",
-        ])
+        ] + storeArguments)
         guard result.status == 0 else { throw DaemonError(message: "service-account failed: \(result.stderr)") }
         return file
     }
