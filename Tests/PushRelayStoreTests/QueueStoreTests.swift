@@ -2,6 +2,7 @@ import PushRelayCore
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
+import TestSupport
 @testable import PushRelayStore
 
 @Suite("Store: queues")
@@ -83,6 +84,52 @@ struct QueueStoreTests {
                 pending = try await store.pendingMessages(for: fixture.device, after: nil, limit: 1000)
                 #expect(pending.filter { $0.kind == .deletedMessages }.count == 1)
                 #expect(pending.filter { $0.kind == .message && $0.collapseKey == nil }.count == 51)
+            }
+        }
+    }
+
+    /// PostgreSQL: the writer locks a batch's devices and then reads their queues; a node that waited for another
+    /// node's lock must see the rows that node committed meanwhile, or its queue policy works on a stale model.
+    /// Another session holds the device's row lock while it adds the 100th message; the send that waited for the
+    /// lock finds 100 and overflows (marker), as it would had it come after.
+    @Test("PostgreSQL: a send that waited for another node's lock on the device sees what that node committed")
+    func lockWaitSeesTheOtherNodesCommit() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory) { store in
+                let fixture = try await makeFixture(store)
+                _ = try await store.enqueue((0..<99).map { NewMessage(device: fixture.device, body: [UInt8($0)]) })
+                let cluster = try await TestPostgres.shared
+                let database = databaseName(for: directory)
+                let device = fixture.device.rawValue
+                let otherNode = Task {
+                    try await cluster.psql(
+                        """
+                        BEGIN; SELECT id FROM devices WHERE id = \(device) FOR UPDATE;
+                        INSERT INTO messages (id, device_id, kind, collapse_key, expires_at, body)
+                            VALUES (1, \(device), 0, NULL, 9000000000000000, '\\x01');
+                        SELECT pg_sleep(1.5); COMMIT;
+                        """, database: database)
+                }
+                // The other session holds the lock once it sleeps.
+                var holding = false
+                for _ in 0..<200 where !holding {
+                    let active = try await cluster.psql(
+                        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1.5)%' AND state = 'active' AND pid <> pg_backend_pid()",
+                        database: database)
+                    holding = active.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+                    if !holding { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                #expect(holding)
+                let started = ContinuousClock.now
+                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [200])])
+                #expect(ContinuousClock.now - started > .milliseconds(500), "the send waited for the lock")
+                let committed = try await otherNode.value
+                #expect(committed.status == 0, "\(committed.combined)")
+                let pending = try await store.pendingMessages(for: fixture.device, after: nil, limit: 1000)
+                // A stale model (99 rows) would have stored the send as the 101st row, without a marker.
+                #expect(pending.count == 2, "\(pending.count) rows")
+                #expect(pending.first?.kind == .deletedMessages)
+                #expect(pending.last?.body == [200])
             }
         }
     }

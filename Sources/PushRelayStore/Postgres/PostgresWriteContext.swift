@@ -13,6 +13,8 @@ final class PostgresWriteContext: @unchecked Sendable {
     var topicMessageAdded = false
     /// Rows appended to device queues (for the commit observer and the notification).
     var appended: [StoredMessage] = []
+    /// How many of ``appended`` the transaction's statements have already announced with `NOTIFY`.
+    var announced = 0
     /// Unexpired messages removed undelivered (for the drop observer).
     var dropped = DroppedMessages()
     /// Set by the store's write probe; see ``provesCapacity``.

@@ -133,7 +133,10 @@ final class PostgresWriter: @unchecked Sendable {
             if write.authChanged {
                 try await write.run("UPDATE meta SET value = value + 1 WHERE key = 'auth_epoch'")
             }
-            if let payload = self.notification(for: write) {
+            // Appended rows are normally announced by the statement that wrote them (``flush``).
+            if write.authChanged || write.appended.count > write.announced,
+                let payload = self.notification(devices: write.appended.map(\.device), authChanged: write.authChanged)
+            {
                 try await write.run("SELECT pg_notify(\(PostgresStoreContext.channel), \(payload))")
             }
             let start = ContinuousClock.now
@@ -174,19 +177,19 @@ final class PostgresWriter: @unchecked Sendable {
 
     /// The payload of the batch's one `NOTIFY`: `node auth-flag device,device,…` (`*` when the list would not fit
     /// in PostgreSQL's 8,000-byte limit), or nil when other nodes have nothing to learn.
-    private func notification(for write: PostgresWriteContext) -> String? {
-        guard write.authChanged || !write.appended.isEmpty else { return nil }
-        var devices = Set<Int64>()
+    private func notification(devices: [DeviceID], authChanged: Bool) -> String? {
+        guard authChanged || !devices.isEmpty else { return nil }
+        var seen = Set<Int64>()
         var list = ""
-        for message in write.appended where devices.insert(message.device.rawValue).inserted {
+        for device in devices where seen.insert(device.rawValue).inserted {
             if !list.isEmpty { list += "," }
-            list += String(message.device.rawValue)
+            list += String(device.rawValue)
             if list.utf8.count > 7_000 {
                 list = "*"
                 break
             }
         }
-        return "\(self.context.node) \(write.authChanged ? "a" : "-") \(list.isEmpty ? "-" : list)"
+        return "\(self.context.node) \(authChanged ? "a" : "-") \(list.isEmpty ? "-" : list)"
     }
 
     private func runIsolated(_ request: PostgresIsolatedRequest) async {
@@ -308,9 +311,9 @@ final class PostgresWriter: @unchecked Sendable {
         MessageID(rawValue: self.context.ids.withLockedValue { $0.next(nowMicros: nowMicros) })
     }
 
-    /// Locks the devices (in id order, so that nodes never deadlock on each other) and loads their queues. The
-    /// rows are read by a statement that starts after the locks are held, so they include every commit made
-    /// before by another node.
+    /// Locks the devices (in id order, so that nodes never deadlock on each other) and loads their queues, in one
+    /// round trip (`pushrelay_lock_queues`, schema 4). The rows are read by a statement that starts after the
+    /// locks are held, so they include every commit made before by another node.
     func loadBatch(devices: Set<DeviceID>, in write: PostgresWriteContext) async throws -> PostgresQueueBatch {
         var batch = PostgresQueueBatch(
             policy: self.context.configuration.queuePolicy,
@@ -319,21 +322,23 @@ final class PostgresWriter: @unchecked Sendable {
         )
         guard !devices.isEmpty else { return batch }
         let ids = devices.map(\.rawValue).sorted()
-        for row in try await write.rows("SELECT id FROM devices WHERE id = ANY(\(ids)) ORDER BY id FOR UPDATE") {
-            batch.load(device: DeviceID(rawValue: try row.decode(Int64.self)))
-        }
-        let rows = try await write.rows(
-            "SELECT device_id, id, kind, collapse_key, expires_at FROM messages WHERE device_id = ANY(\(ids))")
-        for row in rows {
-            let (device, id, kind, collapseKey, expiresAt) = try row.decode((Int64, Int64, Int16, String?, Int64).self)
-            batch.load(
-                device: DeviceID(rawValue: device), id: id, kind: kind, collapseKey: collapseKey, expiresAt: expiresAt)
+        for row in try await write.rows("SELECT * FROM pushrelay_lock_queues(\(ids))") {
+            let (device, id, kind, collapseKey, expiresAt) = try row.decode(
+                (Int64, Int64?, Int16?, String?, Int64?).self)
+            if let id, let kind, let expiresAt {
+                batch.load(
+                    device: DeviceID(rawValue: device), id: id, kind: kind, collapseKey: collapseKey,
+                    expiresAt: expiresAt)
+            } else {
+                batch.load(device: DeviceID(rawValue: device))
+            }
         }
         return batch
     }
 
-    /// Writes a batch in one statement: the id block, the deletions, the insertions. Returns the id base (real id =
-    /// base + provisional offset) and records the appended rows on `write`.
+    /// Writes a batch in one statement: the id block, the deletions, the insertions and the `NOTIFY` of the devices
+    /// that got rows (sent by PostgreSQL at commit; one round trip fewer than a statement of its own). Returns the
+    /// id base (real id = base + provisional offset) and records the appended rows on `write`.
     @discardableResult
     func flush(_ batch: PostgresQueueBatch, in write: PostgresWriteContext) async throws -> Int64 {
         guard !batch.isEmpty else { return 0 }
@@ -360,6 +365,7 @@ final class PostgresWriter: @unchecked Sendable {
         let bodies = rows.map { ByteBuffer(bytes: $0.row.body) }
         // Past the transient ids this node handed out too, so that they stay in sequence with stored ones.
         let floor = self.context.ids.withLockedValue { max(write.nowMicros, $0.last + 1) }
+        let payload = self.notification(devices: rows.map(\.device), authChanged: false) ?? ""
         let result = try await write.rows(
             """
             WITH block AS (
@@ -376,8 +382,10 @@ final class PostgresWriter: @unchecked Sendable {
                 FROM block, unnest(\(offsets)::int8[], \(devices)::int8[], \(kinds)::int8[], \(hasKey)::bool[],
                     \(keys)::text[], \(expiries)::int8[], \(bodies)::bytea[])
                     AS r(offset_id, device_id, kind, has_key, collapse_key, expires_at, body)
+            ), announced AS (
+                SELECT pg_notify(\(PostgresStoreContext.channel), \(payload))
             )
-            SELECT base FROM block
+            SELECT base FROM block, announced
             """
         )
         guard let first = result.first else {
@@ -385,6 +393,7 @@ final class PostgresWriter: @unchecked Sendable {
         }
         let base = try first.decode(Int64.self)
         self.context.ids.withLockedValue { $0.advance(past: base + count) }
+        defer { write.announced = write.appended.count }
         for (id, device, row) in rows {
             write.appended.append(
                 StoredMessage(
