@@ -161,7 +161,7 @@ def main() -> int:
     ap.add_argument("--listeners", type=int, default=200)
     ap.add_argument("--ack-interval", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--out", default="postgres-results.json")
+    ap.add_argument("--out", default=".build-bench/postgres-results.json")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="pushrelay-pg-bench-")
     args.work_dir = work
