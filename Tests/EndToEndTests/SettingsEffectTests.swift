@@ -33,6 +33,23 @@ import Testing
         #expect(try await daemon.terminate() == 0)
     }
 
+    /// `max_buffered_body_size` bounds the send bodies that HTTP/2 clients with a valid server key can park on
+    /// unfinished streams (windows are reopened only as the budget takes bytes): with 200 KiB, three connections
+    /// of four never-ending 80 KiB sends get to send at most the budget plus a connection window each (960 KiB
+    /// without it); resetting one connection's streams lets the others go on.
+    @Test func maxBufferedBodySizeBoundsParkedBodies() async throws {
+        let daemon = try Daemon(arguments: ["--max-buffered-body-size", "200KiB"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let sent = try await UnfinishedUploads.run(
+            port: daemon.port, path: "/fcm/send", headers: [("authorization", "key=\(keys.serverKey)")],
+            connections: 3, streams: 4, size: 80 * 1024, reset: true)
+        #expect(sent.first <= 200 * 1024 + 4 * 65_535, "\(sent.first) bytes parked")
+        #expect(sent.first >= 200 * 1024, "\(sent.first): the budget is usable")
+        #expect(sent.more > 0, "bytes given back by the reset let the other connections go on")
+        #expect(try await daemon.terminate() == 0)
+    }
+
     /// Malformed JSON on `/v1/register`, `/v1/ack` and `/iid/v1:batchAdd` is answered in the routes' documented
     /// JSON error format (it was plain text).
     @Test func parseErrorsAreJSON() async throws {

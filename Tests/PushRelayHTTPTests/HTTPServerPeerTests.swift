@@ -188,6 +188,56 @@ struct OversizedHeadTests {
     }
 }
 
+/// The server reopens a stream's flow-control window as the body budget allows, not as bytes arrive: a client
+/// that opens many uploads and never finishes them can make the server hold only the budget (plus one connection
+/// window per connection), and the budget comes back when requests end.
+@Suite("HTTP server: request bodies bounded by flow control", .serialized)
+struct BodyBudgetTests {
+    @Test("the server's budget: three connections of unfinished uploads park at most the budget plus a window each; a reset lets the others go on")
+    func serverBudget() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.maxBufferedBodyBytes = 200 * 1024
+        let server = try await TestServer.start(configuration: configuration)
+        defer { Task { await server.server.shutdown() } }
+        let sent = try await UnfinishedUploads.run(
+            port: server.port, path: "/upload", connections: 3, streams: 4, size: 80 * 1024, reset: true)
+        // Without the budget the windows reopen as bytes arrive: all 960 KiB would be sent. (Bodies smaller than the
+        // budget: a request that is the only holder may take its whole body.)
+        #expect(sent.first <= 200 * 1024 + 4 * 65_535, "\(sent.first) bytes parked")
+        #expect(sent.first >= 200 * 1024, "\(sent.first): the budget itself is usable")
+        #expect(sent.more > 0, "the reset gave bytes back: the other connections went on")
+    }
+
+    @Test("the connection's budget: one connection of unfinished uploads parks at most it plus a window")
+    func connectionBudget() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.maxBufferedBodyBytesPerConnection = 100 * 1024
+        let server = try await TestServer.start(configuration: configuration)
+        defer { Task { await server.server.shutdown() } }
+        let sent = try await UnfinishedUploads.run(
+            port: server.port, path: "/upload", connections: 1, streams: 8, size: 80 * 1024, reset: false)
+        // Without the bound all 640 KiB would be sent.
+        #expect(sent.first <= 100 * 1024 + 2 * 65_535, "\(sent.first) bytes parked")
+        #expect(sent.first >= 100 * 1024, "\(sent.first)")
+    }
+
+    @Test("a body larger than the connection's budget still arrives whole (curl, HTTP/2)")
+    func largeBodyArrives() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.maxBufferedBodyBytesPerConnection = 100 * 1024
+        configuration.maxBufferedBodyBytes = 150 * 1024
+        let server = try await TestServer.start(configuration: configuration)
+        defer { Task { await server.server.shutdown() } }
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent("upload-\(UUID().uuidString)")
+        try Data(repeating: 0x78, count: 700 * 1024).write(to: body)
+        defer { try? FileManager.default.removeItem(at: body) }
+        let result = try await ExternalPeer.run([
+            "curl", "-sS", "--http2-prior-knowledge", "-m", "20", "--data-binary", "@\(body.path)", "\(server.baseURL)/upload",
+        ])
+        #expect(result.stdout == "\(700 * 1024)", "\(result.stdout) \(result.stderr)")
+    }
+}
+
 /// Small Python h2 clients, inline.
 enum PythonPeer {
     static let prelude = """

@@ -104,6 +104,13 @@ let fieldCases: [FieldCase] = [
         invalid: ["-64KiB", "0KiB", "lots"]
     ),
     FieldCase(
+        field: .maxBufferedBodySize,
+        file: (#""32MiB""#, #""32MiB""#),
+        environment: ("1GiB", #""1GiB""#),
+        flag: ("500000", #""500000""#),
+        invalid: ["-1MiB", "0MiB", "lots"]
+    ),
+    FieldCase(
         field: .maxPendingMessages,
         file: ("200", "200"),
         environment: ("1_000", "1000"),

@@ -33,6 +33,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     /// The idle deadline while no stream is open, else the earliest deadline of a request still arriving.
     private var timer: ConnectionTimer?
     private var controlFrames: HTTP2ControlFrameBudget
+    /// Request-body bytes this connection's streams hold (their windows reopened), and the streams whose received
+    /// bytes wait for room before their windows are reopened, oldest first.
+    private var heldBodyBytes = 0
+    private var streamsAwaitingWindow: [Int32] = []
 
     init(shared: HTTPServerShared, upgrade: HTTP2UpgradeRequest? = nil) {
         self.shared = shared
@@ -77,6 +81,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
 
     func handlerRemoved(context: ChannelHandlerContext) {
         closeAllStreams()
+        shared.bodyBudget.cancelWait(ObjectIdentifier(self))
         timer?.cancel()
         timer = nil
         self.context = nil
@@ -192,7 +197,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     private func closeAllStreams() {
         let open = streams
         streams = [:]
-        for (_, stream) in open { Self.abandon(stream) }
+        for (streamID, stream) in open {
+            releaseBody(stream, streamID: streamID, retry: false)
+            Self.abandon(stream)
+        }
     }
 
     private static func abandon(_ stream: HTTP2ServerStream) {
@@ -325,9 +333,13 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     }
 
     func sessionData(streamID: Int32, chunk: borrowing NGHTTP2DataChunk) {
-        guard let stream = streams[streamID] else { return }
+        guard let stream = streams[streamID] else {
+            session?.consumeStreamAndConnection(streamID: streamID, count: chunk.count)
+            return
+        }
         stream.receivedBodyBytes += chunk.count
         if stream.receivedBodyBytes > stream.maxBodyBytes {
+            session?.consumeStreamAndConnection(streamID: streamID, count: chunk.count)
             bodyTooLarge(stream, streamID: streamID)
             return
         }
@@ -340,8 +352,71 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             chunk.write(into: &buffer)
             continuation.yield(buffer)
         case .headers, .awaitingResponse, .responding:
-            break
+            // Not wanted: the window reopens at once.
+            session?.consumeStreamAndConnection(streamID: streamID, count: chunk.count)
+            return
         }
+        stream.unconsumedBodyBytes += chunk.count
+        if streamsAwaitingWindow.isEmpty {
+            if !reopenWindow(stream, streamID: streamID) { streamsAwaitingWindow.append(streamID) }
+        } else if !streamsAwaitingWindow.contains(streamID) {
+            streamsAwaitingWindow.append(streamID)  // behind the streams already waiting
+        }
+    }
+
+    // MARK: Flow control: windows reopened as the body budget allows
+
+    /// Reopens the stream's window for its received bytes if the connection's and the server's budgets take them;
+    /// false if they do not (the bytes wait, the peer's window stays closed).
+    private func reopenWindow(_ stream: HTTP2ServerStream, streamID: Int32) -> Bool {
+        let count = stream.unconsumedBodyBytes
+        guard count > 0 else { return true }
+        // Past the connection's bound only a stream that is its connection's sole holder goes on (one body larger
+        // than the bound must still arrive).
+        if heldBodyBytes > stream.heldBodyBytes,
+            heldBodyBytes + count > shared.configuration.maxBufferedBodyBytesPerConnection
+        {
+            return false
+        }
+        guard let context else { return false }
+        let eventLoop = context.eventLoop
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let acquired = shared.bodyBudget.acquire(count, held: stream.heldBodyBytes, waiter: ObjectIdentifier(self)) {
+            eventLoop.execute { bound.value.reopenWaitingWindows() }
+        }
+        guard acquired else { return false }
+        stream.unconsumedBodyBytes = 0
+        stream.heldBodyBytes += count
+        heldBodyBytes += count
+        session?.consumeStreamAndConnection(streamID: streamID, count: count)
+        return true
+    }
+
+    /// Reopens the windows of waiting streams, oldest first, as far as the budgets allow.
+    private func reopenWaitingWindows() {
+        var reopened = false
+        while let streamID = streamsAwaitingWindow.first {
+            if let stream = streams[streamID] {
+                guard reopenWindow(stream, streamID: streamID) else { break }
+                reopened = true
+            }
+            streamsAwaitingWindow.removeFirst()
+        }
+        if reopened && !inReadBatch { flushOutput() }
+    }
+
+    /// Gives a request's body bytes back (it was answered, or its stream closed): its unconsumed bytes reopen the
+    /// connection's window, its held bytes return to the budgets, and waiting streams may go on.
+    private func releaseBody(_ stream: HTTP2ServerStream, streamID: Int32, retry: Bool = true) {
+        if stream.unconsumedBodyBytes > 0 {
+            session?.consumeStreamAndConnection(streamID: streamID, count: stream.unconsumedBodyBytes)
+            stream.unconsumedBodyBytes = 0
+        }
+        guard stream.heldBodyBytes > 0 else { return }
+        heldBodyBytes -= stream.heldBodyBytes
+        shared.bodyBudget.release(stream.heldBodyBytes)
+        stream.heldBodyBytes = 0
+        if retry { reopenWaitingWindows() }
     }
 
     func sessionEndStream(streamID: Int32) {
@@ -364,6 +439,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
 
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
+        releaseBody(stream, streamID: streamID)
         Self.abandon(stream)
         if streams.isEmpty { timer?.set(in: shared.configuration.idleTimeout) }
     }
@@ -542,8 +618,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             break
         }
         stream.phase = .responding
-        // The handler is done: its finished task's memory should not live as long as a streamed answer.
+        // The handler is done: its finished task's memory should not live as long as a streamed answer, and the
+        // request's body bytes go back to the budgets.
         stream.handlerTask = nil
+        releaseBody(stream, streamID: streamID)
         let isHead = stream.head?.method == .head
         let status = response.head.status.code
         switch response.body {

@@ -46,6 +46,11 @@ final class HTTP2ServerStream {
     var maxBodyBytes = 0
     var receivedBodyBytes = 0
     var body = ByteBuffer()
+    /// Body bytes received whose window is not reopened yet (waiting for the body budget).
+    var unconsumedBodyBytes = 0
+    /// Body bytes whose window was reopened, held against the connection's and the server's body budget until
+    /// the request is answered or the stream closes.
+    var heldBodyBytes = 0
     /// The route's gate is checking the request (``HTTPGateDecision/verify(_:)``): the body is collected, the
     /// handler waits.
     var verifying = false

@@ -153,10 +153,10 @@ final class NGHTTP2Session {
         nghttp2_option_set_max_settings(option, limits.maxSettings)
         nghttp2_option_set_max_outbound_ack(option, limits.maxOutboundAck)
         nghttp2_option_set_max_send_header_block_length(option, 64 * 1024)
-        if role == .client {
-            // The client opens the receive window as the application reads (`consume`), not as bytes arrive.
-            nghttp2_option_set_no_auto_window_update(option, 1)
-        }
+        // Windows are reopened by the application (`consume`), not as bytes arrive: the client as its reader takes
+        // the response body, the server as its requests' body budget allows. DATA nghttp2 ignores itself (closed
+        // streams, padding) it counts as consumed.
+        nghttp2_option_set_no_auto_window_update(option, 1)
 
         let userData = Unmanaged.passUnretained(self).toOpaque()
         let rc: Int32
@@ -296,6 +296,14 @@ final class NGHTTP2Session {
     func consume(streamID: Int32, count: Int) {
         guard count > 0 else { return }
         _ = nghttp2_session_consume_stream(session, streamID, count)
+    }
+
+    /// Marks `count` received body bytes of `streamID` as consumed on both the stream's and the connection's
+    /// window (server sessions); on a stream that is gone, on the connection's only.
+    func consumeStreamAndConnection(streamID: Int32, count: Int) {
+        guard count > 0 else { return }
+        // nghttp2 counts the connection's share first, and skips the stream's when the stream is gone.
+        _ = nghttp2_session_consume(session, streamID, count)
     }
 
     /// Marks `count` received bytes as consumed on the connection window.

@@ -64,6 +64,19 @@ extension HTTPServer {
         /// Bytes a streaming response may queue inside the server before `write` suspends; the bound on the
         /// server's buffering for one slow reader, on top of the socket buffer. Default 64 KiB.
         public var streamWriteHighWatermark: Int = 64 * 1024
+        /// Request-body bytes one HTTP/2 connection may hold before the server stops reopening its flow-control
+        /// windows: the server reopens a stream's window as it takes the body in, and only while the connection's
+        /// requests hold less than this (a request that is its connection's only holder always gets its window
+        /// back, so one body larger than this, up to its route's limit, still arrives). Bytes are given back when the request is answered or its stream
+        /// closes. With the 65,535-byte connection window, a connection buffers at most this plus that window.
+        /// Default 1 MiB.
+        public var maxBufferedBodyBytesPerConnection: Int = 1024 * 1024
+        /// Request-body bytes all HTTP/2 connections together may hold (the same accounting as above, over the
+        /// whole server); past it every connection's windows stay closed, so peers stop sending, until requests
+        /// finish (or their `requestTimeout` ends them). A request that is the server's only holder still gets its
+        /// whole body. `nil`: no bound. HTTP/1.1 reads one request at a time per connection and is not counted.
+        /// Default 64 MiB.
+        public var maxBufferedBodyBytes: Int? = 64 * 1024 * 1024
         /// The listen backlog of every listener. Default 256.
         public var backlog: Int = 256
         /// Told of every connection accepted, closed, or refused at accept (for metrics). Called on the

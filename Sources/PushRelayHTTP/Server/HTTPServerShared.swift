@@ -7,6 +7,15 @@ struct HTTPServerShared: Sendable {
     let responder: any HTTPServerResponder
     let configuration: HTTPServer.Configuration
     let logger: Logger
+    /// The request-body bytes held over every HTTP/2 connection (``HTTPServer/Configuration/maxBufferedBodyBytes``).
+    let bodyBudget: HTTPBodyBudget
+
+    init(responder: any HTTPServerResponder, configuration: HTTPServer.Configuration, logger: Logger) {
+        self.responder = responder
+        self.configuration = configuration
+        self.logger = logger
+        self.bodyBudget = HTTPBodyBudget(capacity: configuration.maxBufferedBodyBytes)
+    }
 }
 
 /// Inbound user events the server sends down a connection's pipeline.

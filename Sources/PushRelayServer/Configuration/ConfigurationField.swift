@@ -25,6 +25,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case maxSendBodySize = "max_send_body_size"
     /// ``PushRelayConfiguration/maxRequestBodySize``.
     case maxRequestBodySize = "max_request_body_size"
+    /// ``PushRelayConfiguration/maxBufferedBodySize``.
+    case maxBufferedBodySize = "max_buffered_body_size"
     /// ``PushRelayConfiguration/maxPendingMessages``.
     case maxPendingMessages = "max_pending_messages"
     /// ``PushRelayConfiguration/maxCollapseKeys``.
@@ -97,6 +99,7 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .idleTimeout: "close connections idle this long, e.g. 120s"
         case .maxSendBodySize: "largest /fcm/send body, e.g. 512KiB"
         case .maxRequestBodySize: "largest body on other routes, e.g. 256KiB"
+        case .maxBufferedBodySize: "request bodies held at once over all HTTP/2 connections, e.g. 64MiB"
         case .maxPendingMessages: "pending non-collapsible messages per device"
         case .maxCollapseKeys: "pending collapse keys per device"
         case .purgeInterval: "how often expired messages are purged, e.g. 60s"

@@ -286,6 +286,8 @@ private struct Builder {
             configuration.maxSendBodySize = try Parse.size(raw)
         case .maxRequestBodySize:
             configuration.maxRequestBodySize = try Parse.size(raw)
+        case .maxBufferedBodySize:
+            configuration.maxBufferedBodySize = try Parse.size(raw)
         case .maxPendingMessages:
             configuration.maxPendingMessages = try Parse.integer(raw, in: 1...100_000)
         case .maxCollapseKeys:

@@ -33,6 +33,7 @@ extension PushRelayConfiguration {
         case .idleTimeout: return Self.quote(Self.renderDuration(idleTimeout))
         case .maxSendBodySize: return Self.quote(Self.renderSize(maxSendBodySize))
         case .maxRequestBodySize: return Self.quote(Self.renderSize(maxRequestBodySize))
+        case .maxBufferedBodySize: return Self.quote(Self.renderSize(maxBufferedBodySize))
         case .maxPendingMessages: return String(maxPendingMessages)
         case .maxCollapseKeys: return String(maxCollapseKeys)
         case .purgeInterval: return Self.quote(Self.renderDuration(purgeInterval))

@@ -45,6 +45,10 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Largest request body on every other route (register, ack, Instance ID batches). Key `max_request_body_size`.
     /// Default 256 KiB.
     public var maxRequestBodySize: Int
+    /// Request-body bytes the server holds at once over all its HTTP/2 connections: past it, no connection's
+    /// flow-control window is reopened (clients stop sending) until requests finish; each connection also holds at
+    /// most 1 MiB beyond the one request it may always finish. Key `max_buffered_body_size`.
+    public var maxBufferedBodySize: Int
 
     /// Pending non-collapsible messages per device before they are dropped and the device is told
     /// (`deleted_messages`). Key `max_pending_messages`. Default 100, as FCM.
@@ -144,6 +148,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.idleTimeout = .seconds(120)
         self.maxSendBodySize = 512 * 1024
         self.maxRequestBodySize = 256 * 1024
+        self.maxBufferedBodySize = 64 * 1024 * 1024
         self.maxPendingMessages = 100
         self.maxCollapseKeys = 4
         self.purgeInterval = .seconds(60)

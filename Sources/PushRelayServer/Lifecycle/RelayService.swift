@@ -60,6 +60,7 @@ public final class RelayService: Service {
             Int64(configuration.requestTimeout.components.seconds) * 1_000_000_000
                 + configuration.requestTimeout.components.attoseconds / 1_000_000_000)
         serverConfiguration.maxConnections = configuration.maxConnections
+        serverConfiguration.maxBufferedBodyBytes = configuration.maxBufferedBodySize
         serverConfiguration.maxConnectionsPerAddress =
             configuration.maxConnectionsPerAddress == 0 ? nil : configuration.maxConnectionsPerAddress
         serverConfiguration.connectionEvents = { [metrics = relay.metrics] event in metrics.connection(event) }

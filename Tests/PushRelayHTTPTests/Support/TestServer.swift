@@ -79,6 +79,11 @@ struct TestServer {
             let body = try await request.body.collect(upTo: 1024)
             return HTTPServerResponse(status: .ok, body: .bytes(body))
         })
+        // Up to 1 MiB collected by the transport; answers with the body's size (flow-control tests).
+        router.add(.post, "/upload", maxBodyBytes: 1024 * 1024, .collected { request in
+            let body = try await request.body.collect(upTo: 1024 * 1024)
+            return HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: "\(body.readableBytes)")))
+        })
         // Same, answered from another thread through the promise (the message path's way: no task).
         router.add(.post, "/echo-promised", maxBodyBytes: 1024, .promised { _, body, promise in
             DispatchQueue.global().async { promise.succeed(HTTPServerResponse(status: .ok, body: .bytes(body))) }
