@@ -103,6 +103,7 @@ public final class RelayApplication: Sendable {
         // Rows another node committed (PostgreSQL): the devices' streams here read the store from their cursors.
         store.setRemoteCommitObserver { commit in
             switch commit {
+            case .rows(let rows): hub.deliver(rows)
             case .devices(let devices): hub.wake(devices: devices)
             case .unknown: hub.wakeAll()
             }

@@ -134,6 +134,45 @@ struct QueueStoreTests {
         }
     }
 
+    /// PostgreSQL: a batch committed on one node reaches another node's remote-commit observer as the rows
+    /// themselves (read back once by id range), bodies and ids as the sender's node stored them, in id order.
+    @Test("PostgreSQL: another node's commit arrives as its rows, read back once")
+    func remoteCommitCarriesTheRows() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory) { nodeA in
+                let fixture = try await makeFixture(nodeA)
+                let second = try await nodeA.registerDevice(project: fixture.project, app: "com.shop", platform: "IOS")
+                try await withStore(.postgres, in: directory) { nodeB in
+                    let seen = NIOLockedValueBox<[RemoteCommit]>([])
+                    nodeB.setRemoteCommitObserver { commit in seen.withLockedValue { $0.append(commit) } }
+                    let results = try await nodeA.enqueue([
+                        NewMessage(device: fixture.device, body: Array(text: "one")),
+                        NewMessage(device: second.device.id, body: Array(text: "two"), collapseKey: "k"),
+                    ])
+                    let ids = results.compactMap { result -> MessageID? in
+                        if case .stored(let id) = result { return id }
+                        return nil
+                    }
+                    #expect(ids.count == 2)
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while seen.withLockedValue({ $0.isEmpty }), ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    let commits = seen.withLockedValue { $0 }
+                    guard case .rows(let rows) = commits.first else {
+                        Issue.record("expected the rows, got \(commits)")
+                        return
+                    }
+                    #expect(rows.map(\.id) == ids)
+                    #expect(rows.map(\.body) == [Array(text: "one"), Array(text: "two")])
+                    #expect(rows.map(\.device) == [fixture.device, second.device.id])
+                    #expect(rows.last?.collapseKey == "k")
+                    nodeB.setRemoteCommitObserver(nil)
+                }
+            }
+        }
+    }
+
     @Test("time to live: 0 is never stored; expired messages leave pending and are purged", arguments: StoreKind.allCases)
     func timeToLive(kind: StoreKind) async throws {
         let clock = FakeClock()

@@ -1,6 +1,8 @@
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
 import PostgresNIO
+import PushRelayCore
 
 /// The node's `LISTEN` connection: turns other nodes' commit notifications into remote-commit calls and auth cache
 /// invalidations. When the connection is lost it reconnects with a back-off; after it is back, every live stream is
@@ -32,7 +34,7 @@ final class PostgresListener: Sendable {
                         }
                         delay = .milliseconds(50)
                         for try await notification in notifications {
-                            self.handle(notification.payload)
+                            await self.handle(notification.payload, connection: connection)
                         }
                     }
                 } catch {
@@ -56,18 +58,56 @@ final class PostgresListener: Sendable {
         }
     }
 
-    /// `node auth-flag devices` (see ``PostgresWriter``): a device list, `*` (too many to list) or `-` (none).
-    private func handle(_ payload: String) {
-        let fields = payload.split(separator: " ", maxSplits: 2)
-        guard fields.count == 3, fields[0] != self.context.node else { return }
+    /// `node auth-flag devices [first last]` (see ``PostgresWriter``): a device list, `*` (too many to list) or `-`
+    /// (none); with the batch's id range, the rows are read back here, in one query on this connection (so in
+    /// commit order), and handed over whole; without it, or if that read fails, the devices' streams read the
+    /// store themselves.
+    private func handle(_ payload: String, connection: PostgresConnection) async {
+        let fields = payload.split(separator: " ")
+        guard fields.count == 3 || fields.count == 5, fields[0] != self.context.node else { return }
         if fields[1] == "a" {
             self.context.authCache.invalidate(epoch: nil)
         }
         guard fields[2] != "-", let observer = self.context.remoteObserver.withLockedValue({ $0 }) else { return }
-        if fields[2] == "*" {
+        guard fields[2] != "*" else {
             observer(.unknown)
+            return
+        }
+        let devices = fields[2].split(separator: ",").compactMap { Int64($0) }
+        if fields.count == 5, let first = Int64(fields[3]), let last = Int64(fields[4]), first <= last,
+            let rows = await self.committedRows(devices: devices, first: first, last: last, connection: connection)
+        {
+            observer(.rows(rows))
         } else {
-            observer(.devices(fields[2].split(separator: ",").compactMap { Int64($0) }.map { DeviceID(rawValue: $0) }))
+            observer(.devices(devices.map { DeviceID(rawValue: $0) }))
+        }
+    }
+
+    /// The rows of `devices` with ids in `first...last` that are still there, in id order; nil if the read fails.
+    private func committedRows(devices: [Int64], first: Int64, last: Int64, connection: PostgresConnection) async
+        -> [StoredMessage]?
+    {
+        do {
+            let rows = try await connection.query(
+                """
+                SELECT device_id, id, kind, collapse_key, expires_at, body FROM messages
+                WHERE device_id = ANY(\(devices)) AND id BETWEEN \(first) AND \(last) ORDER BY id
+                """,
+                logger: self.context.logger
+            ).collect()
+            return try rows.map { row in
+                let (device, id, kind, collapseKey, expiresAt, body) = try row.decode(
+                    (Int64, Int64, Int16, String?, Int64, ByteBuffer).self)
+                return StoredMessage(
+                    id: MessageID(rawValue: id), device: DeviceID(rawValue: device),
+                    kind: kind == 1 ? .deletedMessages : .message, body: Array(body.readableBytesView),
+                    collapseKey: collapseKey, expiresAtMicros: expiresAt)
+            }
+        } catch {
+            self.context.logger.debug(
+                "reading another node's committed rows failed; the streams read the store",
+                metadata: ["relay.error": "\(PostgresStoreContext.describe(error))"])
+            return nil
         }
     }
 

@@ -235,6 +235,9 @@ final class PostgresWriter: @unchecked Sendable {
         _ requests: [PostgresHotRequest],
         in write: PostgresWriteContext
     ) async throws -> [PostgresHotRequest.Result] {
+        if requests.allSatisfy({ if case .enqueue = $0.kind { false } else { true } }) {
+            return try await self.applyAcknowledgements(requests, in: write)
+        }
         var devices = Set<DeviceID>()
         for request in requests {
             switch request.kind {
@@ -299,6 +302,62 @@ final class PostgresWriter: @unchecked Sendable {
         }
     }
 
+    /// A group of acknowledgements only: one `DELETE` of the acknowledged rows, without locking the devices or
+    /// loading their queues (an acknowledgement needs no queue model). A node that only streams (its groups are
+    /// acknowledgements) thus never holds the device locks that another node's sends wait for. A send that modelled
+    /// a queue while an acknowledgement removed rows from it counts them once more at most (it may add a
+    /// `deleted_messages` marker at the 100-message boundary a little early).
+    private func applyAcknowledgements(
+        _ requests: [PostgresHotRequest],
+        in write: PostgresWriteContext
+    ) async throws -> [PostgresHotRequest.Result] {
+        var indexes: [Int64] = []
+        var devices: [Int64] = []
+        var upTo: [Int64] = []
+        var listedRequests: [Int64] = []
+        var listedIDs: [Int64] = []
+        for (index, request) in requests.enumerated() {
+            switch request.kind {
+            case .acknowledge(let device, let ids):
+                indexes.append(Int64(index))
+                devices.append(device.rawValue)
+                upTo.append(-1)
+                for id in Set(ids.map(\.rowValue)) {
+                    listedRequests.append(Int64(index))
+                    listedIDs.append(id)
+                }
+            case .acknowledgeUpTo(let device, let id):
+                indexes.append(Int64(index))
+                devices.append(device.rawValue)
+                upTo.append(id.rowValue)
+            case .enqueue:
+                preconditionFailure("applyAcknowledgements takes acknowledgements only")
+            }
+        }
+        let rows = try await write.rows(
+            """
+            WITH requests AS (
+                SELECT * FROM unnest(\(indexes)::int8[], \(devices)::int8[], \(upTo)::int8[])
+                    AS r(request, device_id, up_to)
+            ), listed AS (
+                SELECT * FROM unnest(\(listedRequests)::int8[], \(listedIDs)::int8[]) AS l(request, id)
+            ), removed AS (
+                DELETE FROM messages AS m USING requests AS r
+                WHERE m.device_id = r.device_id
+                    AND (m.id <= r.up_to OR m.id IN (SELECT l.id FROM listed AS l WHERE l.request = r.request))
+                RETURNING r.request
+            )
+            SELECT request, count(*) FROM removed GROUP BY request
+            """
+        )
+        var counts = [Int](repeating: 0, count: requests.count)
+        for row in rows {
+            let (index, count) = try row.decode((Int64, Int64).self)
+            counts[Int(index)] = Int(count)
+        }
+        return counts.map { .acknowledged($0) }
+    }
+
     var batchSize: Int { self.context.configuration.fanOutBatchSize }
 
     var conditionCompiler: @Sendable (String) -> TopicConditionMatcher? { self.context.configuration.conditionCompiler }
@@ -337,7 +396,8 @@ final class PostgresWriter: @unchecked Sendable {
     }
 
     /// Writes a batch in one statement: the id block, the deletions, the insertions and the `NOTIFY` of the devices
-    /// that got rows (sent by PostgreSQL at commit; one round trip fewer than a statement of its own). Returns the
+    /// that got rows and the ids they got, `node - devices first last` (sent by PostgreSQL at commit; one round
+    /// trip fewer than a statement of its own; other nodes read exactly these rows back). Returns the
     /// id base (real id = base + provisional offset) and records the appended rows on `write`.
     @discardableResult
     func flush(_ batch: PostgresQueueBatch, in write: PostgresWriteContext) async throws -> Int64 {
@@ -383,7 +443,10 @@ final class PostgresWriter: @unchecked Sendable {
                     \(keys)::text[], \(expiries)::int8[], \(bodies)::bytea[])
                     AS r(offset_id, device_id, kind, has_key, collapse_key, expires_at, body)
             ), announced AS (
-                SELECT pg_notify(\(PostgresStoreContext.channel), \(payload))
+                SELECT pg_notify(
+                    \(PostgresStoreContext.channel),
+                    \(payload) || ' ' || (block.base + 1)::text || ' ' || (block.base + \(count))::text)
+                FROM block
             )
             SELECT base FROM block, announced
             """
