@@ -120,6 +120,106 @@ import Testing
         }
     }
 
+    /// SIGTERM while one HTTP/2 connection has sends in flight: every stream up to GOAWAY's last stream id gets its
+    /// answer (200, or `Unavailable` with `Retry-After`) before the connection closes — none is reset or left
+    /// unanswered — and the streams above it are the ones the client must retry (RFC 9113 §6.8).
+    @Test func sigtermAnswersEveryHTTP2RequestItRead() async throws {
+        let daemon = try Daemon(arguments: ["--shutdown-drain-timeout", "10s"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let devices = try await daemon.registerDevices(keys, count: 4)
+        let script = #"""
+            import json, socket, sys, time
+            import h2.connection, h2.config, h2.events
+            port, key, tokens = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
+            sock = socket.create_connection(('127.0.0.1', port))
+            sock.settimeout(20)
+            conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+            conn.initiate_connection()
+            status, reset, ended, goaway = {}, {}, set(), None
+            sent = []
+            def send(n):
+                for _ in range(n):
+                    sid = conn.get_next_available_stream_id()
+                    body = json.dumps({"to": tokens[sid % len(tokens)], "data": {"n": str(sid)}}).encode()
+                    conn.send_headers(sid, [(':method', 'POST'), (':path', '/fcm/send'), (':scheme', 'http'), (':authority', 'x'), ('authorization', 'key=' + key), ('content-type', 'application/json')])
+                    conn.send_data(sid, body, end_stream=True)
+                    sent.append(sid)
+                sock.sendall(conn.data_to_send())
+            pending = [b'']
+            def frames(data):
+                # Whole frames one at a time: python-h2 closes its connection state at GOAWAY and then refuses the
+                # frames of streams the server still answers (legal below the last stream id), so the state is put
+                # back after each frame (a client-library limit, not the server's).
+                pending[0] += data
+                while len(pending[0]) >= 9:
+                    length = int.from_bytes(pending[0][0:3], 'big')
+                    if len(pending[0]) < 9 + length:
+                        break
+                    frame, pending[0] = pending[0][:9 + length], pending[0][9 + length:]
+                    yield from conn.receive_data(frame)
+                    if conn.state_machine.state == h2.connection.ConnectionState.CLOSED:
+                        conn.state_machine.state = h2.connection.ConnectionState.CLIENT_OPEN
+            def read_some(timeout):
+                global goaway
+                sock.settimeout(timeout)
+                try:
+                    data = sock.recv(65536)
+                except socket.timeout:
+                    return True
+                if not data:
+                    return False
+                for event in frames(data):
+                    if isinstance(event, h2.events.ResponseReceived):
+                        status[event.stream_id] = dict(event.headers)[b':status'].decode()
+                    elif isinstance(event, h2.events.DataReceived):
+                        conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    elif isinstance(event, h2.events.StreamEnded):
+                        ended.add(event.stream_id)
+                    elif isinstance(event, h2.events.StreamReset):
+                        reset[event.stream_id] = int(event.error_code)
+                    elif isinstance(event, h2.events.ConnectionTerminated):
+                        goaway = event.last_stream_id
+                out = conn.data_to_send()
+                if out:
+                    sock.sendall(out)
+                return True
+            send(40)
+            print("sent", flush=True)
+            # Keep sending in small batches until GOAWAY arrives; then read until the server closes.
+            while goaway is None:
+                send(4)
+                if not read_some(0.01):
+                    break
+            while read_some(5):
+                pass
+            print(json.dumps({"goaway": goaway, "sent": sent, "status": status, "reset": reset, "ended": sorted(ended)}), flush=True)
+            """#
+        let client = try StreamingProcess("python3", [
+            "-c", script, String(daemon.port), keys.serverKey, devices.map(\.token).joined(separator: ","),
+        ], standardError: true)
+        defer { client.stop() }
+        try await client.waitFor(timeout: .seconds(30), "the first sends") { $0.contains("sent") }
+        daemon.sendTerminate()
+        #expect(try await daemon.waitForExit(timeout: .seconds(30))?.status == 0)
+        #expect(await client.waitForExit(timeout: .seconds(40)) == 0, "\(client.text)")
+        let line = try #require(client.text.split(separator: "\n").last.map(String.init))
+        let result = try jsonObject(line)
+        let lastStream = try #require(result["goaway"] as? Int, "no GOAWAY: \(line)")
+        let sent = try #require(result["sent"] as? [Int])
+        let status = result["status"] as? [String: String] ?? [:]
+        let reset = result["reset"] as? [String: Int] ?? [:]
+        let ended = Set(result["ended"] as? [Int] ?? [])
+        let read = sent.filter { $0 <= lastStream }
+        #expect(read.count >= 40, "GOAWAY's last stream id \(lastStream) is below the first 40 sends")
+        for stream in read {
+            let answer = status[String(stream)]
+            #expect(answer == "200" || answer == "503", "stream \(stream): status \(answer ?? "none"), reset \(reset[String(stream)].map(String.init) ?? "no")")
+            #expect(ended.contains(stream), "stream \(stream)'s answer did not end")
+        }
+        print("SIGTERM over HTTP/2: \(read.count) streams read and answered, \(sent.count - read.count) above GOAWAY's last stream id \(lastStream)")
+    }
+
     @Test func plainRestartDeliversQueuedMessages() async throws {
         let daemon = try Daemon()
         try await daemon.start()
