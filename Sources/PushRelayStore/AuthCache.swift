@@ -6,7 +6,8 @@ import NIOConcurrencyHelpers
 ///
 /// Invalidation: every write that can turn a hit into a miss (project delete, key rotation, device unregister) bumps
 /// `auth_epoch` in the database in its transaction. This process clears the cache after such a commit (after an
-/// unregistration on SQLite it drops only that device, unless another process moved the epoch too); changes by
+/// unregistration it drops only that device, unless another process moved the epoch too; on PostgreSQL the other
+/// nodes do the same from the commit's notification, which names the device); changes by
 /// another process (the CLI) are noticed by re-reading the epoch at most every
 /// ``SQLiteStore/Configuration/authRecheckInterval``. A lookup that raced with an invalidation does not fill the cache
 /// (generation check).
@@ -82,6 +83,12 @@ final class AuthCache: Sendable {
     /// unregister loop does not push every other look-up onto the database; clears everything otherwise (another
     /// process changed something too, or no epoch was observed yet).
     func evict(devices: [(device: Device, secret: KeyHash)], epoch: Int64?) {
+        self.evict(tokens: devices.map(\.device.token), secrets: devices.map(\.secret), epoch: epoch)
+    }
+
+    /// ``evict(devices:epoch:)`` by the removed devices' tokens and secret hashes (what another PostgreSQL node's
+    /// notification carries).
+    func evict(tokens: [String], secrets: [KeyHash], epoch: Int64?) {
         self.state.withLockedValue { state in
             guard let epoch, let observed = state.epoch, epoch == observed &+ 1 else {
                 Self.clear(&state)
@@ -90,10 +97,8 @@ final class AuthCache: Sendable {
             }
             // A look-up that read a removed device before the commit must not put it back.
             state.generation &+= 1
-            for (device, secret) in devices {
-                state.devicesBySecret[secret] = nil
-                state.devicesByToken[device.token] = nil
-            }
+            for secret in secrets { state.devicesBySecret[secret] = nil }
+            for token in tokens { state.devicesByToken[token] = nil }
             state.epoch = epoch
         }
     }

@@ -174,6 +174,42 @@ struct DeviceStoreTests {
         }
     }
 
+    /// PostgreSQL, two nodes: an unregistration on one node makes the other drop just that device from its cache
+    /// (the notification names it); the rest of that node's cache stays, so its sends keep the event-loop path.
+    @Test("PostgreSQL: an unregistration on one node drops only that device from another node's cache")
+    func unregisterEvictsOnlyItsDeviceOnEveryNode() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory) { nodeA in
+                let shop = try await nodeA.createProject(name: "shop")
+                let kept = try await nodeA.registerDevice(project: shop.project.id, app: "a", platform: "IOS")
+                let gone = try await nodeA.registerDevice(project: shop.project.id, app: "a", platform: "IOS")
+                // Node B re-reads the epoch only every 10 s here: what changes its cache is the notification.
+                try await withStore(.postgres, in: directory, configure: { $0.authRecheckInterval = .seconds(10) }) {
+                    nodeB in
+                    _ = try await nodeB.authenticateServerKey(shop.serverKey)
+                    _ = try await nodeB.resolveTokens([kept.device.token, gone.device.token])
+                    #expect(nodeB.cachedDevices(tokens: [kept.device.token, gone.device.token]) != nil)
+                    #expect(try await nodeA.unregisterDevice(secret: gone.secret) != nil)
+                    let deadline = ContinuousClock.now + .seconds(5)
+                    while nodeB.cachedDevices(tokens: [gone.device.token]) != nil, ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
+                    #expect(nodeB.cachedDevices(tokens: [gone.device.token]) == nil, "the removed device is dropped")
+                    #expect(nodeB.cachedDevices(tokens: [kept.device.token]) == [kept.device], "the rest stays")
+                    #expect(nodeB.cachedProject(serverKey: shop.serverKey)?.id == shop.project.id)
+                    #expect(try await nodeB.resolveTokens([gone.device.token]) == [nil])
+                    // A key rotation on node A still clears node B's cache.
+                    _ = try await nodeA.rotateServerKey(project: "shop", gracePeriod: .zero)
+                    let cleared = ContinuousClock.now + .seconds(5)
+                    while nodeB.cachedDevices(tokens: [kept.device.token]) != nil, ContinuousClock.now < cleared {
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
+                    #expect(nodeB.cachedDevices(tokens: [kept.device.token]) == nil, "cleared by the rotation")
+                }
+            }
+        }
+    }
+
     @Test("the database files never contain a key or secret in clear", arguments: StoreKind.allCases)
     func noPlaintextCredentials(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in

@@ -54,7 +54,7 @@ extension PostgresStore {
             try await write.run(
                 "UPDATE projects SET device_count = device_count - 1 WHERE id = \(device.project.rawValue)")
             write.dropped.unregistered += Int(try pending.first?.decode(Int64.self) ?? 0)
-            write.authChanged = true
+            write.evictedDevices.append((device, hash))
             return device
         }
     }

@@ -9,6 +9,9 @@ final class PostgresWriteContext: @unchecked Sendable {
     let nowMicros: Int64
     /// Set by writes that can turn an auth-cache hit into a miss: the epoch is bumped and every node told.
     var authChanged = false
+    /// Devices removed by an unregistration: the epoch is bumped and every node's cache drops just these (unless
+    /// ``authChanged`` is set too, which clears everything).
+    var evictedDevices: [(device: Device, secret: KeyHash)] = []
     /// Set when a topic message was committed: the writer starts expanding it.
     var topicMessageAdded = false
     /// Rows appended to device queues (for the commit observer and the notification).

@@ -127,15 +127,20 @@ final class PostgresWriter: @unchecked Sendable {
         }
         let write = PostgresWriteContext(
             connection: connection, logger: self.context.logger, nowMicros: self.context.nowMicros)
+        var newEpoch: Int64?
         do {
             try await write.run("BEGIN")
             try await body(write)
-            if write.authChanged {
-                try await write.run("UPDATE meta SET value = value + 1 WHERE key = 'auth_epoch'")
+            let evicting = !write.authChanged && !write.evictedDevices.isEmpty
+            if write.authChanged || evicting {
+                let epoch = try await write.rows(
+                    "UPDATE meta SET value = value + 1 WHERE key = 'auth_epoch' RETURNING value")
+                newEpoch = try epoch.first?.decode(Int64.self)
             }
             // Appended rows are normally announced by the statement that wrote them (``flush``).
-            if write.authChanged || write.appended.count > write.announced,
-                let payload = self.notification(devices: write.appended.map(\.device), authChanged: write.authChanged)
+            let flag = write.authChanged ? "a" : evicting ? Self.evictionFlag(write.evictedDevices, epoch: newEpoch) : "-"
+            if flag != "-" || write.appended.count > write.announced,
+                let payload = self.notification(devices: write.appended.map(\.device), flag: flag)
             {
                 try await write.run("SELECT pg_notify(\(PostgresStoreContext.channel), \(payload))")
             }
@@ -162,6 +167,8 @@ final class PostgresWriter: @unchecked Sendable {
         self.context.health.committed(provingCapacity: write.provesCapacity)
         if write.authChanged {
             self.context.authCache.invalidate(epoch: nil)
+        } else if !write.evictedDevices.isEmpty {
+            self.context.authCache.evict(devices: write.evictedDevices, epoch: newEpoch)
         }
         if write.topicMessageAdded {
             self.fanOutHint = true
@@ -175,10 +182,26 @@ final class PostgresWriter: @unchecked Sendable {
         return write
     }
 
+    /// The auth flag of a notification for unregistrations only: `e<epoch>,<token>|<secret hash hex>,…`, so that
+    /// other nodes drop just these devices from their caches; `a` (clear everything) when there is no epoch or the
+    /// list would not fit.
+    static func evictionFlag(_ devices: [(device: Device, secret: KeyHash)], epoch: Int64?) -> String {
+        guard let epoch else { return "a" }
+        var flag = "e\(epoch)"
+        for (device, secret) in devices {
+            let token = device.token
+            guard !token.contains(where: { $0 == "," || $0 == "|" || $0 == " " }) else { return "a" }
+            flag += ",\(token)|" + secret.bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+            if flag.utf8.count > 4_000 { return "a" }
+        }
+        return flag
+    }
+
     /// The payload of the batch's one `NOTIFY`: `node auth-flag device,device,…` (`*` when the list would not fit
-    /// in PostgreSQL's 8,000-byte limit), or nil when other nodes have nothing to learn.
-    private func notification(devices: [DeviceID], authChanged: Bool) -> String? {
-        guard authChanged || !devices.isEmpty else { return nil }
+    /// in PostgreSQL's 8,000-byte limit), or nil when other nodes have nothing to learn. The auth flag is `-`, `a`
+    /// (credentials changed: clear the cache) or an eviction list (``evictionFlag(_:epoch:)``).
+    private func notification(devices: [DeviceID], flag: String) -> String? {
+        guard flag != "-" || !devices.isEmpty else { return nil }
         var seen = Set<Int64>()
         var list = ""
         for device in devices where seen.insert(device.rawValue).inserted {
@@ -189,7 +212,7 @@ final class PostgresWriter: @unchecked Sendable {
                 break
             }
         }
-        return "\(self.context.node) \(authChanged ? "a" : "-") \(list.isEmpty ? "-" : list)"
+        return "\(self.context.node) \(flag) \(list.isEmpty ? "-" : list)"
     }
 
     private func runIsolated(_ request: PostgresIsolatedRequest) async {
@@ -425,7 +448,7 @@ final class PostgresWriter: @unchecked Sendable {
         let bodies = rows.map { ByteBuffer(bytes: $0.row.body) }
         // Past the transient ids this node handed out too, so that they stay in sequence with stored ones.
         let floor = self.context.ids.withLockedValue { max(write.nowMicros, $0.last + 1) }
-        let payload = self.notification(devices: rows.map(\.device), authChanged: false) ?? ""
+        let payload = self.notification(devices: rows.map(\.device), flag: "-") ?? ""
         let result = try await write.rows(
             """
             WITH block AS (
@@ -484,5 +507,11 @@ final class PostgresWriter: @unchecked Sendable {
                 "topic fan-out batch failed; retrying at the next poll", metadata: ["relay.error": "\(error)"])
             return false
         }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        self.count >= width ? self : String(repeating: "0", count: width - self.count) + self
     }
 }
