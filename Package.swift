@@ -1,4 +1,5 @@
 // swift-tools-version:6.1
+import Foundation
 import PackageDescription
 
 /// One set of Swift settings for every target (conventions §2). Warnings-as-errors is passed on the CI command line.
@@ -161,3 +162,15 @@ let package = Package(
         ),
     ]
 )
+
+// The HTTP/2 server fuzz target (issue 12): built only by `Fuzz/run.sh http2`, which sets PUSHRELAY_FUZZ_HTTP2=1 and
+// compiles everything with `-sanitize=fuzzer,address`; libFuzzer supplies `main`, hence `-parse-as-library`.
+if ProcessInfo.processInfo.environment["PUSHRELAY_FUZZ_HTTP2"] == "1" {
+    package.targets.append(
+        .executableTarget(
+            name: "FuzzHTTP2",
+            dependencies: ["PushRelayHTTP", nio, nioEmbedded, httpTypes, logging],
+            path: "Fuzz/HTTP2",
+            swiftSettings: swiftSettings + [.unsafeFlags(["-parse-as-library"])]
+        ))
+}

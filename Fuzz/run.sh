@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a libFuzzer target (with AddressSanitizer) and runs it for a set time.
 #
-#   Fuzz/run.sh TARGET SECONDS      one target: json, form, condition, sse, config
+#   Fuzz/run.sh TARGET SECONDS      one target: json, form, condition, sse, config, http2
 #   Fuzz/run.sh all SECONDS         every target in turn
 #   Fuzz/run.sh list                the targets
 #
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(json form condition sse config)
+TARGETS=(json form condition sse config http2)
 
 # The binary a target runs in: the core targets share one (CoreEntry.swift dispatches on PUSHRELAY_FUZZ_TARGET).
 binary_of() {
@@ -38,6 +38,22 @@ modules_core() { echo PushRelayWire; }
 sources_sse() { ls Sources/PushRelayWire/*.swift; echo Fuzz/Targets/SSETarget.swift; }
 sources_config() {
     echo Sources/PushRelayServer/Configuration/ConfigurationFileParser.swift Fuzz/Targets/ConfigurationTarget.swift
+}
+
+# The HTTP/2 server (Fuzz/HTTP2/FuzzHTTP2.swift) needs SwiftNIO, so SwiftPM builds it: the FuzzHTTP2 target is
+# declared only when PUSHRELAY_FUZZ_HTTP2=1, every Swift module of the product is compiled with
+# -sanitize=fuzzer,address in its own scratch directory (the first build takes several minutes).
+build_http2() {
+    # shellcheck disable=SC2046
+    if stale .build-fuzz/http2 $(find Sources/PushRelayHTTP Fuzz/HTTP2 -name '*.swift') Package.swift "$0"; then
+        echo "building fuzz binary http2 (SwiftPM, every module instrumented)" >&2
+        local spm=(--product FuzzHTTP2 --scratch-path .build-fuzz/spm -Xswiftc -sanitize=fuzzer,address)
+        if ! PUSHRELAY_FUZZ_HTTP2=1 swift build "${spm[@]}" >.build-fuzz/http2.build.log 2>&1; then
+            grep -v "Cannot export local symbol" .build-fuzz/http2.build.log | tail -40 >&2
+            return 1
+        fi
+        cp "$(PUSHRELAY_FUZZ_HTTP2=1 swift build "${spm[@]}" --show-bin-path)/FuzzHTTP2" .build-fuzz/http2
+    fi
 }
 
 # Largest input libFuzzer generates, per target: above the limits the parsers must enforce.
@@ -80,6 +96,10 @@ compile() {
 build() {
     local binary=$1 module sources link=() archives=()
     mkdir -p .build-fuzz/modules
+    if declare -F "build_$binary" >/dev/null; then
+        "build_$binary"
+        return
+    fi
     if declare -F "modules_$binary" >/dev/null; then
         for module in $("modules_$binary"); do
             local archive=.build-fuzz/modules/lib$module.a

@@ -37,10 +37,11 @@ struct PackageDependencyTests {
         }
         var targets: [Target] = []
         let declarations = try matches(
-            #"\.(target|testTarget|executableTarget)\(\s*name: "(\w+)",\s*(?:path: "([^"]+)",\s*)?dependencies: \[([^\]]*)\]"#,
+            #"\.(target|testTarget|executableTarget)\(\s*name: "(\w+)",\s*(?:path: "([^"]+)",\s*)?dependencies: \[([^\]]*)\](?:,\s*path: "([^"]+)")?"#,
             in: manifest)
         for groups in declarations {
-            let (kind, name, path, list) = (groups[1], groups[2], groups[3], groups[4])
+            let (kind, name, list) = (groups[1], groups[2], groups[4])
+            let path = groups[3].isEmpty ? groups[5] : groups[3]
             var dependencies: Set<String> = []
             for token in list.split(whereSeparator: { ",\n ".contains($0) }) where !token.isEmpty {
                 if token.hasPrefix("\"") {
