@@ -193,32 +193,31 @@ struct OversizedHeadTests {
 /// window per connection), and the budget comes back when requests end.
 @Suite("HTTP server: request bodies bounded by flow control", .serialized)
 struct BodyBudgetTests {
-    @Test("the server's budget: three connections of unfinished uploads park at most the budget plus a window each; a reset lets the others go on")
-    func serverBudget() async throws {
+    /// The server's budget (200 KiB; three connections of four never-ending 80 KiB uploads, 960 KiB in all) parks
+    /// at most the budget plus a connection window each, and a reset of one connection's streams lets the others go
+    /// on; the connection's bound (100 KiB; eight uploads on one connection, 640 KiB) parks at most it plus a
+    /// window. Without them the windows reopen as bytes arrive and everything is sent. (Bodies smaller than the
+    /// bounds: a request that is the only holder may take its whole body.)
+    @Test("unfinished uploads park at most the server's budget, or the connection's bound, plus the windows", arguments: [true, false])
+    func parkedBodiesAreBounded(serverWide: Bool) async throws {
         var configuration = HTTPServer.Configuration()
-        configuration.maxBufferedBodyBytes = 200 * 1024
+        let bound = serverWide ? 200 * 1024 : 100 * 1024
+        if serverWide {
+            configuration.maxBufferedBodyBytes = bound
+        } else {
+            configuration.maxBufferedBodyBytesPerConnection = bound
+        }
         let server = try await TestServer.start(configuration: configuration)
         defer { Task { await server.server.shutdown() } }
+        let connections = serverWide ? 3 : 1
         let sent = try await UnfinishedUploads.run(
-            port: server.port, path: "/upload", connections: 3, streams: 4, size: 80 * 1024, reset: true)
-        // Without the budget the windows reopen as bytes arrive: all 960 KiB would be sent. (Bodies smaller than the
-        // budget: a request that is the only holder may take its whole body.)
-        #expect(sent.first <= 200 * 1024 + 4 * 65_535, "\(sent.first) bytes parked")
-        #expect(sent.first >= 200 * 1024, "\(sent.first): the budget itself is usable")
-        #expect(sent.more > 0, "the reset gave bytes back: the other connections went on")
-    }
-
-    @Test("the connection's budget: one connection of unfinished uploads parks at most it plus a window")
-    func connectionBudget() async throws {
-        var configuration = HTTPServer.Configuration()
-        configuration.maxBufferedBodyBytesPerConnection = 100 * 1024
-        let server = try await TestServer.start(configuration: configuration)
-        defer { Task { await server.server.shutdown() } }
-        let sent = try await UnfinishedUploads.run(
-            port: server.port, path: "/upload", connections: 1, streams: 8, size: 80 * 1024, reset: false)
-        // Without the bound all 640 KiB would be sent.
-        #expect(sent.first <= 100 * 1024 + 2 * 65_535, "\(sent.first) bytes parked")
-        #expect(sent.first >= 100 * 1024, "\(sent.first)")
+            port: server.port, path: "/upload", connections: connections, streams: serverWide ? 4 : 8,
+            size: 80 * 1024, reset: serverWide)
+        #expect(sent.first <= bound + (connections + 1) * 65_535, "\(sent.first) bytes parked")
+        #expect(sent.first >= bound, "\(sent.first): the bound itself is usable")
+        if serverWide {
+            #expect(sent.more > 0, "the reset gave bytes back: the other connections went on")
+        }
     }
 
     @Test("a body larger than the connection's budget still arrives whole (curl, HTTP/2)")
