@@ -127,24 +127,12 @@ final class HTTP2ClientConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
 
     private func flushOutput() {
         guard isReady, let context, let session, context.channel.isActive else { return }
-        var wrote = false
         do {
-            while context.channel.isWritable {
-                var out = context.channel.allocator.buffer(capacity: 4096)
-                let more = try session.send(into: &out, limit: 64 * 1024)
-                if out.readableBytes > 0 {
-                    context.write(wrapOutboundOut(out), promise: nil)
-                    wrote = true
-                }
-                if !more { break }
-            }
+            try session.writeOutput(to: context)
         } catch {
-            if wrote { context.flush() }
             failAll(HTTPTransportError.protocolError("\(error)"))
             context.close(promise: nil)
-            return
         }
-        if wrote { context.flush() }
     }
 
     private func scheduleFlush() {

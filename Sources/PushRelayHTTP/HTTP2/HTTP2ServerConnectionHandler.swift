@@ -156,24 +156,13 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     /// Collects everything nghttp2 wants to send and writes it as few buffers, then flushes.
     func flushOutput() {
         guard let context, let session, !closing, context.channel.isActive else { return }
-        var wrote = false
         do {
-            while context.channel.isWritable {
-                var out = context.channel.allocator.buffer(capacity: 4096)
-                let more = try session.send(into: &out, limit: 64 * 1024)
-                if out.readableBytes > 0 {
-                    context.write(wrapOutboundOut(out), promise: nil)
-                    wrote = true
-                }
-                if !more { break }
-            }
+            try session.writeOutput(to: context)
         } catch {
             shared.logger.debug("HTTP/2 send failed", metadata: ["http.error": "\(error)"])
-            if wrote { context.flush() }
             closeConnection()
             return
         }
-        if wrote { context.flush() }
         if !session.isAlive { closeConnection() }
     }
 
