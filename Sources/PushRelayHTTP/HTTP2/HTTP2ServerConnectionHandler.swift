@@ -391,7 +391,9 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             }
             streamsAwaitingWindow.removeFirst()
         }
-        if reopened && !inReadBatch { flushOutput() }
+        // The WINDOW_UPDATEs go out at the end of the read batch or on the next tick, never from here: this may run
+        // inside an nghttp2 callback (a stream closing while nghttp2 sends), where sending again is not allowed.
+        if reopened { scheduleFlush() }
     }
 
     /// Gives a request's body bytes back (it was answered, or its stream closed): its unconsumed bytes reopen the
