@@ -68,7 +68,11 @@ final class PostgresListener: Sendable {
         if fields[1] == "a" {
             self.context.authCache.invalidate(epoch: nil)
         } else if fields[1].hasPrefix("e") {
-            self.evict(fields[1].dropFirst())
+            if let notice = PostgresEvictionNotice(flag: fields[1]) {
+                self.context.authCache.evict(tokens: notice.tokens, secrets: notice.secrets, epoch: notice.epoch)
+            } else {
+                self.context.authCache.invalidate(epoch: nil)
+            }
         }
         guard fields[2] != "-", let observer = self.context.remoteObserver.withLockedValue({ $0 }) else { return }
         guard fields[2] != "*" else {
@@ -111,39 +115,6 @@ final class PostgresListener: Sendable {
                 metadata: ["relay.error": "\(PostgresStoreContext.describe(error))"])
             return nil
         }
-    }
-
-    /// `epoch,token|hex,token|hex…`: another node unregistered these devices; drop just them from the cache (or
-    /// everything, if the epoch does not follow the one this node last saw).
-    private func evict(_ list: Substring) {
-        let items = list.split(separator: ",")
-        guard let epoch = items.first.flatMap({ Int64($0) }) else {
-            self.context.authCache.invalidate(epoch: nil)
-            return
-        }
-        var tokens: [String] = []
-        var secrets: [KeyHash] = []
-        for item in items.dropFirst() {
-            let parts = item.split(separator: "|")
-            guard parts.count == 2, parts[1].utf8.count == 64 else {
-                self.context.authCache.invalidate(epoch: nil)
-                return
-            }
-            var bytes: [UInt8] = []
-            var index = parts[1].startIndex
-            while index < parts[1].endIndex {
-                let next = parts[1].index(index, offsetBy: 2)
-                guard let byte = UInt8(parts[1][index..<next], radix: 16) else {
-                    self.context.authCache.invalidate(epoch: nil)
-                    return
-                }
-                bytes.append(byte)
-                index = next
-            }
-            tokens.append(String(parts[0]))
-            secrets.append(KeyHash(bytes: bytes))
-        }
-        self.context.authCache.evict(tokens: tokens, secrets: secrets, epoch: epoch)
     }
 
     private func missedNotifications() {

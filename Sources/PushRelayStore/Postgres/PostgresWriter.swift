@@ -138,7 +138,7 @@ final class PostgresWriter: @unchecked Sendable {
                 newEpoch = try epoch.first?.decode(Int64.self)
             }
             // Appended rows are normally announced by the statement that wrote them (``flush``).
-            let flag = write.authChanged ? "a" : evicting ? Self.evictionFlag(write.evictedDevices, epoch: newEpoch) : "-"
+            let flag = write.authChanged ? "a" : evicting ? PostgresEvictionNotice.flag(write.evictedDevices, epoch: newEpoch) : "-"
             if flag != "-" || write.appended.count > write.announced,
                 let payload = self.notification(devices: write.appended.map(\.device), flag: flag)
             {
@@ -182,24 +182,9 @@ final class PostgresWriter: @unchecked Sendable {
         return write
     }
 
-    /// The auth flag of a notification for unregistrations only: `e<epoch>,<token>|<secret hash hex>,…`, so that
-    /// other nodes drop just these devices from their caches; `a` (clear everything) when there is no epoch or the
-    /// list would not fit.
-    static func evictionFlag(_ devices: [(device: Device, secret: KeyHash)], epoch: Int64?) -> String {
-        guard let epoch else { return "a" }
-        var flag = "e\(epoch)"
-        for (device, secret) in devices {
-            let token = device.token
-            guard !token.contains(where: { $0 == "," || $0 == "|" || $0 == " " }) else { return "a" }
-            flag += ",\(token)|" + secret.bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
-            if flag.utf8.count > 4_000 { return "a" }
-        }
-        return flag
-    }
-
     /// The payload of the batch's one `NOTIFY`: `node auth-flag device,device,…` (`*` when the list would not fit
     /// in PostgreSQL's 8,000-byte limit), or nil when other nodes have nothing to learn. The auth flag is `-`, `a`
-    /// (credentials changed: clear the cache) or an eviction list (``evictionFlag(_:epoch:)``).
+    /// (credentials changed: clear the cache) or an eviction list (``PostgresEvictionNotice``).
     private func notification(devices: [DeviceID], flag: String) -> String? {
         guard flag != "-" || !devices.isEmpty else { return nil }
         var seen = Set<Int64>()
@@ -507,11 +492,5 @@ final class PostgresWriter: @unchecked Sendable {
                 "topic fan-out batch failed; retrying at the next poll", metadata: ["relay.error": "\(error)"])
             return false
         }
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        self.count >= width ? self : String(repeating: "0", count: width - self.count) + self
     }
 }
