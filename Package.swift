@@ -23,6 +23,8 @@ let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
 let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
 let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
+let configuration: Target.Dependency = .product(name: "Configuration", package: "swift-configuration")
+let systemPackage: Target.Dependency = .product(name: "SystemPackage", package: "swift-system")
 
 let package = Package(
     name: "PushRelay",
@@ -40,6 +42,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // File, environment and flag values for `serve`, `check-config` and the project commands; the reloading file
+        // provider re-reads the config file on SIGHUP. JSON (a default trait) is not used: the file keeps its format.
+        .package(
+            url: "https://github.com/apple/swift-configuration.git", from: "1.4.0",
+            traits: ["CommandLineArguments", "Reloading"]
+        ),
+        // `FilePath`, the type swift-configuration's file providers take.
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
     ],
     targets: [
         // C libraries from Debian, one module each; all pointers stay in the Swift file that wraps them.
@@ -81,7 +91,8 @@ let package = Package(
             name: "PushRelayServer",
             dependencies: [
                 "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS", "PushRelayWire", "PushRelayCrypto",
-                nio, nioConcurrency, httpTypes, logging, lifecycle, unixSignals, metrics, prometheus,
+                nio, nioConcurrency, httpTypes, logging, lifecycle, unixSignals, metrics, prometheus, configuration,
+                systemPackage,
             ],
             swiftSettings: swiftSettings
         ),
@@ -140,7 +151,7 @@ let package = Package(
             name: "PushRelayServerTests",
             dependencies: [
                 "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "TestSupport",
-                nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle,
+                nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle, configuration,
             ],
             swiftSettings: swiftSettings
         ),

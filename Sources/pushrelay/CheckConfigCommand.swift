@@ -12,7 +12,7 @@ import Glibc
 
 /// `pushrelay check-config [FILE] [--<field> value …]`: loads the configuration exactly as `serve` would, prints the
 /// effective values (secrets masked) with where each came from, and exits 78 (`EX_CONFIG`) on any problem.
-struct CheckConfigCommand: ParsableCommand {
+struct CheckConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
         abstract: "Validate the configuration and print the effective values (secrets masked).",
@@ -32,7 +32,7 @@ struct CheckConfigCommand: ParsableCommand {
     )
     var arguments: [String] = []
 
-    func run() throws {
+    func run() async throws {
         // The arguments are captured for the loader, so help is recognised here.
         if arguments.contains("--help") || arguments.contains("-h") {
             throw CleanExit.helpRequest(Self.self)
@@ -43,7 +43,7 @@ struct CheckConfigCommand: ParsableCommand {
         }
         let loaded: LoadedConfiguration
         do {
-            loaded = try ConfigurationLoader.load(
+            loaded = try await ConfigurationLoader.load(
                 arguments: loaderArguments,
                 environment: ProcessInfo.processInfo.environment
             )

@@ -31,7 +31,8 @@ extension ProjectCommand {
         var json = false
 
         func run() async throws {
-            let baseURL = try publicURL ?? Self.configuredPublicURL(configFile: config)
+            let baseURL: String
+            if let publicURL { baseURL = publicURL } else { baseURL = try await Self.configuredPublicURL(configFile: config) }
             let key = try RSAPrivateKey.generate()
             let publicPEM = try key.publicKey.pem
             let keyID = ServiceAccountFile.newPrivateKeyID()
@@ -64,10 +65,10 @@ extension ProjectCommand {
             }
         }
 
-        static func configuredPublicURL(configFile: String?) throws -> String {
+        static func configuredPublicURL(configFile: String?) async throws -> String {
             let arguments = configFile.map { ["--config", $0] } ?? []
             do {
-                return try ConfigurationLoader.load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
+                return try await ConfigurationLoader.load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
                     .configuration.effectivePublicURL()
             } catch {
                 throw ValidationError("cannot read the configuration for public_url: \(error)")

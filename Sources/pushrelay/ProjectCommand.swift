@@ -100,7 +100,7 @@ struct ProjectCommand: AsyncParsableCommand {
                 // daemon reads it.
                 let arguments = config.map { [ConfigurationLoader.configFileFlag, $0] } ?? []
                 do {
-                    let loaded = try ConfigurationLoader.load(
+                    let loaded = try await ConfigurationLoader.load(
                         arguments: arguments, environment: ProcessInfo.processInfo.environment)
                     graceSeconds = Int(loaded.configuration.serverKeyRotationGrace.components.seconds)
                 } catch {

@@ -37,14 +37,19 @@ struct ServeCommand: AsyncParsableCommand {
         let createStore = arguments.contains(Self.initFlag)
         let configurationArguments = arguments.filter { $0 != Self.benchRoutesFlag && $0 != Self.initFlag }
         let environment = ProcessInfo.processInfo.environment
-        let loaded: LoadedConfiguration
+        let live: LiveConfiguration
         do {
-            loaded = try ConfigurationLoader.load(arguments: configurationArguments, environment: environment)
+            live = try await LiveConfiguration.load(
+                arguments: configurationArguments,
+                environment: environment,
+                logger: Logger(label: "pushrelay.config")
+            )
         } catch {
             FileHandle.standardError.write(Data("pushrelay: invalid configuration:\n".utf8))
             for problem in error.problems { FileHandle.standardError.write(Data("  \(problem)\n".utf8)) }
             throw ExitCode(78)
         }
+        let loaded = live.initial
         let configuration = loaded.configuration
         let levelControl = RelayLogging.bootstrap(configuration: configuration, environment: environment)
         let logger = Logger(label: "pushrelay")
@@ -56,9 +61,7 @@ struct ServeCommand: AsyncParsableCommand {
             environment: environment,
             exporter: exporter,
             logLevel: levelControl,
-            reloadConfiguration: {
-                try ConfigurationLoader.load(arguments: configurationArguments, environment: environment).configuration
-            },
+            liveConfiguration: live,
             debugBenchRoutes: benchRoutes,
             onListening: { addresses, tokenEndpoint in
                 for address in addresses { print("pushrelay listening on \(address.url)") }

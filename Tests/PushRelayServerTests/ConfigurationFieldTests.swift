@@ -280,13 +280,13 @@ struct ConfigurationFieldTests {
     }
 
     @Test("default, then file, then environment, then flag wins", arguments: fieldCases)
-    func precedence(_ row: FieldCase) throws {
+    func precedence(_ row: FieldCase) async throws {
         let field = row.field
         let file = fixtures.configFile("# test\n\(field.key) = \(row.file.text)\n")
         var environment = row.baseline
 
         // Defaults only.
-        let defaults = try ConfigurationLoader.load(environment: environment)
+        let defaults = try await ConfigurationLoader.load(environment: environment)
         #expect(defaults.sources[field] == .defaultValue)
         #expect(
             defaults.configuration.renderedValue(of: field)
@@ -294,7 +294,7 @@ struct ConfigurationFieldTests {
         )
 
         // The file beats the default.
-        let fromFile = try ConfigurationLoader.load(arguments: ["--config", file], environment: environment)
+        let fromFile = try await ConfigurationLoader.load(arguments: ["--config", file], environment: environment)
         #expect(fromFile.configuration.renderedValue(of: field) == row.file.rendered)
         #expect(fromFile.sources[field] == .file(path: file, line: 2))
         if field != .store {  // sqlite is the only valid store and the default
@@ -303,13 +303,13 @@ struct ConfigurationFieldTests {
 
         // The environment beats the file.
         environment[field.environmentVariable] = row.environment.text
-        let fromEnvironment = try ConfigurationLoader.load(arguments: ["--config", file], environment: environment)
+        let fromEnvironment = try await ConfigurationLoader.load(arguments: ["--config", file], environment: environment)
         #expect(fromEnvironment.configuration.renderedValue(of: field) == row.environment.rendered)
         #expect(fromEnvironment.sources[field] == .environment(variable: field.environmentVariable))
 
         // The flag beats the environment, in both spellings.
         for arguments in [["--config", file, field.flag, row.flag.text], ["--config=\(file)", "\(field.flag)=\(row.flag.text)"]] {
-            let fromFlag = try ConfigurationLoader.load(arguments: arguments, environment: environment)
+            let fromFlag = try await ConfigurationLoader.load(arguments: arguments, environment: environment)
             #expect(fromFlag.configuration.renderedValue(of: field) == row.flag.rendered)
             #expect(fromFlag.sources[field] == .commandLine(flag: field.flag))
         }
@@ -321,7 +321,7 @@ struct ConfigurationFieldTests {
     }
 
     @Test("invalid values are rejected from every source, naming the field and the source", arguments: fieldCases)
-    func invalidValues(_ row: FieldCase) {
+    func invalidValues(_ row: FieldCase) async {
         let field = row.field
         for value in row.invalid {
             let escaped = value.replacingOccurrences("\\", "\\\\").replacingOccurrences("\"", "\\\"")
@@ -334,8 +334,8 @@ struct ConfigurationFieldTests {
                 (["\(field.flag)=\(value)"], environment, .commandLine(flag: field.flag)),
             ]
             for attempt in attempts {
-                let error = #expect(throws: ConfigurationError.self, "\(field.key) = '\(value)' from \(attempt.source)") {
-                    try ConfigurationLoader.load(arguments: attempt.arguments, environment: attempt.environment)
+                let error = await #expect(throws: ConfigurationError.self, "\(field.key) = '\(value)' from \(attempt.source)") {
+                    try await ConfigurationLoader.load(arguments: attempt.arguments, environment: attempt.environment)
                 }
                 let problem = error?.problems.first
                 #expect(problem?.field == field, "\(field.key) = '\(value)': \(String(describing: error))")

@@ -55,10 +55,10 @@ struct ConfigurationFileParserTests {
     }
 
     @Test("a syntax error reaches the loader as a problem with file and line")
-    func syntaxErrorThroughLoader() {
+    func syntaxErrorThroughLoader() async {
         let path = ConfigurationTestFixtures.configFile("listen = [\"a:1\"]\n[tls]\n")
-        let error = #expect(throws: ConfigurationError.self) {
-            try ConfigurationLoader.load(arguments: ["--config", path], environment: [:])
+        let error = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(arguments: ["--config", path], environment: [:])
         }
         #expect(error?.problems.first?.code == .syntax)
         #expect(error?.problems.first?.source == .file(path: path, line: 2))

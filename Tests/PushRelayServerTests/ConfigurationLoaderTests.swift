@@ -6,8 +6,8 @@ private let fixtures = ConfigurationTestFixtures.self
 @Suite("Configuration loader")
 struct ConfigurationLoaderTests {
     @Test("defaults: documented values, data_dir from STATE_DIRECTORY")
-    func defaults() throws {
-        let loaded = try ConfigurationLoader.load(environment: [:])
+    func defaults() async throws {
+        let loaded = try await ConfigurationLoader.load(environment: [:])
         let config = loaded.configuration
         #expect(config.listen == [.init(host: "127.0.0.1", port: 8080)])
         #expect(config.listenTLS.isEmpty)
@@ -17,26 +17,26 @@ struct ConfigurationLoaderTests {
         #expect(config.serverKeyRotationGrace == .seconds(86_400))
         #expect(config.dataDirectory == "/var/lib/pushrelay")
         #expect(loaded.configFile == nil)
-        let systemd = try ConfigurationLoader.load(environment: ["STATE_DIRECTORY": "/var/lib/private/pushrelay"])
+        let systemd = try await ConfigurationLoader.load(environment: ["STATE_DIRECTORY": "/var/lib/private/pushrelay"])
         #expect(systemd.configuration.dataDirectory == "/var/lib/private/pushrelay")
     }
 
     @Test("the file is found through PUSHRELAY_CONFIG, and --config beats it")
-    func configFileSelection() throws {
+    func configFileSelection() async throws {
         let first = fixtures.configFile("heartbeat_interval = \"11s\"\n")
         let second = fixtures.configFile("heartbeat_interval = \"12s\"\n")
-        let viaEnvironment = try ConfigurationLoader.load(environment: ["PUSHRELAY_CONFIG": first])
+        let viaEnvironment = try await ConfigurationLoader.load(environment: ["PUSHRELAY_CONFIG": first])
         #expect(viaEnvironment.configuration.heartbeatInterval == .seconds(11))
         #expect(viaEnvironment.configFile == first)
-        let viaFlag = try ConfigurationLoader.load(arguments: ["--config", second], environment: ["PUSHRELAY_CONFIG": first])
+        let viaFlag = try await ConfigurationLoader.load(arguments: ["--config", second], environment: ["PUSHRELAY_CONFIG": first])
         #expect(viaFlag.configuration.heartbeatInterval == .seconds(12))
     }
 
     @Test("an unknown key in the file is an error with its line and a suggestion")
-    func unknownKey() {
+    func unknownKey() async {
         let file = fixtures.configFile("listen = [\"127.0.0.1:1\"]\nheartbeat_intervall = \"5s\"\n")
-        let error = #expect(throws: ConfigurationError.self) {
-            try ConfigurationLoader.load(arguments: ["--config", file], environment: [:])
+        let error = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(arguments: ["--config", file], environment: [:])
         }
         #expect(error?.problems.first?.code == .unknownKey)
         #expect(error?.problems.first?.source == .file(path: file, line: 2))
@@ -44,39 +44,53 @@ struct ConfigurationLoaderTests {
     }
 
     @Test("store = postgres needs a usable postgres_url; the reason never shows the password")
-    func postgresStoreNeedsURL() throws {
-        let missing = #expect(throws: ConfigurationError.self) {
-            try ConfigurationLoader.load(arguments: ["--store", "postgres"], environment: [:])
+    func postgresStoreNeedsURL() async throws {
+        let missing = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(arguments: ["--store", "postgres"], environment: [:])
         }
         #expect(missing?.problems.map(\.field) == [.postgresURL])
-        let unsupported = #expect(throws: ConfigurationError.self) {
-            try ConfigurationLoader.load(
+        let unsupported = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(
                 arguments: ["--store", "postgres", "--postgres-url", "postgres://relay:hunter2@db/relay?sslmode=require"],
                 environment: [:])
         }
         #expect(unsupported?.problems.map(\.field) == [.postgresURL])
         #expect(unsupported?.problems.first?.description.contains("hunter2") == false)
-        let loaded = try ConfigurationLoader.load(
+        let loaded = try await ConfigurationLoader.load(
             arguments: ["--store", "postgres", "--postgres-url", "postgres://relay:hunter2@db/relay"], environment: [:])
         #expect(loaded.configuration.store == .postgres)
     }
 
-    @Test("an unknown flag, a flag without value and a stray argument are errors")
-    func unknownFlags() {
-        let error = #expect(throws: ConfigurationError.self) {
-            try ConfigurationLoader.load(arguments: ["--lisen", "x:1", "stray", "--heartbeat-interval"], environment: [:])
+    @Test("a stray argument, an unknown flag and a flag without value are errors")
+    func unknownFlags() async {
+        // Words after a flag are its values (swift-configuration's command-line grammar): only a first word is stray.
+        let error = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(arguments: ["stray", "--lisen", "x:1", "--heartbeat-interval"], environment: [:])
         }
         let codes = error?.problems.map(\.code) ?? []
         #expect(codes == [.unknownFlag, .unknownFlag, .missingValue])
-        #expect(error?.problems.first?.description.contains("did you mean --listen?") == true)
+        #expect(error?.problems.first?.description.contains("unexpected argument 'stray'") == true)
+        #expect(error?.problems[1].description.contains("did you mean --listen?") == true)
         #expect(error?.problems.last?.field == .heartbeatInterval)
+        #expect(error?.problems.last?.description.contains("--heartbeat-interval needs a value") == true)
+    }
+
+    @Test("a single-valued flag given twice, or with two words, is an error naming the flag")
+    func singleValuedFlagTwice() async {
+        for arguments in [["--log-level", "debug", "info"], ["--log-level", "debug", "--log-level", "info"]] {
+            let error = await #expect(throws: ConfigurationError.self) {
+                try await ConfigurationLoader.load(arguments: arguments, environment: [:])
+            }
+            #expect(error?.problems.map(\.field) == [.logLevel], "\(arguments)")
+            #expect(error?.problems.first?.source == .commandLine(flag: "--log-level"), "\(arguments)")
+        }
     }
 
     @Test("all problems are reported at once, in source order")
-    func collectsAllProblems() {
+    func collectsAllProblems() async {
         let file = fixtures.configFile("max_connections = 0\n")
-        let error = #expect(throws: ConfigurationError.self) {
-            try ConfigurationLoader.load(
+        let error = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(
                 arguments: ["--config", file, "--log-level", "loud"],
                 environment: ["PUSHRELAY_IDLE_TIMEOUT": "-1s"]
             )
@@ -85,10 +99,10 @@ struct ConfigurationLoaderTests {
     }
 
     @Test("a missing or unreadable config file names the path")
-    func unreadableFile() {
+    func unreadableFile() async {
         for path in [fixtures.path("nope.conf"), fixtures.path("data")] {
-            let error = #expect(throws: ConfigurationError.self) {
-                try ConfigurationLoader.load(arguments: ["--config", path], environment: [:])
+            let error = await #expect(throws: ConfigurationError.self) {
+                try await ConfigurationLoader.load(arguments: ["--config", path], environment: [:])
             }
             #expect(error?.problems.first?.code == .unreadableFile)
             #expect(error?.description.contains(path) == true)
@@ -96,25 +110,25 @@ struct ConfigurationLoaderTests {
     }
 
     @Test("listen_tls without certificate and key: both are named as missing")
-    func tlsNeedsFiles() {
-        let error = #expect(throws: ConfigurationError.self) {
-            try ConfigurationLoader.load(arguments: ["--listen-tls", "0.0.0.0:8443"], environment: [:])
+    func tlsNeedsFiles() async {
+        let error = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(arguments: ["--listen-tls", "0.0.0.0:8443"], environment: [:])
         }
         #expect(error?.problems.map(\.field) == [.tlsCertificate, .tlsKey])
         #expect(error?.problems.allSatisfy { $0.code == .missingValue } == true)
     }
 
     @Test("--tls-cert is accepted for --tls-certificate")
-    func tlsCertAlias() throws {
+    func tlsCertAlias() async throws {
         let certificate = fixtures.path("cert-a.pem")
         let key = fixtures.path("key-a.pem")
-        let loaded = try ConfigurationLoader.load(
+        let loaded = try await ConfigurationLoader.load(
             arguments: ["--listen-tls", "127.0.0.1:0", "--tls-cert", certificate, "--tls-key", key],
             environment: [:]
         )
         #expect(loaded.configuration.tlsCertificatePath == certificate)
         #expect(loaded.configuration.tlsKeyPath == key)
-        let equals = try ConfigurationLoader.load(
+        let equals = try await ConfigurationLoader.load(
             arguments: ["--listen-tls", "127.0.0.1:0", "--tls-cert=\(certificate)", "--tls-key", key],
             environment: [:]
         )
@@ -124,20 +138,20 @@ struct ConfigurationLoaderTests {
     }
 
     @Test("no listener at all, and the same address twice, are errors")
-    func listenerChecks() {
-        let none = #expect(throws: ConfigurationError.self) {
-            try ConfigurationLoader.load(environment: ["PUSHRELAY_LISTEN": ""])
+    func listenerChecks() async {
+        let none = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(environment: ["PUSHRELAY_LISTEN": ""])
         }
         #expect(none?.problems.first?.field == .listen)
-        let twice = #expect(throws: ConfigurationError.self) {
-            try ConfigurationLoader.load(arguments: ["--listen", "127.0.0.1:80", "--listen", "127.0.0.1:80"], environment: [:])
+        let twice = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(arguments: ["--listen", "127.0.0.1:80", "--listen", "127.0.0.1:80"], environment: [:])
         }
         #expect(twice?.problems.first?.message.contains("twice") == true)
     }
 
     @Test("repeated list flags add up; comma lists split")
-    func repeatedListFlags() throws {
-        let loaded = try ConfigurationLoader.load(
+    func repeatedListFlags() async throws {
+        let loaded = try await ConfigurationLoader.load(
             arguments: ["--listen", "127.0.0.1:1", "--listen", "127.0.0.1:2,[::1]:3"],
             environment: [:]
         )
@@ -145,8 +159,8 @@ struct ConfigurationLoaderTests {
     }
 
     @Test("a bare boolean flag means true")
-    func bareBooleanFlag() throws {
-        let loaded = try ConfigurationLoader.load(
+    func bareBooleanFlag() async throws {
+        let loaded = try await ConfigurationLoader.load(
             arguments: ["--metrics-enabled", "--log-level", "debug"],
             environment: ["PUSHRELAY_METRICS_ENABLED": "false"]
         )
@@ -155,8 +169,8 @@ struct ConfigurationLoaderTests {
     }
 
     @Test("unknown PUSHRELAY_ variables are warnings, not errors; privileged ports warn")
-    func warnings() throws {
-        let loaded = try ConfigurationLoader.load(
+    func warnings() async throws {
+        let loaded = try await ConfigurationLoader.load(
             arguments: ["--listen", "0.0.0.0:443"],
             environment: ["PUSHRELAY_LISTN": "x", "PUSHRELAY_BIN": "/bin/true"]
         )
@@ -166,7 +180,7 @@ struct ConfigurationLoaderTests {
     }
 
     @Test("the effective configuration masks secrets and reads back as the same configuration")
-    func renderRoundTrip() throws {
+    func renderRoundTrip() async throws {
         let file = fixtures.configFile("""
             postgres_url = "postgres://relay:s3cret@db/relay"
             listen = ["0.0.0.0:8080", "[::]:8080"]
@@ -175,7 +189,7 @@ struct ConfigurationLoaderTests {
             log_format = "json"
 
             """)
-        let loaded = try ConfigurationLoader.load(arguments: ["--config", file], environment: [:])
+        let loaded = try await ConfigurationLoader.load(arguments: ["--config", file], environment: [:])
         let text = loaded.renderEffective()
         #expect(!text.contains("s3cret"))
         #expect(text.contains("postgres://relay:****@db/relay"))
@@ -183,7 +197,7 @@ struct ConfigurationLoaderTests {
         #expect(text.contains("# tls_certificate is not set"))
         // Without the secret line the output is a config file that loads to the same values.
         let rendered = text.split(separator: "\n").filter { !$0.hasPrefix("postgres_url") }.joined(separator: "\n")
-        let reloaded = try ConfigurationLoader.load(arguments: ["--config", fixtures.configFile(rendered)], environment: [:])
+        let reloaded = try await ConfigurationLoader.load(arguments: ["--config", fixtures.configFile(rendered)], environment: [:])
         var expected = loaded.configuration
         expected.postgresURL = nil
         #expect(reloaded.configuration == expected)
@@ -198,9 +212,9 @@ struct ConfigurationLoaderTests {
     }
 
     @Test("the example deploy/pushrelay.conf is valid")
-    func exampleConfig() throws {
+    func exampleConfig() async throws {
         let path = repositoryRoot + "/deploy/pushrelay.conf"
-        let loaded = try ConfigurationLoader.load(arguments: ["--config", path], environment: [:])
+        let loaded = try await ConfigurationLoader.load(arguments: ["--config", path], environment: [:])
         #expect(loaded.configFile == path)
         #expect(loaded.configuration.store == .sqlite)
     }

@@ -73,6 +73,20 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     /// The key in the config file, e.g. `heartbeat_interval`.
     public var key: String { rawValue }
 
+    /// The key swift-configuration reads the field by, e.g. `heartbeatInterval`: its providers turn it into the flag
+    /// `--heartbeat-interval` and, under the `pushrelay` prefix, the variable `PUSHRELAY_HEARTBEAT_INTERVAL`.
+    public var configKey: String {
+        let words = rawValue.split(separator: "_")
+        return words.enumerated().map { index, word in index == 0 ? String(word) : word.prefix(1).uppercased() + word.dropFirst() }
+            .joined()
+    }
+
+    /// The field read by swift-configuration's key `configKey` (``configKey``), if there is one.
+    public init?(configKey: String) {
+        guard let field = Self.allCases.first(where: { $0.configKey == configKey }) else { return nil }
+        self = field
+    }
+
     /// The environment variable, e.g. `PUSHRELAY_HEARTBEAT_INTERVAL`.
     public var environmentVariable: String { "PUSHRELAY_" + rawValue.uppercased() }
 

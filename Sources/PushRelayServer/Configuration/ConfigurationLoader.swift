@@ -1,4 +1,6 @@
+import Configuration
 import PushRelayStore
+import SystemPackage
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -20,17 +22,22 @@ public struct LoadedConfiguration: Sendable {
     public var warnings: [String]
 }
 
-/// Loads ``PushRelayConfiguration`` from defaults, a config file, the environment and command-line flags, in one
-/// place. Precedence: flags > environment > file > defaults.
+/// Loads ``PushRelayConfiguration`` from defaults, a config file, the environment and command-line flags through
+/// swift-configuration: a `ConfigReader` over its `CommandLineArgumentsProvider`, its `EnvironmentVariablesProvider`
+/// (keys under the `pushrelay` prefix) and a file provider of ``ConfigurationFile``, in that order of precedence:
+/// flags > environment > file > defaults.
 ///
 /// - The file is named by `--config FILE` (or `--config=FILE`), else by `PUSHRELAY_CONFIG`; without either, no
 ///   file is read. Its format is described by `deploy/pushrelay.conf` (a TOML subset, top-level keys only).
-/// - Each field is read from `PUSHRELAY_<KEY>` (`PUSHRELAY_HEARTBEAT_INTERVAL=30s`) and from `--<key-with-hyphens>`
-///   (`--heartbeat-interval 30s` or `--heartbeat-interval=30s`). Lists are comma-separated there, or the flag is
-///   repeated. A boolean flag without a value means `true`.
+/// - Each field is read by its ``ConfigurationField/configKey``, which the providers spell `PUSHRELAY_<KEY>`
+///   (`PUSHRELAY_HEARTBEAT_INTERVAL=30s`) and `--<key-with-hyphens>` (`--heartbeat-interval 30s` or
+///   `--heartbeat-interval=30s`). Lists are comma-separated there, or the flag is repeated. A boolean flag without a
+///   value means `true`. A flag's value cannot contain a comma unless the field is a list (the provider splits it).
 /// - An unknown key in the file or an unknown flag is an error; an unknown `PUSHRELAY_*` variable is a warning
 ///   (tests and scripts set others, such as `PUSHRELAY_BIN`).
 /// - Every problem is collected and thrown together as one ``ConfigurationError``.
+///
+/// `serve` keeps the file open as a reloading provider instead: ``LiveConfiguration``.
 public enum ConfigurationLoader {
     /// The environment variable naming the config file when no `--config` flag is given.
     public static let configFileVariable = "PUSHRELAY_CONFIG"
@@ -38,7 +45,7 @@ public enum ConfigurationLoader {
     /// The flag naming the config file.
     public static let configFileFlag = "--config"
 
-    /// Loads the configuration.
+    /// Loads the configuration once, the file through swift-configuration's `FileProvider`.
     /// - Parameters:
     ///   - arguments: command-line flags, without the program and subcommand names (`["--listen", "[::]:80"]`).
     ///   - environment: the process environment (pass `ProcessInfo.processInfo.environment`).
@@ -46,186 +53,32 @@ public enum ConfigurationLoader {
     public static func load(
         arguments: [String] = [],
         environment: [String: String]
-    ) throws(ConfigurationError) -> LoadedConfiguration {
-        var builder = Builder(environment: environment)
-        let flags = builder.parseArguments(arguments)
-
-        let configFile = flags.configFile ?? environment[configFileVariable].flatMap { $0.isEmpty ? nil : $0 }
-        if let configFile {
-            builder.applyFile(at: configFile)
+    ) async throws(ConfigurationError) -> LoadedConfiguration {
+        let inputs = ConfigurationInputs(arguments: arguments, environment: environment)
+        guard let path = inputs.configFile else { return try inputs.evaluate(file: nil) }
+        let file: ConfigurationInputs.File
+        do throws(ConfigurationError) {
+            file = try await ConfigurationInputs.open(path) { path in
+                try await FileProvider<ConfigurationFile>(filePath: FilePath(path))
+            }
+        } catch {
+            // Flags and environment are still checked, so that one run names every problem.
+            return try inputs.evaluate(file: nil, fileProblems: error.problems)
         }
-        builder.applyEnvironment()
-        for (field, raw, source) in flags.values {
-            builder.apply(field, raw, from: source)
-        }
-        builder.validate()
-        if !builder.problems.isEmpty {
-            throw ConfigurationError(problems: builder.problems)
-        }
-        return LoadedConfiguration(
-            configuration: builder.configuration,
-            sources: builder.sources,
-            configFile: configFile,
-            warnings: builder.warnings
-        )
+        return try inputs.evaluate(file: file)
     }
 }
 
 /// The accumulating state of one load.
-private struct Builder {
+struct ConfigurationBuilder {
     var configuration: PushRelayConfiguration
     var sources: [ConfigurationField: ConfigurationSource] = [:]
     var problems: [ConfigurationError.Problem] = []
     var warnings: [String] = []
-    let environment: [String: String]
 
     init(environment: [String: String]) {
-        self.environment = environment
         self.configuration = PushRelayConfiguration(environment: environment)
         for field in ConfigurationField.allCases { sources[field] = .defaultValue }
-    }
-
-    struct Flags {
-        var configFile: String?
-        var values: [(ConfigurationField, ConfigurationRawValue, ConfigurationSource)] = []
-    }
-
-    // MARK: Sources
-
-    mutating func parseArguments(_ arguments: [String]) -> Flags {
-        var flags = Flags()
-        var lists: [ConfigurationField: (items: [ConfigurationRawValue], source: ConfigurationSource)] = [:]
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            index += 1
-            guard argument.hasPrefix("--") else {
-                problems.append(.init(
-                    code: .unknownFlag,
-                    field: nil,
-                    source: .commandLine(flag: argument),
-                    message: "unexpected argument '\(argument)'; flags are written --name value"
-                ))
-                continue
-            }
-            var name = argument
-            var value: String?
-            if let equals = argument.firstIndex(of: "=") {
-                name = String(argument[..<equals])
-                value = String(argument[argument.index(after: equals)...])
-            }
-            let field = ConfigurationField(flag: name)
-            if value == nil {
-                if index < arguments.count, !arguments[index].hasPrefix("--") {
-                    value = arguments[index]
-                    index += 1
-                } else if field == .metricsEnabled {
-                    value = "true"
-                }
-            }
-            if name == ConfigurationLoader.configFileFlag {
-                guard let value, !value.isEmpty else {
-                    problems.append(.init(
-                        code: .missingValue,
-                        field: nil,
-                        source: .commandLine(flag: name),
-                        message: "--config needs a file path"
-                    ))
-                    continue
-                }
-                flags.configFile = value
-                continue
-            }
-            guard let field else {
-                problems.append(.init(
-                    code: .unknownFlag,
-                    field: nil,
-                    source: .commandLine(flag: name),
-                    message: "unknown flag \(name)" + Self.suggestion(for: name, in: ConfigurationField.allCases.map(\.flag))
-                ))
-                continue
-            }
-            guard let value else {
-                problems.append(.init(
-                    code: .missingValue,
-                    field: field,
-                    source: .commandLine(flag: name),
-                    message: "\(name) needs a value (\(field.summary))"
-                ))
-                continue
-            }
-            if field.isList {
-                // A repeated list flag adds to the list: --listen a --listen b.
-                var entry = lists[field] ?? ([], .commandLine(flag: name))
-                entry.items.append(.string(value))
-                lists[field] = entry
-                flags.values.removeAll { $0.0 == field }
-                let items = entry.items.flatMap { item -> [ConfigurationRawValue] in
-                    guard case .string(let text) = item else { return [item] }
-                    return text.split(separator: ",").map { .string(String($0)) }
-                }
-                flags.values.append((field, .array(items), entry.source))
-            } else {
-                flags.values.append((field, .string(value), .commandLine(flag: name)))
-            }
-        }
-        return flags
-    }
-
-    mutating func applyFile(at path: String) {
-        let text: String
-        do {
-            text = try readTextFile(path)
-        } catch {
-            problems.append(.init(
-                code: .unreadableFile,
-                field: nil,
-                source: .file(path: path, line: 0),
-                message: "cannot read the config file: \(error.message)"
-            ))
-            return
-        }
-        let entries: [ConfigurationEntry]
-        do {
-            entries = try ConfigurationFileParser.parse(text)
-        } catch {
-            problems.append(.init(
-                code: .syntax,
-                field: nil,
-                source: .file(path: path, line: error.line),
-                message: error.message
-            ))
-            return
-        }
-        for entry in entries {
-            let source = ConfigurationSource.file(path: path, line: entry.line)
-            guard let field = ConfigurationField(key: entry.key) else {
-                problems.append(.init(
-                    code: .unknownKey,
-                    field: nil,
-                    source: source,
-                    message: "unknown key '\(entry.key)'"
-                        + Self.suggestion(for: entry.key, in: ConfigurationField.allCases.map(\.key))
-                ))
-                continue
-            }
-            apply(field, entry.value, from: source)
-        }
-    }
-
-    mutating func applyEnvironment() {
-        let known = Set(ConfigurationField.allCases.map(\.environmentVariable))
-        for field in ConfigurationField.allCases {
-            guard let value = environment[field.environmentVariable] else { continue }
-            apply(field, .string(value), from: .environment(variable: field.environmentVariable))
-        }
-        let ignored = environment.keys.filter {
-            $0.hasPrefix("PUSHRELAY_") && !known.contains($0) && $0 != ConfigurationLoader.configFileVariable
-                && $0 != "PUSHRELAY_BIN"
-        }
-        for name in ignored.sorted() {
-            warnings.append("environment \(name) is not a configuration field and is ignored")
-        }
     }
 
     // MARK: Fields
@@ -383,7 +236,7 @@ private struct Builder {
         for (field, path) in [(ConfigurationField.tlsCertificate, config.tlsCertificatePath),
                               (.tlsKey, config.tlsKeyPath)] {
             guard let path else { continue }
-            if let reason = Self.unreadableReason(path) {
+            if let reason = FileChecks.unreadableReason(path) {
                 problems.append(.init(
                     code: .unreadableFile,
                     field: field,
@@ -393,7 +246,7 @@ private struct Builder {
             }
         }
         var isDirectory = false
-        if Self.fileExists(config.dataDirectory, isDirectory: &isDirectory), !isDirectory {
+        if FileChecks.fileExists(config.dataDirectory, isDirectory: &isDirectory), !isDirectory {
             problems.append(.init(
                 code: .invalidValue,
                 field: .dataDir,
@@ -442,25 +295,12 @@ private struct Builder {
         }
     }
 
-    // MARK: Files
+}
 
-    struct FileFailure: Error {
-        var message: String
-    }
-
-    private func readTextFile(_ path: String) throws(FileFailure) -> String {
-        if let reason = Self.unreadableReason(path) { throw FileFailure(message: "'\(path)' \(reason)") }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw FileFailure(message: "'\(path)' could not be read")
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw FileFailure(message: "'\(path)' is not UTF-8 text")
-        }
-        return text
-    }
-
+/// What the loader asks of the file system.
+enum FileChecks {
     /// Why `path` cannot be read as a file, or `nil` if it can.
-    private static func unreadableReason(_ path: String) -> String? {
+    static func unreadableReason(_ path: String) -> String? {
         var isDirectory = false
         guard fileExists(path, isDirectory: &isDirectory) else { return "does not exist" }
         if isDirectory { return "is a directory, not a file" }
@@ -468,38 +308,30 @@ private struct Builder {
         return nil
     }
 
-    private static func fileExists(_ path: String, isDirectory: inout Bool) -> Bool {
+    static func fileExists(_ path: String, isDirectory: inout Bool) -> Bool {
         var info = stat()
         guard stat(path, &info) == 0 else { return false }
         isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
         return true
     }
-
-    /// ` (did you mean --listen-tls?)` when a known name is close to the mistyped one.
-    private static func suggestion(for name: String, in candidates: [String]) -> String {
-        let best = candidates.min { editDistance($0, name) < editDistance($1, name) }
-        guard let best, editDistance(best, name) <= 3 else { return "" }
-        return " (did you mean \(best)?)"
-    }
-
-    private static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a)
-        let b = Array(b)
-        guard !a.isEmpty else { return b.count }
-        guard !b.isEmpty else { return a.count }
-        var previous = Array(0...b.count)
-        for i in 1...a.count {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
-    }
 }
 
 extension ConfigurationField {
-    /// Whether the value is a list (comma-separated in the environment, repeatable as a flag).
-    var isList: Bool { self == .listen || self == .listenTLS || self == .corsAllowedOrigins }
+    /// How a field's value is read from the providers.
+    enum ValueShape {
+        /// One value.
+        case single
+        /// A list: comma-separated in the environment, repeatable as a flag, an array in the file.
+        case list
+        /// A boolean, `true` when its flag is given without a value.
+        case `switch`
+    }
+
+    var valueShape: ValueShape {
+        switch self {
+        case .listen, .listenTLS, .corsAllowedOrigins: .list
+        case .metricsEnabled: .switch
+        default: .single
+        }
+    }
 }

@@ -5,8 +5,8 @@ import UnixSignals
 
 /// The daemon's composition root: `pushrelay serve` parses its configuration and runs the group made here.
 ///
-/// The group holds, in start order, the systemd watchdog, the ``RelayService`` (store, relay, HTTP server) and the
-/// SIGHUP reload. service-lifecycle shuts services down in reverse order, so on SIGTERM the reload stops first,
+/// The group holds, in start order, the systemd watchdog, the config file's reloading provider, the ``RelayService``
+/// (store, relay, HTTP server) and the SIGHUP reload. service-lifecycle shuts services down in reverse order, so on SIGTERM the reload stops first,
 /// then the relay drains, and the watchdog stops last: it keeps pinging through a drain longer than `WatchdogSec=`.
 public enum RelayServiceGroup {
     /// What the process around the group provides.
@@ -17,8 +17,10 @@ public enum RelayServiceGroup {
         public var notifier: SystemdNotifier
         /// The log level that a SIGHUP reload sets from the new `log_level` (from ``RelayLogging/bootstrap``).
         public var logLevel: LogLevelControl?
-        /// Reads the configuration again on SIGHUP; without it SIGHUP reloads only the TLS certificate and key.
-        public var reloadConfiguration: (@Sendable () throws -> PushRelayConfiguration)?
+        /// The configuration as flags, environment and the config file's reloading provider give it; its file
+        /// provider runs in the group, and SIGHUP applies the file as it is then. Without it SIGHUP reloads only the
+        /// TLS certificate and key.
+        public var liveConfiguration: LiveConfiguration?
         /// Called once the listeners are bound, with their addresses in configuration order (cleartext first) and
         /// the OAuth2 token endpoint (`<public_url>/token`, or the first bound listener's when `public_url` is unset).
         public var onListening: @Sendable (_ addresses: [ListeningAddress], _ tokenEndpoint: String) -> Void
@@ -34,14 +36,14 @@ public enum RelayServiceGroup {
             environment: [String: String],
             exporter: PrometheusExporter = PrometheusExporter(),
             logLevel: LogLevelControl? = nil,
-            reloadConfiguration: (@Sendable () throws -> PushRelayConfiguration)? = nil,
+            liveConfiguration: LiveConfiguration? = nil,
             debugBenchRoutes: Bool = false,
             onListening: @escaping @Sendable (_ addresses: [ListeningAddress], _ tokenEndpoint: String) -> Void = { _, _ in }
         ) {
             self.exporter = exporter
             self.notifier = SystemdNotifier(environment: environment)
             self.logLevel = logLevel
-            self.reloadConfiguration = reloadConfiguration
+            self.liveConfiguration = liveConfiguration
             self.onListening = onListening
             self.debugBenchRoutes = debugBenchRoutes
         }
@@ -74,14 +76,30 @@ public enum RelayServiceGroup {
         logger: Logger
     ) async throws -> ServiceGroup {
         let relay = try await RelayService(configuration: configuration, options: options, logger: logger)
-        let reloadConfiguration = options.reloadConfiguration
+        let live = options.liveConfiguration
         let logLevel = options.logLevel
-        let reload = ReloadSignalService(notifier: options.notifier, logger: logger) {
-            let reloaded = try reloadConfiguration?() ?? configuration
-            return try relay.reload(reloaded, logLevel: logLevel)
+        let action: ReloadSignalService.Action = {
+            guard let live else { return try relay.reload(configuration, logLevel: logLevel) }
+            let reloaded = try await live.reloaded().configuration
+            var status = try relay.reload(reloaded, logLevel: logLevel)
+            // Fields other than the reloadable ones keep their values from the start until a restart.
+            let needRestart = reloaded.changedFields(comparedTo: configuration).filter { !$0.isReloadable }
+            if !needRestart.isEmpty {
+                let keys = needRestart.map(\.key).joined(separator: ", ")
+                logger.warning("changed in the configuration, applied only after a restart: \(keys)")
+                status += "; restart to apply \(keys)"
+            }
+            return status
         }
+        let reload =
+            if let requests = live?.reloadRequests {
+                ReloadSignalService(notifier: options.notifier, logger: logger, requests: requests, action: action)
+            } else {
+                ReloadSignalService(notifier: options.notifier, logger: logger, action: action)
+            }
+        // The file provider starts before the relay and stops after it; the reload service stops first.
         return make(
-            services: [relay, reload],
+            services: (live?.fileService.map { [$0] } ?? []) + [relay, reload],
             watchdog: SystemdWatchdogService(notifier: options.notifier, logger: logger),
             configuration: configuration,
             logger: logger

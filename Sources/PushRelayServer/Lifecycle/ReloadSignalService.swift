@@ -13,6 +13,9 @@ import Darwin
 /// The action re-reads what can change without a restart (TLS certificate and key, log level, keys); a failing
 /// action is logged and the daemon keeps running with what it had. Reloads do not overlap: a SIGHUP during a reload
 /// causes one more reload after it. Once this service has started, SIGHUP no longer terminates the process.
+///
+/// When a config file is read, its `ReloadingFileProvider` traps SIGHUP (the process's one consumer of it, see
+/// ``LiveConfiguration``) and this service runs on ``LiveConfiguration/reloadRequests`` instead.
 public struct ReloadSignalService: Service {
     /// What a reload does; the returned text becomes the `STATUS=` line.
     public typealias Action = @Sendable () async throws -> String
@@ -20,11 +23,27 @@ public struct ReloadSignalService: Service {
     private let notifier: SystemdNotifier
     private let logger: Logger
     private let action: Action
-    private let signalNumber: Int32
+    private let trigger: Trigger
+
+    /// What starts a reload.
+    private enum Trigger: Sendable {
+        /// A signal this service traps itself.
+        case signal(Int32)
+        /// Requests from elsewhere (the config file's provider, which traps SIGHUP).
+        case requests(AsyncStream<Void>)
+    }
 
     /// A service running `action` on each SIGHUP.
     public init(notifier: SystemdNotifier, logger: Logger, action: @escaping Action) {
         self.init(notifier: notifier, logger: logger, signal: SIGHUP, action: action)
+    }
+
+    /// A service running `action` on each element of `requests` (``LiveConfiguration/reloadRequests``).
+    public init(notifier: SystemdNotifier, logger: Logger, requests: AsyncStream<Void>, action: @escaping Action) {
+        self.notifier = notifier
+        self.logger = logger
+        self.action = action
+        self.trigger = .requests(requests)
     }
 
     /// A service running `action` on each `signal` (tests use another signal than SIGHUP).
@@ -32,14 +51,21 @@ public struct ReloadSignalService: Service {
         self.notifier = notifier
         self.logger = logger
         self.action = action
-        self.signalNumber = signal
+        self.trigger = .signal(signal)
     }
 
     /// Waits for signals until graceful shutdown or cancellation.
     public func run() async throws {
-        let signals = SignalStream(signal: signalNumber)
-        defer { signals.stop() }
-        let stream = signals.stream
+        var signals: SignalStream?
+        let stream: AsyncStream<Void>
+        switch trigger {
+        case .signal(let number):
+            signals = SignalStream(signal: number)
+            stream = signals!.stream
+        case .requests(let requests):
+            stream = requests
+        }
+        defer { signals?.stop() }
         let action = self.action
         let notifier = self.notifier
         let logger = self.logger
