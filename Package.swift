@@ -25,6 +25,7 @@ let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift
 let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
 let configuration: Target.Dependency = .product(name: "Configuration", package: "swift-configuration")
 let systemPackage: Target.Dependency = .product(name: "SystemPackage", package: "swift-system")
+let subprocess: Target.Dependency = .product(name: "Subprocess", package: "swift-subprocess")
 
 let package = Package(
     name: "PushRelay",
@@ -48,6 +49,8 @@ let package = Package(
             url: "https://github.com/apple/swift-configuration.git", from: "1.4.0",
             traits: ["CommandLineArguments", "Reloading"]
         ),
+        // The tests' runner of independent programs (curl, nghttp, openssl, python3) to completion.
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
         // `FilePath`, the type swift-configuration's file providers take.
         .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
     ],
@@ -120,7 +123,12 @@ let package = Package(
         ),
 
         // What the test targets share: children run without blocking the cooperative pool, a fake NOTIFY_SOCKET.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        .target(
+            name: "TestSupport",
+            dependencies: [subprocess, systemPackage],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PushRelayHTTPTests",
             dependencies: [

@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The client library builds without NIO and without any C module, so that it builds for Apple platforms with
 /// Foundation alone. Checked on the build graph SwiftPM planned for this very build (`description.json` beside the
 /// binary under test): `targetDependencyMap` is each target's full transitive closure, and only Swift targets have
 /// an entry in `swiftTargetScanArgs` (C and system-library modules do not).
-@Suite("PushRelayClient's dependency closure")
+@Suite("PushRelayClient's dependency closure", .tags(.endToEnd))
 struct ClientDependencyTests {
     struct BuildGraph {
         var closure: [String: [String]]

@@ -4,7 +4,7 @@ import Testing
 
 /// Three daemons on one PostgreSQL database (the throwaway test cluster): every node serves every route, a device's
 /// stream may sit on any node, and what one node commits reaches the others through `NOTIFY`.
-@Suite("Several nodes on one PostgreSQL")
+@Suite("Several nodes on one PostgreSQL", .tags(.endToEnd))
 struct MultiNodeTests {
     /// `count` started daemons on `url`, or on a fresh database, with `arguments` added.
     static func nodes(_ count: Int = 3, url: String? = nil, arguments: [String] = []) async throws -> [Daemon] {
@@ -212,7 +212,7 @@ struct MultiNodeTests {
 }
 
 /// PostgreSQL stopped under a node and started again, on a cluster of the test's own.
-@Suite("A node while PostgreSQL is down")
+@Suite("A node while PostgreSQL is down", .tags(.endToEnd))
 struct PostgresOutageTests {
     @Test("sends answer Unavailable with Retry-After while PostgreSQL is down; after it is back the node accepts again, and nothing accepted before is lost")
     func outage() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Every target of Package.swift declares exactly the modules its sources import (issue 14): no dependency nobody
@@ -7,7 +8,7 @@ import Testing
 /// `name:`/`dependencies: [...]` per target; a target it cannot read fails the test), against the `import` lines
 /// (at the start of a line, so that the Python scripts inside test sources do not count) of each target's files.
 /// (`swift package describe` cannot run here: the `swift test` running this test holds SwiftPM's lock.)
-@Suite("Package.swift's dependencies")
+@Suite("Package.swift's dependencies", .tags(.endToEnd))
 struct PackageDependencyTests {
     /// Modules of the toolchain and the platform, not declared in Package.swift.
     static let platform: Set<String> = [
@@ -61,7 +62,7 @@ struct PackageDependencyTests {
         let root = OperationsTests.repository.path
         let manifest = try String(contentsOfFile: root + "/Package.swift", encoding: .utf8)
         let targets = try Self.targets(of: manifest)
-        // Every target with a dependency list (TestSupport has none; the package's own list is the extra one): a
+        // Every target with a dependency list (the package's own list is the extra one): a
         // target the pattern misses fails here.
         let lists = manifest.components(separatedBy: "dependencies: [").count - 1
         #expect(targets.count == lists - 1, "targets read: \(targets.map(\.name))")

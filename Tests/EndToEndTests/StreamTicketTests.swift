@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// Stream tickets and CORS on the device routes, with curl: what a browser relies on, without the browser.
-@Suite("Stream tickets and CORS with curl", .serialized)
+@Suite("Stream tickets and CORS with curl", .serialized, .tags(.endToEnd))
 struct StreamTicketTests {
     @Test("a ticket opens the stream once; a used or unknown ticket, or a ticket request without the secret, is 401")
     func ticketOnce() async throws {

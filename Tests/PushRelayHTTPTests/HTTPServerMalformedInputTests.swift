@@ -7,7 +7,7 @@ import Testing
 import TestSupport
 
 /// Bad input ends with the right status or GOAWAY, and the server keeps serving other connections.
-@Suite(.serialized) struct HTTPServerMalformedInputTests {
+@Suite(.serialized, .tags(.peer)) struct HTTPServerMalformedInputTests {
     /// Sends raw bytes on a fresh connection and returns what the server answered before closing, followed by
     /// `<closed>` when the server closed the connection (rather than the 5 s read timeout ending the wait).
     static func rawExchange(port: Int, send: [UInt8]) async throws -> String {

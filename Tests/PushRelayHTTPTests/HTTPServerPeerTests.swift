@@ -5,7 +5,7 @@ import Testing
 @testable import PushRelayHTTP
 
 /// The server against peers nobody here wrote: curl, nghttp, h2load, Python h2.
-@Suite(.serialized) struct HTTPServerPeerTests {
+@Suite(.serialized, .tags(.peer)) struct HTTPServerPeerTests {
     @Test
     func curlHTTP2PriorKnowledge() async throws {
         let server = try await TestServer.start()
@@ -121,7 +121,7 @@ import Testing
 }
 
 /// A client that gives up on a request stops the work done for it: the handler's task is cancelled.
-@Suite("HTTP server: a reset cancels its handler", .serialized)
+@Suite("HTTP server: a reset cancels its handler", .serialized, .tags(.peer))
 struct HandlerCancellationTests {
     static func waitForCancellations(_ server: TestServer, _ count: Int) async throws -> Int {
         let deadline = ContinuousClock.now + .seconds(10)
@@ -163,7 +163,7 @@ struct HandlerCancellationTests {
 
 /// A request head far past the header-list limit (a 100 KB path): HTTP/1.1 answers `431`; HTTP/2 stops decoding at
 /// four times the limit and says why (`GOAWAY ENHANCE_YOUR_CALM`) instead of closing silently.
-@Suite("HTTP server: a 100 KB path", .serialized)
+@Suite("HTTP server: a 100 KB path", .serialized, .tags(.peer))
 struct OversizedHeadTests {
     @Test("HTTP/2: GOAWAY ENHANCE_YOUR_CALM; HTTP/1.1: 431")
     func hundredKilobytePath() async throws {
@@ -191,7 +191,7 @@ struct OversizedHeadTests {
 /// The server reopens a stream's flow-control window as the body budget allows, not as bytes arrive: a client
 /// that opens many uploads and never finishes them can make the server hold only the budget (plus one connection
 /// window per connection), and the budget comes back when requests end.
-@Suite("HTTP server: request bodies bounded by flow control", .serialized)
+@Suite("HTTP server: request bodies bounded by flow control", .serialized, .tags(.peer))
 struct BodyBudgetTests {
     /// The server's budget (200 KiB; three connections of four never-ending 80 KiB uploads, 960 KiB in all) parks
     /// at most the budget plus a connection window each, and a reset of one connection's streams lets the others go

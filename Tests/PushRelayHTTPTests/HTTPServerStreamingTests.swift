@@ -7,7 +7,7 @@ import Testing
 import TestSupport
 
 /// Long-lived streaming responses: other requests flow beside them, slow readers are held back, shutdown drains.
-@Suite(.serialized) struct HTTPServerStreamingTests {
+@Suite(.serialized, .tags(.peer)) struct HTTPServerStreamingTests {
     @Test
     func longLivedStreamWhileOtherRequestsAreAnswered() async throws {
         let server = try await TestServer.start()

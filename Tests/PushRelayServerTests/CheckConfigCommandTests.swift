@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `pushrelay check-config` run as a process, as the unit's `ExecStartPre=` runs it.
-@Suite("pushrelay check-config")
+@Suite("pushrelay check-config", .tags(.peer))
 struct CheckConfigCommandTests {
     private func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> ChildProcessResult {
         #expect(FileManager.default.isExecutableFile(atPath: pushrelayBinary), "build first: \(pushrelayBinary)")

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `deploy/install.sh` into a temporary root, and the `.deb` from `scripts/build-deb.sh`.
-@Suite("Packaging: install.sh and the .deb", .serialized)
+@Suite("Packaging: install.sh and the .deb", .serialized, .tags(.peer))
 struct PackagingTests {
     private static let manager = FileManager.default
 

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `deploy/pushrelay.service` checked by systemd's own tools, offline (no running systemd needed).
-@Suite("systemd unit: verify and security", .serialized)
+@Suite("systemd unit: verify and security", .serialized, .tags(.peer))
 struct SystemdUnitTests {
     static let unitPath = repositoryRoot + "/deploy/pushrelay.service"
 

@@ -2,12 +2,13 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import TestSupport
 import Testing
 
 @testable import PushRelayTLS
 
 /// The client handler against `openssl s_server` and against our own server.
-@Suite("TLS client", .serialized)
+@Suite("TLS client", .serialized, .tags(.peer))
 struct TLSClientTests {
     private let logger = RecordingLogHandler.makeLogger().0
 

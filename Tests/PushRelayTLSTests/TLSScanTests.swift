@@ -5,7 +5,7 @@ import Testing
 @testable import PushRelayTLS
 
 /// A scan by sslyze (a TLS scanner nobody here wrote, with its own legacy OpenSSL that still speaks SSLv2/3).
-@Suite("TLS scan with sslyze", .serialized)
+@Suite("TLS scan with sslyze", .serialized, .tags(.peer))
 struct TLSScanTests {
     /// Reads sslyze's JSON and prints one line per finding the test checks.
     private static let summarize = #"""

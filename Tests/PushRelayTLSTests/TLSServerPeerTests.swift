@@ -8,7 +8,7 @@ import Testing
 @testable import PushRelayTLS
 
 /// The server handler judged by peers nobody here wrote: `openssl s_client`, curl, Python httpx.
-@Suite("TLS server against independent peers", .serialized)
+@Suite("TLS server against independent peers", .serialized, .tags(.peer))
 struct TLSServerPeerTests {
     /// Runs `body` with a fresh PKI and a listener serving certificate A.
     private func withServer(

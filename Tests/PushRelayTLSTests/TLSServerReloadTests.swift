@@ -8,7 +8,7 @@ import Testing
 
 /// `TLSServerContext.reload()`: new handshakes get the new certificate, open connections keep theirs, a bad
 /// certificate is refused and the old one stays.
-@Suite("TLS certificate reload", .serialized)
+@Suite("TLS certificate reload", .serialized, .tags(.peer))
 struct TLSServerReloadTests {
     /// The serial number of the certificate the server presents to a new `openssl s_client` handshake.
     private func servedSerial(_ port: Int, _ certificates: TestCertificates) async throws -> String {

@@ -1,4 +1,6 @@
 public import Foundation
+import Subprocess
+import SystemPackage
 
 /// What a finished child process left behind.
 public struct ChildProcessResult: Sendable {
@@ -19,11 +21,13 @@ public struct ChildProcessResult: Sendable {
 /// build starved every other test in the process, and a watchdog test timed out waiting for pings its service
 /// could not send. Here the wait is a continuation resumed by the process's termination handler.
 ///
-/// Children start through a tiny exec wrapper that clears the signal mask first: a child inherits the mask of
-/// the thread that spawns it, and the test runner's threads block most signals, so a `curl` or a daemon spawned
-/// from one would otherwise ignore SIGTERM. Output goes to temporary files, so a chatty child never fills a pipe.
+/// ``run(_:_:standardInput:environment:workingDirectory:timeout:)`` is swift-subprocess's `run` with a timeout. The
+/// long-lived children that tests keep as `Process` (the daemon, `curl -N`) start through a tiny exec wrapper that
+/// clears the signal mask first (``configure(_:_:_:)``): a child inherits the mask of the thread that spawns it, and
+/// the test runner's threads block most signals, so a daemon spawned from one would otherwise ignore SIGTERM.
 public enum ChildProcess {
-    /// Runs `program` (a path, or a name looked up in `PATH`) to completion.
+    /// Runs `program` (a path, or a name looked up in `PATH`) to completion, with swift-subprocess: its wait for the
+    /// child's exit does not hold a thread of the pool, and the child starts with no signal blocked.
     ///
     /// - Parameters:
     ///   - standardInput: written to the child's standard input, which is then closed (empty without it).
@@ -38,38 +42,42 @@ public enum ChildProcess {
         workingDirectory: String? = nil,
         timeout: Duration = .seconds(180)
     ) async throws -> ChildProcessResult {
-        let scratch = try makeTemporaryDirectory("pushrelay-run")
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let outPath = scratch + "/out"
-        let errPath = scratch + "/err"
-        let inPath = scratch + "/in"
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: inPath, contents: Data((standardInput ?? "").utf8))
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
-        defer {
-            try? out.close()
-            try? err.close()
-            try? input.close()
-        }
-
-        let process = Process()
-        configure(process, program, arguments)
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try await runToExit(process, timeout: timeout)
+        let overrides = Dictionary(
+            uniqueKeysWithValues: environment.map { (Environment.Key(stringLiteral: $0.key), Optional($0.value)) })
+        let outputLimit = 256 << 20
+        // In a task of its own: a caller's cancellation (a probe stopping) lets the child finish, as a test expects
+        // of a command it started, instead of swift-subprocess tearing it down.
+        let result = try await Task {
+            try await Subprocess.run(
+                program.contains("/") ? .path(FilePath(program)) : .name(program),
+                arguments: Arguments(arguments),
+                environment: overrides.isEmpty ? .inherit : .inherit.updating(overrides),
+                workingDirectory: workingDirectory.map { FilePath($0) },
+                input: .string(standardInput ?? ""),
+                output: .string(limit: outputLimit),
+                error: .string(limit: outputLimit)
+            ) { execution in
+                // The body returns at once; `run` then waits for the exit. The timeout outlives it, by the pid.
+                let pid = execution.processIdentifier.value
+                return Task {
+                    try await Task.sleep(for: timeout)
+                    kill(pid, SIGTERM)
+                    try await Task.sleep(for: .seconds(5))
+                    kill(pid, SIGKILL)
+                }
+            }
+        }.value
+        result.closureResult.cancel()
+        let (status, signaled): (Int32, Bool) =
+            switch result.terminationStatus {
+            case .exited(let code): (code, false)
+            case .signaled(let number): (number, true)
+            }
         return ChildProcessResult(
-            status: process.terminationStatus,
-            terminatedBySignal: process.terminationReason == .uncaughtSignal,
-            stdout: readText(outPath),
-            stderr: readText(errPath)
+            status: status,
+            terminatedBySignal: signaled,
+            stdout: result.standardOutput ?? "",
+            stderr: result.standardError ?? ""
         )
     }
 

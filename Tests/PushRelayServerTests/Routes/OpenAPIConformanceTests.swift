@@ -12,7 +12,7 @@ import TestSupport
 /// method reaches a route, every route is documented, and every answer below (status and content type) is one the
 /// spec lists for its route. The spec is read with PyYAML (a test peer); the routes and answers come from a
 /// `RelayApplication` in process.
-@Suite("Routes: docs/openapi.yaml")
+@Suite("Routes: docs/openapi.yaml", .tags(.peer))
 struct OpenAPIConformanceTests {
     /// path → method (lower case) → status (or `default`) → content types (none for an empty body).
     typealias Spec = [String: [String: [String: [String]]]]
