@@ -1,5 +1,8 @@
 import PushRelayCore
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOConcurrencyHelpers
 
@@ -48,11 +51,28 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// Starts the writer thread.
     func start() {
         let thread = Thread { [self] in
+            // Set from the thread itself: on Linux, `Thread.name` set before `start()` does not reach the kernel,
+            // and the writer showed in top and perf under the name of the pool thread that created it.
+            #if canImport(Glibc)
+            Self.nameCurrentThread("store-writer")
+            #endif
             self.run()
         }
-        thread.name = "pushrelay-store-writer"
+        thread.name = "store-writer"
         thread.start()
     }
+
+    #if canImport(Glibc)
+    /// Names the calling thread for the kernel (`/proc/thread-self/comm`, at most 15 bytes), as `pthread_setname_np`
+    /// would; Glibc's module does not export that one.
+    private static func nameCurrentThread(_ name: String) {
+        let fd = Glibc.open("/proc/thread-self/comm", O_WRONLY)
+        guard fd >= 0 else { return }
+        defer { Glibc.close(fd) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    }
+    #endif
 
     /// Runs `body` in the next group transaction and returns its result once committed.
     /// `isolated` puts the request in its own savepoint (see ``WriteRequest/isolated``).
