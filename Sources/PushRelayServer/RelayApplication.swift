@@ -161,7 +161,7 @@ public final class RelayApplication: Sendable {
         router.add(.post, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, .collected(cors.wrap(devices.register)))
         router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(cors.wrap(devices.unregister)))
         router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(cors.wrap(tickets.stream)))
-        router.add(.post, "/v1/ack", maxBodyBytes: options.maxRequestBodyBytes, .collected(cors.wrap(devices.acknowledge)))
+        router.add(.post, "/v1/ack", maxBodyBytes: options.maxRequestBodyBytes, .promised(cors.wrap(devices.acknowledge)))
         router.add(.post, "/v1/stream-ticket", maxBodyBytes: 0, .collected(cors.wrap(tickets.issue)))
         for path in ["/v1/register", "/v1/stream", "/v1/ack", "/v1/stream-ticket"] {
             router.add(.options, path, maxBodyBytes: 0, .collected(cors.preflight))

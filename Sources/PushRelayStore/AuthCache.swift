@@ -127,6 +127,13 @@ final class AuthCache: Sendable {
         return devices
     }
 
+    /// The cached device of a secret, or nil when it is not cached or the epoch is due for a check
+    /// (``PushStore/cachedDevice(secret:)``).
+    func cachedDevice(secret: String, recheckInterval: Duration) -> Device? {
+        guard !self.epochCheckPending(interval: recheckInterval) else { return nil }
+        return self.device(secret: KeyHash(of: secret))
+    }
+
     /// The current generation, to pass back when inserting what a database read returned.
     var generation: UInt64 {
         self.state.withLockedValue { $0.generation }

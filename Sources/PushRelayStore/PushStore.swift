@@ -164,6 +164,15 @@ public protocol PushStore: Sendable {
     /// ``resolveTokens(_:)``). Never does I/O and never waits.
     func cachedDevices(tokens: [String]) -> [Device]?
 
+    /// The device of this secret when the answer is in memory and current, else nil (then ask
+    /// ``authenticateDevice(secret:)``). Never does I/O and never waits: the event-loop acknowledgement path calls it.
+    func cachedDevice(secret: String) -> Device?
+
+    /// ``acknowledge(device:ids:)`` without a task: `completion` gets the count once the deletion is durable (or the
+    /// error), on the store's writer thread, or at once on the caller's thread when there is nothing to do. It must
+    /// be quick: hand the result over, do not wait.
+    func acknowledge(device: DeviceID, ids: [MessageID], completion: @escaping @Sendable (Result<Int, any Error>) -> Void)
+
     /// ``enqueue(_:)`` without a task: `completion` gets the results once the commit is durable (or the error),
     /// on the store's writer thread, or at once on the caller's thread when nothing needs storing or the store is
     /// closed. It must be quick: hand the result over, do not wait.
@@ -220,6 +229,24 @@ extension PushStore {
 
     /// Nothing in memory: every send takes the async path.
     public func cachedDevices(tokens: [String]) -> [Device]? { nil }
+
+    /// Nothing in memory: every acknowledgement takes the async path.
+    public func cachedDevice(secret: String) -> Device? { nil }
+
+    /// Runs ``acknowledge(device:ids:)`` in a task.
+    public func acknowledge(
+        device: DeviceID,
+        ids: [MessageID],
+        completion: @escaping @Sendable (Result<Int, any Error>) -> Void
+    ) {
+        Task {
+            do {
+                completion(.success(try await self.acknowledge(device: device, ids: ids)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
 
     /// Runs ``enqueue(_:)`` in a task.
     public func enqueue(

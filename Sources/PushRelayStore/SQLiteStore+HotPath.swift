@@ -1,4 +1,4 @@
-import PushRelayCore
+public import PushRelayCore
 
 extension SQLiteStore {
     /// See ``PushStore/cachedProject(serverKey:)``. Nil also while the authentication epoch is due for a check
@@ -12,6 +12,21 @@ extension SQLiteStore {
     /// See ``PushStore/cachedDevices(tokens:)``.
     public func cachedDevices(tokens: [String]) -> [Device]? {
         self.context.authCache.cachedDevices(tokens: tokens, recheckInterval: self.context.configuration.authRecheckInterval)
+    }
+
+    /// See ``PushStore/cachedDevice(secret:)``.
+    public func cachedDevice(secret: String) -> Device? {
+        self.context.authCache.cachedDevice(secret: secret, recheckInterval: self.context.configuration.authRecheckInterval)
+    }
+
+    /// See ``PushStore/acknowledge(device:ids:completion:)``.
+    public func acknowledge(
+        device: DeviceID,
+        ids: [MessageID],
+        completion: @escaping @Sendable (Result<Int, any Error>) -> Void
+    ) {
+        guard !ids.isEmpty else { return completion(.success(0)) }
+        self.writer.submit({ transaction in try transaction.acknowledge(device: device, ids: ids) }, completion: completion)
     }
 
     /// See ``PushStore/enqueue(_:completion:)``.

@@ -1,4 +1,5 @@
 import HTTPTypes
+import NIOCore
 import PushRelayHTTP
 
 /// Cross-origin access for web apps to the device routes (`/v1/register`, `/v1/stream`, `/v1/ack`,
@@ -33,14 +34,30 @@ struct CORSPolicy: Sendable {
         _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse
     ) -> @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse {
         guard !allowedOrigins.isEmpty else { return handler }
-        return { request in
-            var response = try await handler(request)
-            if let origin = allowedOrigin(of: request) {
-                response.head.headerFields[.accessControlAllowOrigin] = origin
-                response.head.headerFields.append(HTTPField(name: .vary, value: "Origin"))
-            }
-            return response
+        return { request in decorate(try await handler(request), for: request) }
+    }
+
+    /// An event-loop (`.promised`) `handler`, with `Access-Control-Allow-Origin` added to its answers to an allowed
+    /// origin.
+    func wrap(
+        _ handler: @escaping @Sendable (HTTPServerRequest, ByteBuffer, EventLoopPromise<HTTPServerResponse>) -> Void
+    ) -> @Sendable (HTTPServerRequest, ByteBuffer, EventLoopPromise<HTTPServerResponse>) -> Void {
+        guard !allowedOrigins.isEmpty else { return handler }
+        return { request, body, promise in
+            let answer = promise.futureResult.eventLoop.makePromise(of: HTTPServerResponse.self)
+            answer.futureResult.map { decorate($0, for: request) }.cascade(to: promise)
+            handler(request, body, answer)
         }
+    }
+
+    /// `response` with `Access-Control-Allow-Origin: <origin>` and `Vary: Origin` when the request's origin is
+    /// allowed.
+    private func decorate(_ response: HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
+        guard let origin = allowedOrigin(of: request) else { return response }
+        var response = response
+        response.head.headerFields[.accessControlAllowOrigin] = origin
+        response.head.headerFields.append(HTTPField(name: .vary, value: "Origin"))
+        return response
     }
 
     /// `OPTIONS` on a device route: the preflight answer.

@@ -117,25 +117,55 @@ struct DeviceRoutes: Sendable {
         })
     }
 
-    /// `POST /v1/ack` with `Authorization: Bearer <secret>` and `{"ids": ["<message id>", …]}` (strings or numbers).
-    func acknowledge(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
-        guard let secret = Self.bearer(request) else { return JSONResponse.unauthorized("missing Bearer secret") }
-        let object = try await JSONResponse.parseObject(request, upTo: maxBodyBytes)
+    /// `POST /v1/ack` with `Authorization: Bearer <secret>` and `{"ids": ["<message id>", …]}` (strings or numbers),
+    /// on the event-loop path (a `.promised` route), as sends are: the body is read here; a device whose secret is in
+    /// memory (``PushStore/cachedDevice(secret:)``) is acknowledged without a task, its answer returning through the
+    /// handoff with the other answers of that commit; any other secret is looked up in a task.
+    func acknowledge(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: EventLoopPromise<HTTPServerResponse>) {
+        guard let secret = Self.bearer(request) else {
+            return promise.succeed(JSONResponse.unauthorized("missing Bearer secret"))
+        }
+        let ids: [MessageID]
+        do {
+            ids = try Self.acknowledgedIDs(body)
+        } catch {
+            return promise.fail(error)
+        }
+        guard let device = store.cachedDevice(secret: secret) else {
+            promise.completeWithTask {
+                guard let device = try await self.store.authenticateDevice(secret: secret) else {
+                    return JSONResponse.unauthorized("unknown device secret")
+                }
+                self.sightings.saw(device.id)
+                return self.acknowledged(try await self.store.acknowledge(device: device.id, ids: ids))
+            }
+            return
+        }
+        sightings.saw(device.id)
+        let eventLoop = promise.futureResult.eventLoop
+        store.acknowledge(device: device.id, ids: ids) { result in
+            self.handoff.execute(on: eventLoop) { promise.completeWith(result.map(self.acknowledged)) }
+        }
+    }
+
+    /// The ids of an acknowledgement body, or an `HTTPError` with the JSON `400 INVALID_ARGUMENT` to answer.
+    private static func acknowledgedIDs(_ body: ByteBuffer) throws -> [MessageID] {
+        let object = try JSONResponse.parseObject(body)
         guard let values = object["ids"]?.arrayValue else {
-            return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "\"ids\" must be an array of message ids")
+            throw JSONResponse.thrown(.badRequest, "INVALID_ARGUMENT", "\"ids\" must be an array of message ids")
         }
         var ids: [MessageID] = []
         ids.reserveCapacity(values.count)
         for value in values {
             guard let id = value.stringValue.flatMap({ MessageID($0) }) ?? value.int64Value.flatMap({ MessageID(String($0)) })
-            else { return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "not a message id: \(value)") }
+            else { throw JSONResponse.thrown(.badRequest, "INVALID_ARGUMENT", "not a message id: \(value)") }
             ids.append(id)
         }
-        guard let device = try await store.authenticateDevice(secret: secret) else {
-            return JSONResponse.unauthorized("unknown device secret")
-        }
-        sightings.saw(device.id)
-        let count = try await store.acknowledge(device: device.id, ids: ids)
+        return ids
+    }
+
+    /// The answer to an acknowledgement of `count` messages, counted.
+    private func acknowledged(_ count: Int) -> HTTPServerResponse {
         metrics.messagesAcked(count: count)
         return JSONResponse.ok(["acknowledged": .integer(Int64(count))])
     }

@@ -158,6 +158,12 @@ extension PostgresStore {
         self.context.authCache.cachedDevices(tokens: tokens, recheckInterval: self.context.configuration.authRecheckInterval)
     }
 
+    /// See ``PushStore/cachedDevice(secret:)``: from this node's cache (other nodes' changes clear it through the
+    /// authentication epoch, as for server keys).
+    public func cachedDevice(secret: String) -> Device? {
+        self.context.authCache.cachedDevice(secret: secret, recheckInterval: self.context.configuration.authRecheckInterval)
+    }
+
     /// Columns of ``device(_:)``, plus the secret hash as column 6.
     static let deviceColumns = "id, project_id, token, app, platform, registered_at, secret_hash"
 
