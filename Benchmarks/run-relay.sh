@@ -29,6 +29,10 @@ relaygen=.build-bench/relaygen
 if [ ! -x "$relaygen" ] || [ Benchmarks/relay/relaygen.c -nt "$relaygen" ]; then
   cc -O2 -Wall -Wextra -Werror -pthread -o "$relaygen" Benchmarks/relay/relaygen.c -lm
 fi
+wakeup=.build-bench/wakeup
+if [ ! -x "$wakeup" ] || [ Benchmarks/relay/wakeup.c -nt "$wakeup" ]; then
+  cc -O2 -Wall -Wextra -Werror -pthread -o "$wakeup" Benchmarks/relay/wakeup.c
+fi
 
 bin_args=()
 if [ -n "${PUSHRELAY_BIN:-}" ]; then

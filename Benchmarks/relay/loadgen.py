@@ -670,6 +670,27 @@ def proc_cpu(pids: list) -> float:
     return total / tick
 
 
+def proc_switches(pids: list) -> int:
+    """Context switches (voluntary and not) of every thread of these processes and their children so far: each one
+    a thread put to sleep or preempted, the cost a hand-off between threads adds to a message."""
+    total = 0
+    for root in pids:
+        for pid in proc_tree(root):
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tasks:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/status") as f:
+                        for text in f:
+                            if text.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                                total += int(text.split()[1])
+                except OSError:
+                    pass
+    return total
+
+
 def thread_cpu(pid: int) -> dict:
     """CPU seconds per thread of one process: {tid: [name, seconds]}."""
     tick = os.sysconf("SC_CLK_TCK")

@@ -194,6 +194,7 @@ def real_senders(target: str, port: int, rate: int, args, pids: list, devices=No
         time.sleep(args.settle)
         load0 = os.getloadavg()
         cpu0, thr0 = loadgen.proc_cpu(pids), {p: loadgen.thread_cpu(p) for p in pids}
+        switches0 = loadgen.proc_switches(pids)
         syncs = SyncCounter(sync_pid) if sync_pid else None
         t0 = time.monotonic()
         proc.stdin.write("go\n")
@@ -201,6 +202,7 @@ def real_senders(target: str, port: int, rate: int, args, pids: list, devices=No
         line(args.duration + 2 * args.drain + 30)  # "finished"
         wall = time.monotonic() - t0
         cpu1 = loadgen.proc_cpu(pids)
+        switches1 = loadgen.proc_switches(pids)
         fsyncs = syncs.stop() if syncs else None
         out["server_threads"] = {p: loadgen.thread_usage(thr0[p], loadgen.thread_cpu(p), wall) for p in pids}
         proc.stdin.write("\n")
@@ -214,6 +216,7 @@ def real_senders(target: str, port: int, rate: int, args, pids: list, devices=No
     out["server_cpu_s"] = cpu1 - cpu0
     out["server_cores"] = (cpu1 - cpu0) / wall
     out["server_cpu_per_delivered_us"] = (cpu1 - cpu0) / out["received"] * 1e6 if out["received"] else None
+    out["server_switches_per_delivered"] = (switches1 - switches0) / out["received"] if out["received"] else None
     if fsyncs:
         out["fsyncs"] = fsyncs
         out["sends_per_fsync"] = out["ok"] / fsyncs
@@ -231,7 +234,8 @@ def real_senders(target: str, port: int, rate: int, args, pids: list, devices=No
     log(f"    sent {out['sent']:,}/{out['scheduled']:,} ({out['send_rate']:,.0f}/s), ok {out['ok']:,}, received "
         f"{out['received']:,}; latency from schedule p50 {lat.get('p50_us', 0):,.0f} p99 {lat.get('p99_us', 0):,.0f} "
         f"max {lat.get('max_us', 0):,.0f} us; lag p99 {lag.get('p99_us', 0):,.0f} us; server "
-        f"{out['server_cores']:.2f} cores, {out['server_cpu_per_delivered_us'] or 0:.1f} us/msg; generator "
+        f"{out['server_cores']:.2f} cores, {out['server_cpu_per_delivered_us'] or 0:.1f} us/msg, "
+        f"{out['server_switches_per_delivered'] or 0:.2f} context switches/msg; generator "
         f"{g['cores']:.2f} cores" + (f"; FAILED: {out['failure']}" if out.get("failure") else ""))
     return out
 
@@ -365,6 +369,16 @@ def phase_pushrelay_sends(work: str, args, res: dict) -> None:
             + (f" FAILED: {r['failure']}" if r.get("failure") else ""))
     res["c_data_dir_bytes"] = du(data)
     stop(s)
+
+
+def wakeup_cost(relaygen: str) -> dict | None:
+    """CPU and wall time of a round trip between two threads through eventfds (Benchmarks/relay/wakeup.c, built
+    beside relaygen by run-relay.sh): two wake-ups and four context switches, the floor of one hand-off each way."""
+    binary = os.path.join(os.path.dirname(relaygen), "wakeup")
+    if not os.access(binary, os.X_OK):
+        return None
+    done = subprocess.run([binary, "100000"], capture_output=True, text=True, timeout=120)
+    return json.loads(done.stdout) if done.returncode == 0 else None
 
 
 def fdatasync_ms(directory: str, n: int = 200) -> dict:
@@ -636,6 +650,8 @@ def table(res: dict, args) -> str:
             lambda r: f"{fmt(r['answer'].get('p50_us', 0) / 1000, 2)} / {fmt(r['answer'].get('p99_us', 0) / 1000, 2)}")
         row("server CPU per delivered message (us) / cores",
             lambda r: f"{fmt(r['server_cpu_per_delivered_us'], 1)} / {fmt(r['server_cores'], 2)}", True)
+        row("server context switches per delivered message (every thread: sleeps and preemptions)",
+            lambda r: fmt(r.get("server_switches_per_delivered"), 2) if r.get("server_switches_per_delivered") else "")
         row("sends per fsync (PushRelay: every send and acknowledgement is committed)",
             lambda r: fmt(r.get("sends_per_fsync"), 1) if r.get("sends_per_fsync") else "")
         row("generator CPU (cores)", lambda r: fmt(r["generator"]["cores"], 2))
@@ -767,6 +783,8 @@ def main() -> int:
            "nproc": os.cpu_count(), "args": vars(args)}
     res["fdatasync_ms_start"] = fdatasync_ms(work)
     log(f"fdatasync (ms) at start: {res['fdatasync_ms_start']}")
+    res["thread_round_trip_us"] = wakeup_cost(args.relaygen)
+    log(f"thread round trip through eventfds (two wake-ups): {res['thread_round_trip_us']}")
     body_file = os.path.join(work, "scenario.json")
     with open(body_file, "w") as f:
         json.dump({**SCENARIO_BODY, "to": "eeDh2Sd5HknG1zdC1w1UBD:APA91bFKGr99Cpj7q1Es0oexCeoXf9qinT6GuI-pvCouR8AK"
@@ -804,6 +822,8 @@ def main() -> int:
     print()
     print(goals(res, args))
     print(f"\nfdatasync 4 kB (ms): start {res.get('fdatasync_ms_start')}, end {res.get('fdatasync_ms_end')}")
+    print(f"thread round trip through eventfds (two wake-ups, Benchmarks/relay/wakeup.c; us): "
+          f"{res.get('thread_round_trip_us')}")
     print(f"load average at start {res['loadavg_start']}, at end {res['loadavg_end']} ({res['nproc']} cores, shared); "
           f"JSON: {args.out}")
     for key, value in res.items():
