@@ -13,11 +13,23 @@ struct KeyHash: Hashable, Sendable {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         utf8.withUnsafeMutableBufferPointer { input in
             digest.withUnsafeMutableBufferPointer { output in
+                var size: UInt32 = 0
+                if let sha256 = Self.sha256,
+                    EVP_Digest(input.baseAddress, input.count, output.baseAddress, &size, sha256, nil) == 1
+                {
+                    return
+                }
                 _ = SHA256(input.baseAddress, input.count, output.baseAddress)
             }
         }
         self.bytes = digest
     }
+
+    /// SHA-256 fetched from the default provider once. OpenSSL 3's one-shot `SHA256()` looks the algorithm up by
+    /// name on every call (a provider query under a lock), which was about half of its cost; every send hashes its
+    /// server key and every acknowledgement its device secret. `nonisolated(unsafe)`: set once, then only read, and
+    /// a fetched `EVP_MD` may be used from any thread.
+    nonisolated(unsafe) private static let sha256: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
 
     /// Wraps stored digest bytes.
     init(bytes: [UInt8]) {

@@ -14,7 +14,7 @@ enum SQLiteSchema {
             PRAGMA cache_size = -16384;
             """
         if writer {
-            pragmas += "PRAGMA wal_autocheckpoint = 4000;\nPRAGMA journal_size_limit = 67108864;\n"
+            pragmas += "PRAGMA wal_autocheckpoint = 1000;\nPRAGMA journal_size_limit = 67108864;\n"
         } else {
             pragmas += "PRAGMA query_only = 1;\n"
         }
