@@ -76,8 +76,8 @@ public enum ChildProcess {
         return ChildProcessResult(
             status: status,
             terminatedBySignal: signaled,
-            stdout: result.standardOutput ?? "",
-            stderr: result.standardError ?? ""
+            stdout: result.standardOutput,
+            stderr: result.standardError
         )
     }
 
