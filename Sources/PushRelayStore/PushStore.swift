@@ -239,13 +239,7 @@ extension PushStore {
         ids: [MessageID],
         completion: @escaping @Sendable (Result<Int, any Error>) -> Void
     ) {
-        Task {
-            do {
-                completion(.success(try await self.acknowledge(device: device, ids: ids)))
-            } catch {
-                completion(.failure(error))
-            }
-        }
+        Self.complete(completion) { try await self.acknowledge(device: device, ids: ids) }
     }
 
     /// Runs ``enqueue(_:)`` in a task.
@@ -253,9 +247,18 @@ extension PushStore {
         _ messages: [NewMessage],
         completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void
     ) {
+        Self.complete(completion) { try await self.enqueue(messages) }
+    }
+
+    /// Runs `body` in a task and hands its result to `completion`: the task-free forms' default for stores without
+    /// a writer thread of their own.
+    private static func complete<T: Sendable>(
+        _ completion: @escaping @Sendable (Result<T, any Error>) -> Void,
+        _ body: @escaping @Sendable () async throws -> T
+    ) {
         Task {
             do {
-                completion(.success(try await self.enqueue(messages)))
+                completion(.success(try await body()))
             } catch {
                 completion(.failure(error))
             }

@@ -121,6 +121,22 @@ struct ConfigurationInputs: Sendable {
         }
     }
 
+    /// Opens the config file named by `--config` or `PUSHRELAY_CONFIG` (if any) with `makeProvider` and evaluates
+    /// every field; a file that cannot be opened is reported together with the flags' and environment's problems,
+    /// so that one run names every problem. Returns the file too, for ``LiveConfiguration``'s reloads.
+    func load(
+        _ makeProvider: (String) async throws -> any ConfigProvider
+    ) async throws(ConfigurationError) -> (LoadedConfiguration, File?) {
+        guard let path = configFile else { return (try evaluate(file: nil), nil) }
+        let file: File
+        do {
+            file = try await Self.open(path, makeProvider)
+        } catch {
+            return (try evaluate(file: nil, fileProblems: error.problems), nil)
+        }
+        return (try evaluate(file: file), file)
+    }
+
     /// Reads every field through one snapshot of the providers, then checks the fields against each other.
     func evaluate(
         file: File?,

@@ -55,17 +55,7 @@ public enum ConfigurationLoader {
         environment: [String: String]
     ) async throws(ConfigurationError) -> LoadedConfiguration {
         let inputs = ConfigurationInputs(arguments: arguments, environment: environment)
-        guard let path = inputs.configFile else { return try inputs.evaluate(file: nil) }
-        let file: ConfigurationInputs.File
-        do throws(ConfigurationError) {
-            file = try await ConfigurationInputs.open(path) { path in
-                try await FileProvider<ConfigurationFile>(filePath: FilePath(path))
-            }
-        } catch {
-            // Flags and environment are still checked, so that one run names every problem.
-            return try inputs.evaluate(file: nil, fileProblems: error.problems)
-        }
-        return try inputs.evaluate(file: file)
+        return try await inputs.load { path in try await FileProvider<ConfigurationFile>(filePath: FilePath(path)) }.0
     }
 }
 

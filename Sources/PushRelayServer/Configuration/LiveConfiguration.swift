@@ -56,32 +56,19 @@ public final class LiveConfiguration: Sendable {
         logger: Logger
     ) async throws(ConfigurationError) -> LiveConfiguration {
         let inputs = ConfigurationInputs(arguments: arguments, environment: environment)
-        guard let path = inputs.configFile else {
-            return LiveConfiguration(initial: try inputs.evaluate(file: nil), inputs: inputs)
-        }
         let signals = SighupCounter()
-        let file: ConfigurationInputs.File
-        do {
-            file = try await ConfigurationInputs.open(path) { path in
-                try await ReloadingFileProvider<ConfigurationFile>(
-                    filePath: FilePath(path),
-                    pollInterval: pollInterval,
-                    logger: logger,
-                    metrics: signals
-                )
-            }
-        } catch {
-            _ = try inputs.evaluate(file: nil, fileProblems: error.problems)
-            throw error
+        let (initial, file) = try await inputs.load { path in
+            try await ReloadingFileProvider<ConfigurationFile>(
+                filePath: FilePath(path),
+                pollInterval: pollInterval,
+                logger: logger,
+                metrics: signals
+            )
         }
+        guard let file else { return LiveConfiguration(initial: initial, inputs: inputs) }
         // Until the provider's signal source is registered, a SIGHUP must not end the process (its default action).
         signal(SIGHUP, SIG_IGN)
-        return LiveConfiguration(
-            initial: try inputs.evaluate(file: file),
-            inputs: inputs,
-            file: file,
-            reloadRequests: signals.requests
-        )
+        return LiveConfiguration(initial: initial, inputs: inputs, file: file, reloadRequests: signals.requests)
     }
 
     /// The service that keeps the file current (it traps SIGHUP and polls), to run beside the daemon; `nil` when no

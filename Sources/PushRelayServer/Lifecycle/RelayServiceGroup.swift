@@ -6,8 +6,9 @@ import UnixSignals
 /// The daemon's composition root: `pushrelay serve` parses its configuration and runs the group made here.
 ///
 /// The group holds, in start order, the systemd watchdog, the config file's reloading provider, the ``RelayService``
-/// (store, relay, HTTP server) and the SIGHUP reload. service-lifecycle shuts services down in reverse order, so on SIGTERM the reload stops first,
-/// then the relay drains, and the watchdog stops last: it keeps pinging through a drain longer than `WatchdogSec=`.
+/// (store, relay, HTTP server) and the SIGHUP reload. service-lifecycle shuts services down in reverse order, so on
+/// SIGTERM the reload stops first, then the relay drains, and the watchdog stops last: it keeps pinging through a
+/// drain longer than `WatchdogSec=`.
 public enum RelayServiceGroup {
     /// What the process around the group provides.
     public struct Options: Sendable {

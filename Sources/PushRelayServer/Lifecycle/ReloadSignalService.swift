@@ -56,14 +56,14 @@ public struct ReloadSignalService: Service {
 
     /// Waits for signals until graceful shutdown or cancellation.
     public func run() async throws {
-        var signals: SignalStream?
+        let signals: SignalStream?
         let stream: AsyncStream<Void>
         switch trigger {
         case .signal(let number):
-            signals = SignalStream(signal: number)
-            stream = signals!.stream
+            let trapped = SignalStream(signal: number)
+            (signals, stream) = (trapped, trapped.stream)
         case .requests(let requests):
-            stream = requests
+            (signals, stream) = (nil, requests)
         }
         defer { signals?.stop() }
         let action = self.action
