@@ -100,7 +100,7 @@ public final class RelayApplication: Sendable {
             readiness: readiness, snapshot: snapshot, publicURL: publicURL, sightings: self.sightings, logger: logger)
         store.setCommitObserver { committed in hub.deliver(committed) }
         store.setDropObserver { dropped in metrics.dropped(dropped) }
-        // Rows another node committed (PostgreSQL): the devices' streams here read the store from their cursors.
+        // Rows committed on PostgreSQL, by any node this one included, in commit order: to the devices' streams here.
         store.setRemoteCommitObserver { commit in
             switch commit {
             case .rows(let rows): hub.deliver(rows)

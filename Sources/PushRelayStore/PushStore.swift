@@ -185,7 +185,9 @@ public protocol PushStore: Sendable {
     /// them without reading the store back. Rows the same commit removed again (a collapse key replaced within one
     /// group, the queue limit) may be among them: a live stream delivering one of those is harmless, the
     /// device's next stream reads the store. It runs on the store's writer thread: it must return quickly (hand
-    /// the rows over, do not wait). Replaces the previous observer; nil removes it.
+    /// the rows over, do not wait). Replaces the previous observer; nil removes it. A store that several nodes share
+    /// (PostgreSQL) never calls it: its commits, this node's among them, come through
+    /// ``setRemoteCommitObserver(_:)`` in commit order.
     func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?)
 
     /// Why the store cannot commit: the engine's error (disk full, I/O error, read-only file, a damaged file, the
@@ -208,11 +210,12 @@ public protocol PushStore: Sendable {
     /// previous observer; nil removes it.
     func setDropObserver(_ observer: (@Sendable (DroppedMessages) -> Void)?)
 
-    /// Sets the function called when another node of the same database committed rows for devices (PostgreSQL:
-    /// one `NOTIFY` per committed batch), so that their live streams on this node read the store from their
-    /// cursors; ``RemoteCommit/unknown`` when this node may have missed some (its listening connection was lost):
-    /// then every live stream reads the store. Called on a store task: it must return quickly. A store that only
-    /// one process serves (SQLite) never calls it.
+    /// Sets the function called when a node of the same database, this one included, committed rows for devices
+    /// (PostgreSQL: one `NOTIFY` per committed batch, read back in commit order, which is id order), so that their
+    /// live streams on this node write them; ``RemoteCommit/unknown`` when this node may have missed some (its
+    /// listening connection was lost): then every live stream reads the store. Called on a store task: it must
+    /// return quickly. A store that only one process serves (SQLite) never calls it: its commit observer has the
+    /// rows, in commit order as well.
     func setRemoteCommitObserver(_ observer: (@Sendable (RemoteCommit) -> Void)?)
 
     /// Finishes the writes already submitted, stops the background work and closes the engine. Later calls throw

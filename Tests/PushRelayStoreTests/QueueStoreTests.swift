@@ -173,6 +173,54 @@ struct QueueStoreTests {
         }
     }
 
+    /// PostgreSQL: a node's own commit reaches its streams after every commit before it, another node's included.
+    /// Handed over straight from the writer, node B's own message overtook node A's earlier one while B was still
+    /// reading A's rows back; a stream's cursor then moved past A's row, which it never wrote. Here B's notification
+    /// reader is held in the observer with A's rows while B commits: B must deliver nothing meanwhile, then both in
+    /// commit order.
+    @Test("PostgreSQL: a node's own commits reach its observer in commit order with other nodes' commits")
+    func ownCommitsArriveInCommitOrder() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory) { nodeA in
+                let fixture = try await makeFixture(nodeA)
+                try await withStore(.postgres, in: directory) { nodeB in
+                    let delivered = NIOLockedValueBox<[MessageID]>([])
+                    let holding = DispatchSemaphore(value: 0)
+                    let release = DispatchSemaphore(value: 0)
+                    let calls = NIOLockedValueBox(0)
+                    nodeB.setCommitObserver { rows in delivered.withLockedValue { $0 += rows.map(\.id) } }
+                    nodeB.setRemoteCommitObserver { commit in
+                        if calls.withLockedValue({ $0 += 1; return $0 }) == 1 {
+                            holding.signal()
+                            _ = release.wait(timeout: .now() + 10)  // B's reader is held with A's rows
+                        }
+                        guard case .rows(let rows) = commit else { return }
+                        delivered.withLockedValue { $0 += rows.map(\.id) }
+                    }
+                    let first = try #require(
+                        try await nodeA.enqueue([NewMessage(device: fixture.device, body: [1])]).first?.messageID)
+                    let held = await withCheckedContinuation { continuation in
+                        DispatchQueue.global().async { continuation.resume(returning: holding.wait(timeout: .now() + 10)) }
+                    }
+                    #expect(held == .success, "node B never read node A's commit")
+                    let second = try #require(
+                        try await nodeB.enqueue([NewMessage(device: fixture.device, body: [2])]).first?.messageID)
+                    #expect(second > first)
+                    try await Task.sleep(for: .milliseconds(100))
+                    #expect(delivered.withLockedValue { $0 }.isEmpty, "B's own commit overtook A's earlier one")
+                    release.signal()
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while delivered.withLockedValue({ $0.count }) < 2, ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    #expect(delivered.withLockedValue { $0 } == [first, second])
+                    nodeB.setRemoteCommitObserver(nil)
+                    nodeB.setCommitObserver(nil)
+                }
+            }
+        }
+    }
+
     @Test("time to live: 0 is never stored; expired messages leave pending and are purged", arguments: StoreKind.allCases)
     func timeToLive(kind: StoreKind) async throws {
         let clock = FakeClock()
@@ -268,6 +316,8 @@ struct QueueStoreTests {
         }
     }
 
+    /// SQLite hands the rows over from its writer; PostgreSQL from its notification connection, after the commit
+    /// (as `RemoteCommit.rows`, this node's own commits included), so the test waits for them there.
     @Test("the commit observer gets every appended row with its body, in id order, once per commit", arguments: StoreKind.allCases)
     func commitObserver(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
@@ -276,11 +326,18 @@ struct QueueStoreTests {
                 let other = try await store.registerDevice(project: fixture.project, app: "a", platform: "IOS")
                 let heard = NIOLockedValueBox<[[StoredMessage]]>([])
                 store.setCommitObserver { appended in heard.withLockedValue { $0.append(appended) } }
+                store.setRemoteCommitObserver { commit in
+                    if case .rows(let rows) = commit { heard.withLockedValue { $0.append(rows) } }
+                }
                 let results = try await store.enqueue([
                     NewMessage(device: fixture.device, body: [1]),
                     NewMessage(device: other.device.id, body: [2], collapseKey: "k"),
                     NewMessage(device: fixture.device, body: [3]),
                 ])
+                let deadline = ContinuousClock.now + .seconds(10)
+                while heard.withLockedValue({ $0.isEmpty }), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
                 _ = try await store.enqueue([NewMessage(device: other.device.id, body: [4], timeToLive: .zero)])
                 _ = try await store.acknowledge(device: fixture.device, upTo: MessageID(rawValue: Int64.max))
                 let commits = heard.withLockedValue { $0 }

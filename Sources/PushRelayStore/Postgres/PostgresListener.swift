@@ -62,17 +62,19 @@ final class PostgresListener: Sendable {
     /// (none); with the batch's id range, the rows are read back here, in one query on this connection (so in
     /// commit order), and handed over whole; without it, or if that read fails, the devices' streams read the
     /// store themselves.
+    ///
+    /// This node's own batches come this way too (their auth flags it has applied already): PostgreSQL sends the
+    /// notifications in commit order, and ids increase in commit order, so a stream that gets every batch from here
+    /// gets its rows in id order. Handing a node's own commits to its streams straight from the writer let them
+    /// overtake another node's earlier commit still being read back here; the stream's cursor had then moved past
+    /// that row, which it never wrote (and a `Last-Event-ID` past it acknowledged it unseen).
     private func handle(_ payload: String, connection: PostgresConnection) async {
         let fields = payload.split(separator: " ")
-        guard fields.count == 3 || fields.count == 5, fields[0] != self.context.node else { return }
-        if fields[1] == "a" {
-            self.context.authCache.invalidate(epoch: nil)
-        } else if fields[1].hasPrefix("e") {
-            if let notice = PostgresEvictionNotice(flag: fields[1]) {
-                self.context.authCache.evict(tokens: notice.tokens, secrets: notice.secrets, epoch: notice.epoch)
-            } else {
-                self.context.authCache.invalidate(epoch: nil)
-            }
+        guard fields.count == 3 || fields.count == 5 else { return }
+        if fields[0] != self.context.node {
+            self.applyAuthFlag(fields[1])
+        } else if fields.count == 3 {
+            return  // this node's own auth flag, applied when it committed; its rows come with an id range
         }
         guard fields[2] != "-", let observer = self.context.remoteObserver.withLockedValue({ $0 }) else { return }
         guard fields[2] != "*" else {
@@ -86,6 +88,19 @@ final class PostgresListener: Sendable {
             observer(.rows(rows))
         } else {
             observer(.devices(devices.map { DeviceID(rawValue: $0) }))
+        }
+    }
+
+    /// Another node's auth flag: `a` (credentials changed: clear the cache), an eviction list, or `-`.
+    private func applyAuthFlag(_ flag: Substring) {
+        if flag == "a" {
+            self.context.authCache.invalidate(epoch: nil)
+        } else if flag.hasPrefix("e") {
+            if let notice = PostgresEvictionNotice(flag: flag) {
+                self.context.authCache.evict(tokens: notice.tokens, secrets: notice.secrets, epoch: notice.epoch)
+            } else {
+                self.context.authCache.invalidate(epoch: nil)
+            }
         }
     }
 

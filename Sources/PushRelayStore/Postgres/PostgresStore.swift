@@ -109,10 +109,10 @@ public final class PostgresStore: PushStore {
         self.context.dropObserver.withLockedValue { $0 = observer }
     }
 
-    /// See ``PushStore/setCommitObserver(_:)``.
-    public func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?) {
-        self.context.commitObserver.withLockedValue { $0 = observer }
-    }
+    /// See ``PushStore/setCommitObserver(_:)``: never called here. Several nodes commit to one database, so this
+    /// node's rows reach the remote-commit observer with every other node's, in commit order
+    /// (``setRemoteCommitObserver(_:)``).
+    public func setCommitObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?) {}
 
     /// See ``PushStore/setRemoteCommitObserver(_:)``.
     public func setRemoteCommitObserver(_ observer: (@Sendable (RemoteCommit) -> Void)?) {

@@ -14,7 +14,6 @@ final class PostgresStoreContext: Sendable {
     let node: String
     let ids = NIOLockedValueBox(MessageIDGenerator(last: 0))
     let authCache: AuthCache
-    let commitObserver = NIOLockedValueBox<(@Sendable ([StoredMessage]) -> Void)?>(nil)
     let dropObserver = NIOLockedValueBox<(@Sendable (DroppedMessages) -> Void)?>(nil)
     let remoteObserver = NIOLockedValueBox<(@Sendable (RemoteCommit) -> Void)?>(nil)
     let statistics = NIOLockedValueBox(GroupCommitStatistics())

@@ -173,9 +173,8 @@ final class PostgresWriter: @unchecked Sendable {
         if write.topicMessageAdded {
             self.fanOutHint = true
         }
-        if !write.appended.isEmpty, let observer = self.context.commitObserver.withLockedValue({ $0 }) {
-            observer(write.appended)
-        }
+        // The appended rows reach this node's streams through the listener, in commit order with other nodes' rows
+        // (``PostgresListener``), not from here.
         if !write.dropped.isEmpty, let observer = self.context.dropObserver.withLockedValue({ $0 }) {
             observer(write.dropped)
         }
