@@ -28,6 +28,9 @@ public enum HTTPHandler: Sendable {
 public enum HTTPGateDecision: Sendable {
     /// Read the body and run the handler.
     case allow
+    /// Read the body and run the handler, handing it `value` as ``HTTPServerRequest/admission``: what the gate found
+    /// out (the authenticated project, say), so that the handler does not work it out a second time.
+    case admit(any Sendable)
     /// Answer this now and read no body: HTTP/1.1 closes the connection after the answer, HTTP/2 resets the rest of
     /// the stream (`RST_STREAM NO_ERROR`).
     case deny(HTTPServerResponse)

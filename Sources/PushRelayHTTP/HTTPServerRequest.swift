@@ -20,19 +20,24 @@ public struct HTTPServerRequest: Sendable {
     public var remoteAddress: SocketAddress?
     /// HTTP/1.1 or HTTP/2.
     public var protocolVersion: HTTPProtocolVersion
+    /// What the route's gate handed over with ``HTTPGateDecision/admit(_:)``; nil when it had nothing to hand over
+    /// or the route has no gate.
+    public var admission: (any Sendable)?
 
     public init(
         head: HTTPRequest,
         body: HTTPRequestBody,
         pathParameters: [String: String] = [:],
         remoteAddress: SocketAddress? = nil,
-        protocolVersion: HTTPProtocolVersion
+        protocolVersion: HTTPProtocolVersion,
+        admission: (any Sendable)? = nil
     ) {
         self.head = head
         self.body = body
         self.pathParameters = pathParameters
         self.remoteAddress = remoteAddress
         self.protocolVersion = protocolVersion
+        self.admission = admission
     }
 
     /// The path without its query string.

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Logging
 import NIOCore
@@ -93,6 +94,20 @@ import Testing
         _ = try? channel.finish()
     }
 
+    /// What a gate hands over with `.admit` reaches that request's handler, and only that request's.
+    @Test func http2GateAdmissionReachesItsHandler() throws {
+        let channel = try Self.activeChannel([HTTP2ServerConnectionHandler(shared: Self.shared())])
+        let peer = FakeHTTP2Peer()
+        let admitted = peer.request(.post, "/admitted", fields: [HTTPField.Name("X-Pass")!: "one"], body: "x")
+        let bare = peer.request(.post, "/admitted", body: "x")
+        let promised = peer.request(.post, "/admitted-promised", fields: [HTTPField.Name("X-Pass")!: "two"], body: "x")
+        try Self.exchange(peer, channel)
+        #expect(peer.bodies[admitted] == "admitted one")
+        #expect(peer.bodies[bare] == "none")
+        #expect(peer.bodies[promised] == "admitted two")
+        _ = try? channel.finish()
+    }
+
     @Test func http2BodyOverLimitAndHeadersOverLimit() throws {
         let channel = try Self.activeChannel([
             HTTP2ServerConnectionHandler(shared: Self.shared { $0.maxHeaderListSize = 1024 })
@@ -168,6 +183,18 @@ import Testing
         #expect(headers.hasPrefix("HTTP/1.1 431"))
         let (bad, _) = try Self.http1Exchange("\u{01}\u{02}\r\n\r\n")
         #expect(bad.hasPrefix("HTTP/1.1 400"))
+    }
+
+    /// On one HTTP/1.1 connection: the gate's admission for a request reaches its handler and not the next one's.
+    @Test func http1GateAdmissionReachesItsHandler() throws {
+        let (answer, _) = try Self.http1Exchange(
+            "POST /admitted HTTP/1.1\r\nHost: x\r\nX-Pass: one\r\nContent-Length: 1\r\n\r\nx"
+                + "POST /admitted HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx"
+                + "POST /admitted-promised HTTP/1.1\r\nHost: x\r\nX-Pass: two\r\nContent-Length: 1\r\n\r\nx")
+        let bodies = answer.components(separatedBy: "HTTP/1.1 200 OK").dropFirst().map {
+            $0.components(separatedBy: "\r\n\r\n").last ?? ""
+        }
+        #expect(bodies == ["admitted one", "none", "admitted two"], "\(answer)")
     }
 
     @Test func h2cUpgradeHeaderRecognition() {

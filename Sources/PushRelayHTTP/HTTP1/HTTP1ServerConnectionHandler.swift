@@ -29,6 +29,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     private var context: ChannelHandlerContext?
     private var head: HTTPRequest?
     private var pathParameters: [String: String] = [:]
+    /// What the current request's gate handed over (``HTTPGateDecision/admit(_:)``).
+    private var admission: (any Sendable)?
     private var keepAlive = true
     private var maxBodyBytes = 0
     private var receivedBodyBytes = 0
@@ -207,10 +209,13 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             reject(.payloadTooLarge)
             return
         }
+        admission = nil
         if let gate {
             switch gate(head) {
             case .allow:
                 break
+            case .admit(let value):
+                admission = value
             case .deny(let response):
                 // Answered unread: the connection closes after the answer, the body is never buffered.
                 keepAlive = false
@@ -239,7 +244,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             }
             let request = HTTPServerRequest(
                 head: head, body: requestBody, pathParameters: pathParameters,
-                remoteAddress: context?.channel.remoteAddress, protocolVersion: .http1_1)
+                remoteAddress: context?.channel.remoteAddress, protocolVersion: .http1_1, admission: admission)
             runAsync(handler, request)
         }
     }
@@ -317,7 +322,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         guard let head else { return }
         let request = HTTPServerRequest(
             head: head, body: HTTPRequestBody(body), pathParameters: pathParameters,
-            remoteAddress: context?.channel.remoteAddress, protocolVersion: .http1_1)
+            remoteAddress: context?.channel.remoteAddress, protocolVersion: .http1_1, admission: admission)
         let body = self.body
         self.body = ByteBuffer()
         switch handler {

@@ -464,6 +464,8 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             switch gate(head) {
             case .allow:
                 break
+            case .admit(let value):
+                stream.admission = value
             case .deny(let response):
                 // The body is not read: DATA for this stream is dropped, and once the answer has ended the rest of
                 // the stream is reset (sessionSentEndStreamBeforePeer).
@@ -503,7 +505,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             }
             let request = HTTPServerRequest(
                 head: head, body: body, pathParameters: pathParameters, remoteAddress: remoteAddress,
-                protocolVersion: .http2)
+                protocolVersion: .http2, admission: stream.admission)
             runAsync(streamID: streamID, handler, request)
         }
     }
@@ -544,7 +546,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         stream.body = ByteBuffer()
         let request = HTTPServerRequest(
             head: head, body: HTTPRequestBody(body), pathParameters: stream.pathParameters,
-            remoteAddress: remoteAddress, protocolVersion: .http2)
+            remoteAddress: remoteAddress, protocolVersion: .http2, admission: stream.admission)
         switch handler {
         case .immediate(let handler):
             respond(stream, streamID: streamID, response: handler(request, body))

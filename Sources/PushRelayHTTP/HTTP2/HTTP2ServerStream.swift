@@ -43,6 +43,8 @@ final class HTTP2ServerStream {
 
     var head: HTTPRequest?
     var pathParameters: [String: String] = [:]
+    /// What the request's gate handed over (``HTTPGateDecision/admit(_:)``).
+    var admission: (any Sendable)?
     var maxBodyBytes = 0
     var receivedBodyBytes = 0
     var body = ByteBuffer()

@@ -37,7 +37,8 @@ struct SendRoute: Sendable {
         case .key(let found):
             key = found
         }
-        guard let project = store.cachedProject(serverKey: String(key)) else {
+        // The gate found the key in memory a moment ago (the body was read since): one SHA-256 per send, not two.
+        guard let project = request.admission as? Project ?? store.cachedProject(serverKey: String(key)) else {
             promise.completeWithTask { try await self.handle(request) }
             return
         }
@@ -64,7 +65,8 @@ struct SendRoute: Sendable {
 
     /// The route's gate (issue 12): the server key is checked from the headers before the body is read, so that a
     /// client without a valid key cannot make the node buffer bodies of up to `max_send_body_size`. A missing or
-    /// malformed header, or a draining node, is answered at once; a key in the authentication cache is let through;
+    /// malformed header, or a draining node, is answered at once; a key in the authentication cache is let through,
+    /// its project handed to the handler (``HTTPGateDecision/admit(_:)``);
     /// any other key is looked up while the body arrives, and a key the store does not know is answered `401`
     /// without waiting for the rest of the body. A store that cannot answer lets the handler decide (`Unavailable`).
     func gate(_ head: HTTPRequest) -> HTTPGateDecision {
@@ -73,7 +75,7 @@ struct SendRoute: Sendable {
         case .answer(let response): return .deny(response)
         case .key(let found): key = found
         }
-        if store.cachedProject(serverKey: String(key)) != nil { return .allow }
+        if let project = store.cachedProject(serverKey: String(key)) { return .admit(project) }
         let encoding = Self.encoding(of: head)
         let store = self.store, metrics = self.metrics, candidate = String(key)
         return .verify {

@@ -88,6 +88,17 @@ struct TestServer {
         router.add(.post, "/echo-promised", maxBodyBytes: 1024, .promised { _, body, promise in
             DispatchQueue.global().async { promise.succeed(HTTPServerResponse(status: .ok, body: .bytes(body))) }
         })
+        // A gate that hands the handler what it found (`X-Pass`'s value), and lets other requests through bare.
+        let admitting: HTTPGate = { head in
+            head.headerFields[HTTPField.Name("X-Pass")!].map { .admit("admitted " + $0) } ?? .allow
+        }
+        router.add(.post, "/admitted", maxBodyBytes: 1024, gate: admitting, .immediate { request, _ in
+            HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: request.admission as? String ?? "none")))
+        })
+        router.add(.post, "/admitted-promised", maxBodyBytes: 1024, gate: admitting, .promised { request, _, promise in
+            promise.succeed(
+                HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: request.admission as? String ?? "none"))))
+        })
         router.add(.get, "/fail", .async { _ in throw HTTPError(.badRequest, "nope") })
         // A failed promise answers like a thrown error.
         router.add(.get, "/fail-promised", .promised { _, _, promise in

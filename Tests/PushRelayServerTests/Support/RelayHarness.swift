@@ -83,15 +83,17 @@ final class RelayHarness: Sendable {
         case .matched(let handler, let maxBodyBytes, let parameters, let gate):
             // As the transport does: the gate sees the head first, then 413 before the handler for a body over the
             // route's limit.
+            var admission: (any Sendable)?
             switch gate?(head) ?? .allow {
             case .allow: break
+            case .admit(let value): admission = value
             case .deny(let response): return response
             case .verify(let check): if let response = await check() { return response }
             }
             if bodyBuffer.readableBytes > maxBodyBytes { return HTTPServerResponse(status: .contentTooLarge) }
             let request = HTTPServerRequest(
                 head: head, body: HTTPRequestBody(bodyBuffer), pathParameters: parameters,
-                remoteAddress: remoteAddress, protocolVersion: .http2)
+                remoteAddress: remoteAddress, protocolVersion: .http2, admission: admission)
             do {
                 switch handler {
                 case .immediate(let handle): return handle(request, bodyBuffer)
