@@ -143,6 +143,12 @@ struct AuthorizationHeaderTests {
         #expect(AuthorizationHeader.serverKey("Bearer abc") == nil)
         #expect(AuthorizationHeader.serverKey("keyabc") == nil)
         #expect(AuthorizationHeader.serverKey("") == nil)
+        #expect(AuthorizationHeader.serverKey("\tkey\t=\tabc\t") == "abc")
+        #expect(AuthorizationHeader.serverKey("key= é ") == "é")
+        #expect(AuthorizationHeader.serverKey("kéy=abc") == nil)
+        #expect(AuthorizationHeader.serverKey("key=\u{301}") == "\u{301}")
+        #expect(AuthorizationHeader.serverKey("key    ") == nil)
+        #expect(AuthorizationHeader.serverKey("kex=abc") == nil)
     }
 
     @Test func bearer() {
@@ -153,6 +159,11 @@ struct AuthorizationHeaderTests {
         #expect(AuthorizationHeader.bearer("Bearerabc") == nil)
         #expect(AuthorizationHeader.bearer("Bearer a b") == nil)
         #expect(AuthorizationHeader.bearer("key=abc") == nil)
+        #expect(AuthorizationHeader.bearer("BEARER\tabc") == "abc")
+        #expect(AuthorizationHeader.bearer("Bearer éé ") == "éé")
+        #expect(AuthorizationHeader.bearer("Béarer abc") == nil)
+        #expect(AuthorizationHeader.bearer("Bearer\u{301} abc") == nil)
+        #expect(AuthorizationHeader.bearer("Bearer a\tb") == "a\tb")
     }
 }
 
