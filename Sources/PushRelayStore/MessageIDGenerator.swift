@@ -1,6 +1,7 @@
 import PushRelayCore
 /// Hands out message ids: `max(now in microseconds, last + 1)`. Strictly increasing for the life of the database:
-/// the last id is persisted with every commit and recovered (with the largest stored id) at open.
+/// a position at least as far as the last id is persisted with the commits (SQLite: a second ahead, see
+/// ``WriteTransaction/idReservationMicros``) and recovered (with the largest stored id) at open.
 struct MessageIDGenerator: Sendable {
     /// The last id handed out.
     private(set) var last: Int64

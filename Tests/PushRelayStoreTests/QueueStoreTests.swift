@@ -316,6 +316,49 @@ struct QueueStoreTests {
         }
     }
 
+    /// SQLite keeps `meta.last_message_id` a second ahead of the ids it hands out, so that most commits leave that
+    /// page alone (one WAL frame fewer); ids still never go back, across a reopen or a clock set back.
+    @Test("SQLite: the id position is written a second ahead, once per second of ids, and ids never go back")
+    func idReservation() async throws {
+        let clock = FakeClock()
+        func persisted(_ directory: String) throws -> Int64 {
+            let connection = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
+            defer { connection.close() }
+            let select = try connection.statement("SELECT value FROM meta WHERE key = 'last_message_id'")
+            _ = try select.step()
+            defer { try? select.run() }
+            return select.int64(0)
+        }
+        try await withTemporaryDirectory { directory in
+            let reservation = WriteTransaction.idReservationMicros
+            var last: MessageID = MessageID(rawValue: 0)
+            try await withStore(.sqlite, in: directory, clock: clock) { store in
+                let fixture = try await makeFixture(store)
+                let first = try #require(try await store.enqueue([NewMessage(device: fixture.device, body: [1])])[0].messageID)
+                #expect(first.rawValue == UInt64(clock.date.timeIntervalSince1970 * 1_000_000))
+                #expect(try persisted(directory) == Int64(first.rawValue) + reservation)
+                // Within the second: the row is not written again.
+                clock.advance(by: 0.5)
+                let second = try #require(try await store.enqueue([NewMessage(device: fixture.device, body: [2])])[0].messageID)
+                #expect(second > first)
+                #expect(try persisted(directory) == Int64(first.rawValue) + reservation)
+                // Past it: written a second ahead of the new position.
+                clock.advance(by: 0.6)
+                last = try #require(try await store.enqueue([NewMessage(device: fixture.device, body: [3])])[0].messageID)
+                #expect(try persisted(directory) == Int64(last.rawValue) + reservation)
+                _ = try await store.acknowledge(device: fixture.device, upTo: last)
+            }
+            // Reopened with the clock set back and no row left: ids go on past everything handed out.
+            clock.advance(by: -60)
+            try await withStore(.sqlite, in: directory, clock: clock) { store in
+                let fixture = try await makeFixture(store, name: "again")
+                let next = try #require(try await store.enqueue([NewMessage(device: fixture.device, body: [4])])[0].messageID)
+                #expect(Int64(next.rawValue) == Int64(last.rawValue) + reservation + 1)
+                #expect(store.nextTransientMessageID() > next)
+            }
+        }
+    }
+
     /// SQLite hands the rows over from its writer; PostgreSQL from its notification connection, after the commit
     /// (as `RemoteCommit.rows`, this node's own commits included), so the test waits for them there.
     @Test("the commit observer gets every appended row with its body, in id order, once per commit", arguments: StoreKind.allCases)
