@@ -6,6 +6,7 @@
 #   PUSHRELAY_BIN=/path/to/pushrelay Benchmarks/instructions.sh   # another binary (default: the release build)
 #   KEEP=dir Benchmarks/instructions.sh             # keep the callgrind outputs (callgrind_annotate them)
 #   TOP=40 Benchmarks/instructions.sh               # functions listed by instructions per send (default 25)
+#   STREAM=1 Benchmarks/instructions.sh             # the device holds a stream: each send is also delivered
 #
 # The daemon runs under `valgrind --tool=callgrind` (every thread, one count) on loopback with a fresh data directory.
 # One device is registered; then `h2load -n COUNT -c 1 -m 1 --h1` POSTs COUNT single-token sends (the seed scenario's
@@ -15,6 +16,8 @@
 #     instructions per send = (I(SENDS) - I(BASE)) / (SENDS - BASE).
 # The device is offline, so its queue passes the 100-message limit every 100 sends (both counts are multiples of 100:
 # the queue policy's work is in the figure, as in production). One request at a time means one commit per send.
+# With STREAM=1 the device holds `GET /v1/stream` (curl -N) throughout, so every send is also written to it as an
+# event (checked: every message id arrives); the difference from a run without it is the cost of a delivery.
 # The count does not depend on the load of the machine; it moves with the code (and the toolchain, SQLite,
 # libnghttp2 versions). Wall time: a few minutes (the daemon runs ~50x slower under callgrind).
 set -euo pipefail
@@ -85,6 +88,16 @@ measure() { # count
   device=$(curl -sf --max-time 60 -H "Authorization: key=$client_key" -H 'Content-Type: application/json' \
     -d "{\"project\":\"$project_name\",\"app\":\"bench\",\"platform\":\"ios\"}" "http://127.0.0.1:$port/v1/register")
   token=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["token"])' "$device")
+  local listener=""
+  if [ "${STREAM:-0}" = 1 ]; then
+    local secret
+    secret=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["secret"])' "$device")
+    curl -sN --max-time 3600 -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/v1/stream" \
+      > "$work/stream-$count.txt" &
+    listener=$!
+    for _ in $(seq 1 300); do grep -q ': connected' "$work/stream-$count.txt" 2> /dev/null && break; sleep 0.2; done
+    grep -q ': connected' "$work/stream-$count.txt" || { echo "the stream did not open" >&2; exit 1; }
+  fi
   python3 - "$token" > "$work/send.json" << 'PY'
 import json, sys
 print(json.dumps({"to": sys.argv[1], "priority": "high", "content_available": True, "notification": {
@@ -100,6 +113,17 @@ PY
   h2load_checked http/1.1 -n $((count - 1)) -c 1 -m 1 --h1 -t 1 -d "$work/send.json" \
     -H 'Content-Type: application/json' -H "Authorization: key=$server_key" \
     "http://127.0.0.1:$port/fcm/send" > "$work/h2load-$count.txt"
+  if [ -n "$listener" ]; then
+    local delivered=0
+    for _ in $(seq 1 600); do
+      delivered=$(grep -c '^id: ' "$work/stream-$count.txt" || true)
+      [ "$delivered" -ge "$count" ] && break
+      sleep 0.2
+    done
+    [ "$delivered" -ge "$count" ] || { echo "the stream got $delivered of $count messages" >&2; exit 1; }
+    kill "$listener" 2> /dev/null || true
+    wait "$listener" 2> /dev/null || true
+  fi
   kill -TERM "$daemon"
   wait "$daemon" || true
   daemon=""
@@ -115,12 +139,13 @@ i_sends=$(measure "$sends")
 callgrind_annotate --threshold=100 "$work/callgrind.$base" > "$work/annotate.$base" 2> /dev/null || true
 callgrind_annotate --threshold=100 "$work/callgrind.$sends" > "$work/annotate.$sends" 2> /dev/null || true
 python3 - "$sends" "$base" "$i_sends" "$i_base" "$bin" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" \
-  "$work/annotate.$sends" "$work/annotate.$base" "${TOP:-25}" "$work/" << 'PY' |
+  "$work/annotate.$sends" "$work/annotate.$base" "${TOP:-25}" "$work/" "${STREAM:-0}" << 'PY' |
 import re, sys
 sends, base, i_sends, i_base = map(int, sys.argv[1:5])
 print(f"binary {sys.argv[5]}")
 print(f"daemon instructions: {i_base:,} with {base:,} sends, {i_sends:,} with {sends:,} sends "
-      f"(h2load -c 1 -m 1 --h1, single-token /fcm/send, one offline device)")
+      f"(h2load -c 1 -m 1 --h1, single-token /fcm/send, one "
+      f"{'streaming device: every send delivered' if sys.argv[12] == '1' else 'offline device'})")
 per = (i_sends - i_base) / (sends - base)
 print(f"instructions per send: {per:,.0f}   "
       f"(load average {sys.argv[6]} before, {sys.argv[7]} after: it does not move this figure)")
