@@ -32,6 +32,31 @@ public enum ServerSentEventEncoder {
         output.appendBytes(CollectionOfOne(newline))
     }
 
+    /// Appends one event with a numeric id (`id: <decimal>`) and no type: what a relay stream writes per message.
+    /// The same bytes as ``appendEvent(id:type:data:to:)`` with `String(id)`, written without a `String` and without
+    /// filtering the id's bytes one by one (digits are always field bytes).
+    @inlinable
+    public static func appendEvent(id: UInt64, data: some Collection<UInt8>, to output: inout some ByteSink) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { line in
+            // "id: " then the digits, right to left, then the newline.
+            var position = 31  // "id: " (4), at most 20 digits, the newline: 25 of 32
+            line[position] = newline
+            var rest = id
+            repeat {
+                position -= 1
+                line[position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            } while rest > 0
+            for byte in "id: ".utf8.reversed() {
+                position -= 1
+                line[position] = byte
+            }
+            output.appendBytes(UnsafeBufferPointer(rebasing: line[position...]))
+        }
+        appendDataLines(data, to: &output)
+        output.appendBytes(CollectionOfOne(newline))
+    }
+
     /// Appends a comment (`: text`, or `:` for empty text) and a blank line. Line breaks in `text` are left out.
     @inlinable
     public static func appendComment(_ text: String, to output: inout some ByteSink) {
@@ -77,10 +102,12 @@ public enum ServerSentEventEncoder {
         output.appendBytes(CollectionOfOne(newline))
     }
 
-    @usableFromInline
-    static let newline = UInt8(ascii: "\n")
-    @usableFromInline
-    static let carriageReturn = UInt8(ascii: "\r")
+    // Computed, not stored: a stored `static let` is a lazily initialized global, read through its accessor (a
+    // once-check) for every byte the scans above look at.
+    @inlinable
+    static var newline: UInt8 { UInt8(ascii: "\n") }
+    @inlinable
+    static var carriageReturn: UInt8 { UInt8(ascii: "\r") }
     @usableFromInline
     static let idPrefix: [UInt8] = Array("id: ".utf8)
     @usableFromInline

@@ -9,6 +9,19 @@ struct ServerSentEventEncoderTests {
         return try parser.feed(bytes)
     }
 
+    @Test("a numeric id writes the same bytes as its decimal string", arguments: [
+        UInt64(0), 7, 10, 1_603_214_613_006_763, UInt64.max,
+    ])
+    func numericID(id: UInt64) {
+        for data in ["{}", "", "a\nb\r\nc\rd", String(repeating: "x", count: 300)] {
+            var numeric: [UInt8] = []
+            var text: [UInt8] = []
+            ServerSentEventEncoder.appendEvent(id: id, data: Array(data.utf8), to: &numeric)
+            ServerSentEventEncoder.appendEvent(id: String(id), data: Array(data.utf8), to: &text)
+            #expect(numeric == text, "\(id) \(data)")
+        }
+    }
+
     @Test("the relay's stream as the server writes it: connected comment, events, heartbeat")
     func relayStream() throws {
         var bytes: [UInt8] = []

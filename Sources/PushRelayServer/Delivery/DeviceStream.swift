@@ -221,7 +221,7 @@ final class DeviceStream: @unchecked Sendable {
 
     /// `id: <id>\ndata: <envelope>\n\n`, as the wire module's encoder writes it (the client's parser reads it).
     static func appendEvent(id: MessageID, envelope: [UInt8], to buffer: inout ByteBuffer) {
-        ServerSentEventEncoder.appendEvent(id: id.description, data: envelope, to: &buffer)
+        ServerSentEventEncoder.appendEvent(id: id.rawValue, data: envelope, to: &buffer)
     }
 }
 
