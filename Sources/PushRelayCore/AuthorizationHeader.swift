@@ -7,7 +7,7 @@ public enum AuthorizationHeader {
     /// or `nil` for any other form or an empty key.
     public static func serverKey(_ value: String) -> Substring? {
         let trimmed = Substring(value).trimmingASCIIWhitespace()
-        guard trimmed.utf8.count > 4, Self.hasPrefix(trimmed, caseInsensitive: "key") else { return nil }
+        guard trimmed.utf8.count > 4, trimmed.hasPrefixIgnoringASCIICase("key") else { return nil }
         let rest = trimmed.utf8.dropFirst(3)
         guard let equals = rest.firstIndex(where: { !Self.isBlank($0) }), rest[equals] == UInt8(ascii: "=") else {
             return nil
@@ -19,18 +19,11 @@ public enum AuthorizationHeader {
     /// The token of `Bearer <t>` (scheme case-insensitive, RFC 6750), or `nil` for any other form or an empty token.
     public static func bearer(_ value: String) -> Substring? {
         let trimmed = Substring(value).trimmingASCIIWhitespace()
-        guard trimmed.utf8.count > 7, Self.hasPrefix(trimmed, caseInsensitive: "bearer") else { return nil }
+        guard trimmed.utf8.count > 7, trimmed.hasPrefixIgnoringASCIICase("bearer") else { return nil }
         let separator = trimmed.utf8.index(trimmed.startIndex, offsetBy: 6)
         guard Self.isBlank(trimmed.utf8[separator]) else { return nil }
         let token = trimmed[separator...].trimmingASCIIWhitespace()
         return token.isEmpty || token.utf8.contains(UInt8(ascii: " ")) ? nil : token
-    }
-
-    /// Whether `text` starts with `scheme` (lowercase ASCII letters), ignoring ASCII case.
-    private static func hasPrefix(_ text: Substring, caseInsensitive scheme: StaticString) -> Bool {
-        let bytes = UnsafeBufferPointer(start: scheme.utf8Start, count: scheme.utf8CodeUnitCount)
-        guard text.utf8.count >= bytes.count else { return false }
-        return zip(text.utf8, bytes).allSatisfy { $0 | 0x20 == $1 }
     }
 
     private static func isBlank(_ byte: UInt8) -> Bool {

@@ -87,7 +87,7 @@ extension FCMSendRequest {
     ) throws(FCMError) -> FCMSendRequest {
         if let contentType {
             let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
-            if mediaType.trimmingASCIIWhitespace().lowercased() == "application/json" {
+            if mediaType.trimmingASCIIWhitespace().equalsIgnoringASCIICase("application/json") {
                 return try parse(json: body, limits: limits)
             }
             return try parse(form: body)

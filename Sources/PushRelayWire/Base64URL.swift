@@ -27,7 +27,8 @@ public enum Base64URL {
     }
 
     /// Whether `byte` is in the base64url alphabet `[A-Za-z0-9_-]` (a bitmap test, no branches per class).
-    @inline(__always)
+    /// Inlinable: callers in other modules (token checks, per byte) get the bitmap test, not a call.
+    @inlinable
     public static func isAlphabetByte(_ byte: UInt8) -> Bool {
         // Bits 0…63 and 64…127 of the set: '-' (45), '0'…'9' (48…57) | 'A'…'Z' (65…90), '_' (95), 'a'…'z' (97…122).
         let low: UInt64 = (1 << 45) | (0x3FF << 48)

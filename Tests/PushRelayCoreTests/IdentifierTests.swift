@@ -167,6 +167,23 @@ struct AuthorizationHeaderTests {
     }
 }
 
+@Suite("ASCII case-insensitive comparisons")
+struct ASCIICaseTests {
+    @Test func prefixAndEquality() {
+        #expect("Application/JSON; charset=utf-8".hasPrefixIgnoringASCIICase("application/json"))
+        #expect("application/json".equalsIgnoringASCIICase("application/json"))
+        #expect("APPLICATION/JSON"[...].equalsIgnoringASCIICase("application/json"))
+        #expect(!"application/jso".hasPrefixIgnoringASCIICase("application/json"))
+        #expect(!"application/json5".equalsIgnoringASCIICase("application/json"))
+        #expect(!"".hasPrefixIgnoringASCIICase("key"))
+        #expect("".hasPrefixIgnoringASCIICase(""))
+        // Only ASCII letters fold: '@' is not '`', and non-ASCII never matches an ASCII letter.
+        #expect(!"@".equalsIgnoringASCIICase("`"))
+        #expect(!"\u{212A}ey".hasPrefixIgnoringASCIICase("key"))  // KELVIN SIGN lowercases to k in Unicode
+        #expect(!"kéy".equalsIgnoringASCIICase("key"))
+    }
+}
+
 @Suite("Token alphabet")
 struct TokenAlphabetTests {
     @Test func everyByteIsClassifiedLikeTheRegex() {

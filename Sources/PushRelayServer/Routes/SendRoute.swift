@@ -199,7 +199,7 @@ struct SendRoute: Sendable {
 
     static func encoding(of head: HTTPRequest) -> FCMSendRequest.Encoding {
         guard let contentType = head.headerFields.firstValue(for: .contentType) else { return .json }
-        return contentType.lowercased().hasPrefix("application/json") ? .json : .form
+        return contentType.hasPrefixIgnoringASCIICase("application/json") ? .json : .form
     }
 
     static func answer(_ answer: FCMHTTPAnswer) -> HTTPServerResponse {

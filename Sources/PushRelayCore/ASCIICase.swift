@@ -1,0 +1,22 @@
+/// ASCII case-insensitive comparisons on UTF-8 bytes, for header values and schemes read on every request:
+/// no lowercased copy, no `Character` iteration.
+extension StringProtocol {
+    /// Whether the text starts with `prefix` (lowercase ASCII), ignoring the case of ASCII letters.
+    public func hasPrefixIgnoringASCIICase(_ prefix: StaticString) -> Bool {
+        let expected = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+        var bytes = self.utf8.makeIterator()
+        for byte in expected {
+            guard let next = bytes.next(), Self.lowercasedASCII(next) == byte else { return false }
+        }
+        return true
+    }
+
+    /// Whether the text is `other` (lowercase ASCII), ignoring the case of ASCII letters.
+    public func equalsIgnoringASCIICase(_ other: StaticString) -> Bool {
+        self.utf8.count == other.utf8CodeUnitCount && self.hasPrefixIgnoringASCIICase(other)
+    }
+
+    private static func lowercasedASCII(_ byte: UInt8) -> UInt8 {
+        byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
+    }
+}
