@@ -188,6 +188,76 @@ struct OversizedHeadTests {
     }
 }
 
+/// A graceful shutdown while the peer is still sending (PINGs every 2 ms, as a busy client's frames keep coming
+/// until it has read GOAWAY): the server shuts its output and drops what arrives until the peer closes, so the
+/// peer reads GOAWAY and then the end of the stream. Closed at once with unread bytes, the kernel sent a reset,
+/// and the peer could lose the last answers and GOAWAY itself (seen under load: `ConnectionResetError`).
+@Suite("HTTP server: closing after GOAWAY", .serialized, .tags(.peer))
+struct LingeringCloseTests {
+    @Test("HTTP/2: a peer still sending when the server drains reads GOAWAY and a clean end, not a reset")
+    func drainWhilePeerSends() async throws {
+        let server = try await TestServer.start()
+        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("h2-peer-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let script = PythonPeer.prelude + """
+            import json, time
+            sock = socket.socket()
+            sock.connect(('127.0.0.1', PORT))
+            conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+            conn.initiate_connection()
+            sock.sendall(conn.data_to_send())
+            sock.settimeout(10)
+            conn.receive_data(sock.recv(65536))  # the server's SETTINGS: the connection is up
+            sock.sendall(conn.data_to_send())
+            open('\(marker)', 'w').close()
+            sock.setblocking(False)
+            # Frames from here on are read by hand: python-h2 closes its state at the first GOAWAY (the shutdown
+            # notice) and then refuses the PING ACKs, which would hide the final GOAWAY (a client-library limit).
+            goaway, end, pings, pending = None, None, 0, b''
+            deadline = time.monotonic() + 20
+            while end is None and time.monotonic() < deadline:
+                try:
+                    conn.ping(pings.to_bytes(8, 'big'))
+                    sock.sendall(conn.data_to_send())
+                    pings += 1
+                except (BrokenPipeError, ConnectionResetError):
+                    end = 'reset (sending)'
+                    break
+                except BlockingIOError:
+                    pass
+                try:
+                    data = sock.recv(65536)
+                except BlockingIOError:
+                    time.sleep(0.002)
+                    continue
+                except ConnectionResetError:
+                    end = 'reset'
+                    break
+                if not data:
+                    end = 'eof'
+                    break
+                pending += data
+                while len(pending) >= 9:
+                    length = int.from_bytes(pending[0:3], 'big')
+                    if len(pending) < 9 + length:
+                        break
+                    kind, payload, pending = pending[3], pending[9:9 + length], pending[9 + length:]
+                    if kind == 7:  # GOAWAY: last stream id, error code
+                        goaway = int.from_bytes(payload[4:8], 'big')
+            print(json.dumps({"goaway": goaway, "end": end, "pings": pings}))
+            """
+        let peer = Task { try await PythonPeer.run(script, port: server.port) }
+        for _ in 0..<1500 where !FileManager.default.fileExists(atPath: marker) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(100))  // some PINGs go back and forth first
+        await server.server.shutdown()
+        let result = try await peer.value
+        #expect(result.stdout.contains(#""goaway": 0"#), "\(result.stdout) \(result.stderr)")
+        #expect(result.stdout.contains(#""end": "eof""#), "\(result.stdout) \(result.stderr)")
+    }
+}
+
 /// The server reopens a stream's flow-control window as the body budget allows, not as bytes arrive: a client
 /// that opens many uploads and never finishes them can make the server hold only the budget (plus one connection
 /// window per connection), and the budget comes back when requests end.

@@ -120,7 +120,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     }
 
     func read(context: ChannelHandlerContext) {
-        if context.channel.isWritable {
+        if context.channel.isWritable || closing {
             context.read()
         } else {
             readPending = true
@@ -177,10 +177,25 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         }
     }
 
+    /// How long a closing connection keeps reading (and dropping) what the peer still sends, waiting for its end.
+    static let lingerTime = TimeAmount.seconds(2)
+
+    /// Closes after what is queued has gone out: the output is shut first (the peer reads every answer, the final
+    /// GOAWAY, then the end), and whatever the peer still sends is read and dropped until it closes its side or
+    /// ``lingerTime`` passes. Closing at once with unread bytes (frames the peer sent before it saw GOAWAY) makes
+    /// the kernel send a reset, which can destroy answers the peer has not read yet.
     private func closeConnection() {
         guard !closing, let context else { return }
         closing = true
-        context.close(promise: nil)
+        let channel = context.channel
+        let closed = context.eventLoop.makePromise(of: Void.self)
+        closed.futureResult.whenFailure { _ in channel.close(promise: nil) }  // no half-close here: close at once
+        context.close(mode: .output, promise: closed)
+        timer?.set(in: Self.lingerTime)
+        if readPending {
+            readPending = false
+            context.read()  // reads held back for a full output buffer resume: the peer's bytes are dropped now
+        }
     }
 
     private func closeAllStreams() {
@@ -206,7 +221,11 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     /// The timer fired: with no stream open the connection has been idle too long (GOAWAY and close, whatever
     /// PINGs it sent); otherwise every stream whose request has not arrived whole by its deadline is reset.
     private func deadlinePassed() {
-        guard let session, !closing else { return }
+        if closing {
+            context?.close(promise: nil)  // the linger time has passed
+            return
+        }
+        guard let session else { return }
         if streams.isEmpty {
             shared.logger.debug("closing HTTP/2 connection: no stream within the idle timeout")
             session.submitGoAway()
