@@ -20,3 +20,18 @@ extension StringProtocol {
         byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
     }
 }
+
+extension UInt8 {
+    /// A space or a tab: the blanks HTTP allows around header values and parameters.
+    var isSpaceOrTab: Bool { self == UInt8(ascii: " ") || self == UInt8(ascii: "\t") }
+}
+
+extension Substring {
+    /// Without the spaces and tabs at either end (on the UTF-8 bytes: cheap, and the cut is always between scalars).
+    func trimmingASCIIWhitespace() -> Substring {
+        let bytes = self.utf8
+        guard let first = bytes.firstIndex(where: { !$0.isSpaceOrTab }), let last = bytes.lastIndex(where: { !$0.isSpaceOrTab })
+        else { return self[self.endIndex...] }
+        return self[first..<bytes.index(after: last)]
+    }
+}

@@ -9,7 +9,7 @@ public enum AuthorizationHeader {
         let trimmed = Substring(value).trimmingASCIIWhitespace()
         guard trimmed.utf8.count > 4, trimmed.hasPrefixIgnoringASCIICase("key") else { return nil }
         let rest = trimmed.utf8.dropFirst(3)
-        guard let equals = rest.firstIndex(where: { !Self.isBlank($0) }), rest[equals] == UInt8(ascii: "=") else {
+        guard let equals = rest.firstIndex(where: { !$0.isSpaceOrTab }), rest[equals] == UInt8(ascii: "=") else {
             return nil
         }
         let key = trimmed[trimmed.utf8.index(after: equals)...].trimmingASCIIWhitespace()
@@ -21,12 +21,8 @@ public enum AuthorizationHeader {
         let trimmed = Substring(value).trimmingASCIIWhitespace()
         guard trimmed.utf8.count > 7, trimmed.hasPrefixIgnoringASCIICase("bearer") else { return nil }
         let separator = trimmed.utf8.index(trimmed.startIndex, offsetBy: 6)
-        guard Self.isBlank(trimmed.utf8[separator]) else { return nil }
+        guard trimmed.utf8[separator].isSpaceOrTab else { return nil }
         let token = trimmed[separator...].trimmingASCIIWhitespace()
         return token.isEmpty || token.utf8.contains(UInt8(ascii: " ")) ? nil : token
-    }
-
-    private static func isBlank(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
     }
 }

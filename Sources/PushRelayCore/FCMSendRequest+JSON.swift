@@ -99,13 +99,3 @@ extension FCMSendRequest {
     }
 }
 
-extension Substring {
-    /// Without the spaces and tabs at either end (on the UTF-8 bytes: cheap, and the cut is always between scalars).
-    func trimmingASCIIWhitespace() -> Substring {
-        let bytes = self.utf8
-        func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        guard let first = bytes.firstIndex(where: { !isBlank($0) }), let last = bytes.lastIndex(where: { !isBlank($0) })
-        else { return self[self.endIndex...] }
-        return self[first..<bytes.index(after: last)]
-    }
-}
