@@ -107,6 +107,11 @@ public protocol PushStore: Sendable {
     /// Appends messages to device queues in one durable commit, applying the queue policy (collapse keys, the
     /// 4-key and 100-message limits, `deleted_messages`) atomically. One result per message, in order.
     /// Devices that got a stored message are reported to the commit observer after the commit.
+    ///
+    /// A message with a time to live of 0 is not stored (``EnqueueResult/transient(_:)``), and its result comes
+    /// only once every stored row this node numbered before it has been handed to the streams (SQLite: it takes the
+    /// writer's queue; PostgreSQL: it waits for the notification connection), so that a live stream never writes it
+    /// before a stored message with a lower id: a `Last-Event-ID` naming it acknowledges every id below.
     func enqueue(_ messages: [NewMessage]) async throws -> [EnqueueResult]
 
     /// A number for a message delivered live and never stored (time to live 0), in sequence with stored ids.

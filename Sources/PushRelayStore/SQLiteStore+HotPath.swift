@@ -30,15 +30,16 @@ extension SQLiteStore {
     }
 
     /// See ``PushStore/enqueue(_:completion:)``.
+    ///
+    /// Time-to-live-0 messages take the writer's queue too, though nothing of them is stored: numbered there, in
+    /// sequence with the stored rows, and completed after the commit of every row numbered before them has been
+    /// handed to the streams (the commit observer runs before the completions). Numbered at once instead, one
+    /// could reach a stream before a stored message with a lower id still in its commit, and a `Last-Event-ID`
+    /// naming it would acknowledge that message unseen. (A group of them alone writes nothing: no fsync.)
     public func enqueue(
         _ messages: [NewMessage],
         completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void
     ) {
-        if messages.allSatisfy({ $0.timeToLive <= .zero }) {
-            // Nothing to store: number them for the live delivery without a commit.
-            completion(.success(messages.map { _ in .transient(self.nextTransientMessageID()) }))
-            return
-        }
         self.writer.submit({ transaction in
             var results: [EnqueueResult] = []
             results.reserveCapacity(messages.count)

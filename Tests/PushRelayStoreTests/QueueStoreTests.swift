@@ -316,6 +316,75 @@ struct QueueStoreTests {
         }
     }
 
+    /// SQLite: a time-to-live-0 send queued behind a stored one completes after the stored row has reached the
+    /// commit observer (it takes the writer's queue); numbered at once, it completed before that commit.
+    @Test("SQLite: a time-to-live-0 send completes after the stored rows numbered before it reached the observer")
+    func ttlZeroWaitsForEarlierCommitSQLite() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(.sqlite, in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let observed = NIOLockedValueBox<[MessageID]>([])
+                store.setCommitObserver { rows in observed.withLockedValue { $0 += rows.map(\.id) } }
+                let seenAtCompletion = NIOLockedValueBox<[MessageID]?>(nil)
+                let stored = NIOLockedValueBox<MessageID?>(nil)
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    let both = NIOLockedValueBox(0)
+                    @Sendable func finished() { if both.withLockedValue({ $0 += 1; return $0 }) == 2 { done.resume() } }
+                    store.enqueue([NewMessage(device: fixture.device, body: [1])]) { result in
+                        stored.withLockedValue { $0 = try? result.get().first?.messageID }
+                        finished()
+                    }
+                    store.enqueue([NewMessage(device: fixture.device, body: [2], timeToLive: .zero)]) { _ in
+                        seenAtCompletion.withLockedValue { $0 = observed.withLockedValue { $0 } }
+                        finished()
+                    }
+                }
+                let id = try #require(stored.withLockedValue { $0 })
+                #expect(seenAtCompletion.withLockedValue { $0 } == [id], "the TTL 0 send completed before the stored row")
+                store.setCommitObserver(nil)
+            }
+        }
+    }
+
+    /// PostgreSQL: a time-to-live-0 send waits until this node's earlier stored rows came back through its
+    /// notification connection (here held in the observer): it must not return meanwhile.
+    @Test("PostgreSQL: a time-to-live-0 send returns after this node's earlier stored rows reached the observer")
+    func ttlZeroWaitsForEarlierCommitPostgres() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory) { store in
+                let fixture = try await makeFixture(store)
+                let holding = DispatchSemaphore(value: 0)
+                let release = DispatchSemaphore(value: 0)
+                let calls = NIOLockedValueBox(0)
+                store.setRemoteCommitObserver { commit in
+                    guard case .rows = commit, calls.withLockedValue({ $0 += 1; return $0 }) == 1 else { return }
+                    holding.signal()
+                    _ = release.wait(timeout: .now() + 10)  // the node's notification reader is held with the row
+                }
+                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [1])])
+                let held = await withCheckedContinuation { continuation in
+                    DispatchQueue.global().async { continuation.resume(returning: holding.wait(timeout: .now() + 10)) }
+                }
+                #expect(held == .success, "the stored row never reached the observer")
+                let returned = NIOLockedValueBox(false)
+                let send = Task {
+                    let result = try await store.enqueue([NewMessage(device: fixture.device, body: [2], timeToLive: .zero)])
+                    returned.withLockedValue { $0 = true }
+                    return result
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(!returned.withLockedValue { $0 }, "the TTL 0 send returned before the stored row reached the streams")
+                release.signal()
+                let result = try await send.value
+                guard case .transient = result.first else {
+                    Issue.record("not transient: \(result)")
+                    return
+                }
+                store.setRemoteCommitObserver(nil)
+            }
+        }
+    }
+
     /// SQLite keeps `meta.last_message_id` a second ahead of the ids it hands out, so that most commits leave that
     /// page alone (one WAL frame fewer); ids still never go back, across a reopen or a clock set back.
     @Test("SQLite: the id position is written a second ahead, once per second of ids, and ids never go back")

@@ -84,10 +84,8 @@ final class DeviceStream: @unchecked Sendable {
                 return
             case .work(let work):
                 if work.readStore {
-                    // Transient messages go out first; the store read then continues the pump.
-                    let transient = render(work.transient, committed: [], heartbeat: false)
-                    if transient.readableBytes > 0 { writer.write(transient) { _ in } }
-                    readStore(then: work.committed, heartbeat: work.heartbeat)
+                    // The store read continues the pump; what came meanwhile goes out after the rows it finds.
+                    readStore(then: work.committed, transient: work.transient, heartbeat: work.heartbeat)
                     return
                 }
                 let buffer = render(work.transient, committed: work.committed, heartbeat: work.heartbeat)
@@ -118,8 +116,8 @@ final class DeviceStream: @unchecked Sendable {
     }
 
     /// Reads the store after the cursor in batches, writes what it finds, then the rows `committed` past it (they
-    /// may have been committed after the read), then goes on pumping.
-    private func readStore(then committed: [StoredMessage], heartbeat: Bool) {
+    /// may have been committed after the read) and the `transient` messages, then goes on pumping.
+    private func readStore(then committed: [StoredMessage], transient: [TransientMessage], heartbeat: Bool) {
         guard let writer else { return }
         let eventLoop = writer.eventLoop
         let after = cursor
@@ -144,11 +142,15 @@ final class DeviceStream: @unchecked Sendable {
                     if more {
                         // The next batch once the transport has taken this one.
                         writer.write(buffer) { [self] error in
-                            if error != nil { end() } else { readStore(then: committed, heartbeat: heartbeat) }
+                            if error != nil {
+                                end()
+                            } else {
+                                readStore(then: committed, transient: transient, heartbeat: heartbeat)
+                            }
                         }
                         return
                     }
-                    let rest = render([], committed: committed, heartbeat: false)
+                    let rest = render(transient, committed: committed, heartbeat: false)
                     var all = buffer
                     all.writeImmutableBuffer(rest)
                     if all.readableBytes == 0 || write(all) { pump() }
@@ -157,17 +159,16 @@ final class DeviceStream: @unchecked Sendable {
         }
     }
 
-    /// The events for `transient` and `committed` (those past the cursor, which moves), or a heartbeat comment
-    /// when `heartbeat` and there is nothing else.
+    /// The events for `committed` (those past the cursor, which moves) and then `transient`, or a heartbeat
+    /// comment when `heartbeat` and there is nothing else.
+    ///
+    /// Stored rows before time-to-live-0 messages: a time-to-live-0 message is numbered past every id taken when it
+    /// was sent, so a stored row it overtook on the wire would have a lower id, and a client's `Last-Event-ID`
+    /// naming the time-to-live-0 message acknowledges every stored id below it: written after it, such a row could
+    /// be acknowledged unseen if the stream broke in between.
     private func render(_ transient: [TransientMessage], committed: [StoredMessage], heartbeat: Bool) -> ByteBuffer {
         var buffer = ByteBuffer()
         var bytes: [UInt8] = []
-        for message in transient {
-            bytes.removeAll(keepingCapacity: true)
-            Envelope(body: message.body).render(messageID: message.id, into: &bytes)
-            Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
-        }
-        if !transient.isEmpty { metrics.messagesDelivered(count: transient.count) }
         var delivered = 0
         for message in committed where cursor.map({ message.id > $0 }) ?? true {
             bytes.removeAll(keepingCapacity: true)
@@ -183,6 +184,12 @@ final class DeviceStream: @unchecked Sendable {
             delivered += 1
         }
         if delivered > 0 { metrics.messagesDelivered(count: delivered) }
+        for message in transient {
+            bytes.removeAll(keepingCapacity: true)
+            Envelope(body: message.body).render(messageID: message.id, into: &bytes)
+            Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
+        }
+        if !transient.isEmpty { metrics.messagesDelivered(count: transient.count) }
         if heartbeat && buffer.readableBytes == 0 {
             buffer.writeBytes(ServerSentEventEncoder.heartbeat)
         }

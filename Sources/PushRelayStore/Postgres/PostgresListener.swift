@@ -71,11 +71,21 @@ final class PostgresListener: Sendable {
     private func handle(_ payload: String, connection: PostgresConnection) async {
         let fields = payload.split(separator: " ")
         guard fields.count == 3 || fields.count == 5 else { return }
-        if fields[0] != self.context.node {
+        let own = fields[0] == self.context.node
+        if !own {
             self.applyAuthFlag(fields[1])
         } else if fields.count == 3 {
             return  // this node's own auth flag, applied when it committed; its rows come with an id range
         }
+        await self.handOver(fields, connection: connection)
+        if own, let last = Int64(fields[4]) {
+            // Its rows are with the streams: time-to-live-0 sends waiting behind them may go.
+            self.context.deliveryOrder.settled(upTo: last)
+        }
+    }
+
+    /// Hands a batch's rows (or its devices, or "every stream") to the observer.
+    private func handOver(_ fields: [Substring], connection: PostgresConnection) async {
         guard fields[2] != "-", let observer = self.context.remoteObserver.withLockedValue({ $0 }) else { return }
         guard fields[2] != "*" else {
             observer(.unknown)
@@ -135,6 +145,7 @@ final class PostgresListener: Sendable {
     private func missedNotifications() {
         self.context.authCache.invalidate(epoch: nil)
         self.context.remoteObserver.withLockedValue { $0 }?(.unknown)
+        self.context.deliveryOrder.settleAll()
     }
 }
 

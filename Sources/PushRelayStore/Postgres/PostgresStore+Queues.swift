@@ -4,14 +4,20 @@ import NIOCore
 import PostgresNIO
 
 extension PostgresStore {
-    /// See ``PushStore/enqueue(_:)``.
+    /// See ``PushStore/enqueue(_:)``. Time-to-live-0 messages (never stored) are returned once every stored row this
+    /// node numbered before them has reached its streams (``PostgresDeliveryOrder``).
     public func enqueue(_ messages: [NewMessage]) async throws -> [EnqueueResult] {
         if messages.allSatisfy({ $0.timeToLive <= .zero }) {
             // Nothing to store: number them for the live delivery without a commit.
-            return messages.map { _ in .transient(self.nextTransientMessageID()) }
+            let results = messages.map { _ in EnqueueResult.transient(self.nextTransientMessageID()) }
+            await self.context.deliveryOrder.waitForEarlierRows()
+            return results
         }
         guard case .enqueued(let results) = try await self.writer.hot(.enqueue(messages)) else {
             throw StoreError.unavailable("unexpected writer result")
+        }
+        if results.contains(where: { if case .transient = $0 { true } else { false } }) {
+            await self.context.deliveryOrder.waitForEarlierRows()
         }
         return results
     }

@@ -14,6 +14,8 @@ final class PostgresStoreContext: Sendable {
     let node: String
     let ids = NIOLockedValueBox(MessageIDGenerator(last: 0))
     let authCache: AuthCache
+    /// Keeps time-to-live-0 messages behind the stored rows this node numbered before them.
+    let deliveryOrder = PostgresDeliveryOrder()
     let dropObserver = NIOLockedValueBox<(@Sendable (DroppedMessages) -> Void)?>(nil)
     let remoteObserver = NIOLockedValueBox<(@Sendable (RemoteCommit) -> Void)?>(nil)
     let statistics = NIOLockedValueBox(GroupCommitStatistics())

@@ -160,6 +160,8 @@ final class PostgresWriter: @unchecked Sendable {
             } else {
                 try? await write.run("ROLLBACK")
             }
+            // Rows it numbered will not come through the notification connection: nothing waits for them.
+            self.context.deliveryOrder.settleAll()
             let failure = PostgresStoreContext.storeError(error)
             self.context.health.failed(failure)
             throw failure
@@ -463,6 +465,7 @@ final class PostgresWriter: @unchecked Sendable {
         }
         let base = try first.decode(Int64.self)
         self.context.ids.withLockedValue { $0.advance(past: base + count) }
+        self.context.deliveryOrder.took(upTo: base + count)
         defer { write.announced = write.appended.count }
         for (id, device, row) in rows {
             write.appended.append(

@@ -1,5 +1,8 @@
 import Foundation
 import HTTPTypes
+import NIOCore
+import PushRelayCore
+import PushRelayHTTP
 import PushRelayStore
 import Testing
 
@@ -200,6 +203,49 @@ struct SendRouteTests {
         let second = try await f.messageID(#"{"to": "\#(f.device.token)", "data": {"n": "second marker"}}"#)
         let replay = try await again.waitForEvents("the second marker") { $0.contains { $0.id == second } }
         #expect(replay.map(\.id) == [marker, second])
+        await f.close()
+    }
+
+    /// A stream writes stored rows before time-to-live-0 messages that reach it in the same turn, live or with the
+    /// backlog: a time-to-live-0 message is numbered past every id taken, and a `Last-Event-ID` naming it
+    /// acknowledges every stored id below it, so a stored row written after it could be acknowledged unseen.
+    @Test("a stream writes stored rows before time-to-live-0 messages that arrive with them (live and backlog)")
+    func storedRowsBeforeTransientMessages() async throws {
+        let f = try await Fixture()
+        let hub = f.relay.relay.hub
+        let device = try #require(try await f.relay.relay.store.resolveTokens([f.device.token]).first??.id)
+        // The backlog: a stored message while no stream is open, then a stream whose first turn also gets a TTL 0
+        // message (numbered past the stored one, as the store numbers it).
+        let stored = try await f.messageID(#"{"to": "\#(f.device.token)", "data": {"n": "stored"}}"#)
+        let storedID = try #require(UInt64(stored))
+        let response = try await f.relay.respond(.get, "/v1/stream", headers: [.authorization: "Bearer \(f.device.secret)"])
+        let start: @Sendable (any HTTPResponseBodyWriter) -> Void
+        switch response.body {
+        case .detachedStream(let body): start = body
+        default:
+            Issue.record("not a stream")
+            return
+        }
+        let writer = RecordingBodyWriter()
+        writer.eventLoop.execute {
+            start(writer)
+            _ = hub.deliverTransient(
+                TransientMessage(id: MessageID(storedID + 1), body: Array(#"{"data":{"n":"ttl0"}}"#.utf8)), to: device)
+        }
+        let backlog = try await writer.waitForEvents("both") { $0.count >= 2 }
+        #expect(backlog.map(\.id) == [stored, String(storedID + 1)])
+        // Live: a committed row and a TTL 0 message handed over in one turn of the stream's loop.
+        let row = StoredMessage(
+            id: MessageID(storedID + 10), device: device, kind: .message, body: Array(#"{"data":{"n":"row"}}"#.utf8),
+            collapseKey: nil, expiresAt: Date(timeIntervalSinceNow: 60))
+        writer.eventLoop.execute {
+            _ = hub.deliverTransient(
+                TransientMessage(id: MessageID(storedID + 11), body: Array(#"{"data":{"n":"ttl0 live"}}"#.utf8)), to: device)
+            hub.deliver([row])
+        }
+        let live = try await writer.waitForEvents("all four") { $0.count >= 4 }
+        #expect(live.dropFirst(2).map(\.id) == [String(storedID + 10), String(storedID + 11)])
+        writer.close()
         await f.close()
     }
 
