@@ -57,20 +57,23 @@ final class PostgresDeliveryOrder: Sendable {
             return state.nextWaiter
         }
         guard let key else { return }
-        let threshold = self.state.withLockedValue { $0.taken }
-        let timer = Task { [timeout] in
-            try? await Task.sleep(for: timeout)
-            self.release(key)
-        }
+        let timer = NIOLockedValueBox<Task<Void, Never>?>(nil)
         await withCheckedContinuation { continuation in
-            let now = self.state.withLockedValue { state -> Bool in
-                if state.settled >= threshold { return true }
-                state.waiters[key] = (threshold, continuation)
-                return false
+            let waiting = self.state.withLockedValue { state -> Bool in
+                guard state.settled < state.taken else { return false }
+                state.waiters[key] = (state.taken, continuation)
+                return true
             }
-            if now { continuation.resume() }
+            guard waiting else { return continuation.resume() }
+            // Started once the waiter is registered, so that its release cannot come first and be lost.
+            timer.withLockedValue { [timeout] in
+                $0 = Task {
+                    try? await Task.sleep(for: timeout)
+                    self.release(key)
+                }
+            }
         }
-        timer.cancel()
+        timer.withLockedValue { $0 }?.cancel()
     }
 
     private func release(_ key: Int) {
