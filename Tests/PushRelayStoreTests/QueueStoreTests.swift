@@ -173,54 +173,6 @@ struct QueueStoreTests {
         }
     }
 
-    /// PostgreSQL: a node's own commit reaches its streams after every commit before it, another node's included.
-    /// Handed over straight from the writer, node B's own message overtook node A's earlier one while B was still
-    /// reading A's rows back; a stream's cursor then moved past A's row, which it never wrote. Here B's notification
-    /// reader is held in the observer with A's rows while B commits: B must deliver nothing meanwhile, then both in
-    /// commit order.
-    @Test("PostgreSQL: a node's own commits reach its observer in commit order with other nodes' commits")
-    func ownCommitsArriveInCommitOrder() async throws {
-        try await withTemporaryDirectory { directory in
-            try await withStore(.postgres, in: directory) { nodeA in
-                let fixture = try await makeFixture(nodeA)
-                try await withStore(.postgres, in: directory) { nodeB in
-                    let delivered = NIOLockedValueBox<[MessageID]>([])
-                    let holding = DispatchSemaphore(value: 0)
-                    let release = DispatchSemaphore(value: 0)
-                    let calls = NIOLockedValueBox(0)
-                    nodeB.setCommitObserver { rows in delivered.withLockedValue { $0 += rows.map(\.id) } }
-                    nodeB.setRemoteCommitObserver { commit in
-                        if calls.withLockedValue({ $0 += 1; return $0 }) == 1 {
-                            holding.signal()
-                            _ = release.wait(timeout: .now() + 10)  // B's reader is held with A's rows
-                        }
-                        guard case .rows(let rows) = commit else { return }
-                        delivered.withLockedValue { $0 += rows.map(\.id) }
-                    }
-                    let first = try #require(
-                        try await nodeA.enqueue([NewMessage(device: fixture.device, body: [1])]).first?.messageID)
-                    let held = await withCheckedContinuation { continuation in
-                        DispatchQueue.global().async { continuation.resume(returning: holding.wait(timeout: .now() + 10)) }
-                    }
-                    #expect(held == .success, "node B never read node A's commit")
-                    let second = try #require(
-                        try await nodeB.enqueue([NewMessage(device: fixture.device, body: [2])]).first?.messageID)
-                    #expect(second > first)
-                    try await Task.sleep(for: .milliseconds(100))
-                    #expect(delivered.withLockedValue { $0 }.isEmpty, "B's own commit overtook A's earlier one")
-                    release.signal()
-                    let deadline = ContinuousClock.now + .seconds(10)
-                    while delivered.withLockedValue({ $0.count }) < 2, ContinuousClock.now < deadline {
-                        try await Task.sleep(for: .milliseconds(10))
-                    }
-                    #expect(delivered.withLockedValue { $0 } == [first, second])
-                    nodeB.setRemoteCommitObserver(nil)
-                    nodeB.setCommitObserver(nil)
-                }
-            }
-        }
-    }
-
     @Test("time to live: 0 is never stored; expired messages leave pending and are purged", arguments: StoreKind.allCases)
     func timeToLive(kind: StoreKind) async throws {
         let clock = FakeClock()
@@ -346,45 +298,6 @@ struct QueueStoreTests {
         }
     }
 
-    /// PostgreSQL: a time-to-live-0 send waits until this node's earlier stored rows came back through its
-    /// notification connection (here held in the observer): it must not return meanwhile.
-    @Test("PostgreSQL: a time-to-live-0 send returns after this node's earlier stored rows reached the observer")
-    func ttlZeroWaitsForEarlierCommitPostgres() async throws {
-        try await withTemporaryDirectory { directory in
-            try await withStore(.postgres, in: directory) { store in
-                let fixture = try await makeFixture(store)
-                let holding = DispatchSemaphore(value: 0)
-                let release = DispatchSemaphore(value: 0)
-                let calls = NIOLockedValueBox(0)
-                store.setRemoteCommitObserver { commit in
-                    guard case .rows = commit, calls.withLockedValue({ $0 += 1; return $0 }) == 1 else { return }
-                    holding.signal()
-                    _ = release.wait(timeout: .now() + 10)  // the node's notification reader is held with the row
-                }
-                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [1])])
-                let held = await withCheckedContinuation { continuation in
-                    DispatchQueue.global().async { continuation.resume(returning: holding.wait(timeout: .now() + 10)) }
-                }
-                #expect(held == .success, "the stored row never reached the observer")
-                let returned = NIOLockedValueBox(false)
-                let send = Task {
-                    let result = try await store.enqueue([NewMessage(device: fixture.device, body: [2], timeToLive: .zero)])
-                    returned.withLockedValue { $0 = true }
-                    return result
-                }
-                try await Task.sleep(for: .milliseconds(300))
-                #expect(!returned.withLockedValue { $0 }, "the TTL 0 send returned before the stored row reached the streams")
-                release.signal()
-                let result = try await send.value
-                guard case .transient = result.first else {
-                    Issue.record("not transient: \(result)")
-                    return
-                }
-                store.setRemoteCommitObserver(nil)
-            }
-        }
-    }
-
     /// SQLite keeps `meta.last_message_id` a second ahead of the ids it hands out, so that most commits leave that
     /// page alone (one WAL frame fewer); ids still never go back, across a reopen or a clock set back.
     @Test("SQLite: the id position is written a second ahead, once per second of ids, and ids never go back")
@@ -496,6 +409,106 @@ struct QueueStoreTests {
                 // A failed unregister (unknown secret) drops nothing.
                 #expect(try await store.unregisterDevice(secret: "unknown") == nil)
                 #expect(heard.withLockedValue { $0 }.unregistered == 3)
+            }
+        }
+    }
+}
+
+/// PostgreSQL tests that hold a node's notification reader in its observer (``HeldNotificationReader``): the hold
+/// blocks a thread of the cooperative pool, so they run one at a time — two held at once on a 2-core machine would
+/// leave the pool nothing for the tests themselves, or for the store's timers.
+@Suite("Store: a node's notification reader held", .serialized)
+struct HeldNotificationReaderTests {
+    /// PostgreSQL: a node's own commit reaches its streams after every commit before it, another node's included.
+    /// Handed over straight from the writer, node B's own message overtook node A's earlier one while B was still
+    /// reading A's rows back; a stream's cursor then moved past A's row, which it never wrote. Here B's notification
+    /// reader is held in the observer with A's rows while B commits: B must deliver nothing meanwhile, then both in
+    /// commit order.
+    @Test("PostgreSQL: a node's own commits reach its observer in commit order with other nodes' commits")
+    func ownCommitsArriveInCommitOrder() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory) { nodeA in
+                let fixture = try await makeFixture(nodeA)
+                try await withStore(.postgres, in: directory) { nodeB in
+                    let reader = HeldNotificationReader()
+                    nodeB.setCommitObserver { rows in reader.delivered.withLockedValue { $0 += rows.map(\.id) } }
+                    nodeB.setRemoteCommitObserver { reader.observe($0) }
+                    let first = try #require(
+                        try await nodeA.enqueue([NewMessage(device: fixture.device, body: [1])]).first?.messageID)
+                    #expect(await reader.waitUntilHeld(), "node B never read node A's commit")
+                    let second = try #require(
+                        try await nodeB.enqueue([NewMessage(device: fixture.device, body: [2])]).first?.messageID)
+                    #expect(second > first)
+                    try await Task.sleep(for: .milliseconds(100))
+                    // Held with A's row, B's reader has recorded nothing yet: B's own row must not have gone ahead.
+                    #expect(reader.delivered.withLockedValue { $0 }.isEmpty, "B's own commit overtook A's earlier one")
+                    reader.release()
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while reader.delivered.withLockedValue({ $0.count }) < 2, ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    #expect(reader.delivered.withLockedValue { $0 } == [first, second])
+                    nodeB.setRemoteCommitObserver(nil)
+                    nodeB.setCommitObserver(nil)
+                }
+            }
+        }
+    }
+
+    /// PostgreSQL: a time-to-live-0 send waits until this node's earlier stored rows came back through its
+    /// notification connection (here held in the observer): it must not return meanwhile.
+    @Test("PostgreSQL: a time-to-live-0 send returns after this node's earlier stored rows reached the observer")
+    func ttlZeroWaitsForEarlierCommitPostgres() async throws {
+        try await withTemporaryDirectory { directory in
+            // A bound far past the test's waits: only the release lets the send go.
+            try await withStore(.postgres, in: directory, configure: { $0.transientOrderTimeout = .seconds(60) }) { store in
+                let fixture = try await makeFixture(store)
+                let reader = HeldNotificationReader()
+                store.setRemoteCommitObserver { reader.observe($0) }
+                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [1])])
+                #expect(await reader.waitUntilHeld(), "the stored row never reached the observer")
+                let returned = NIOLockedValueBox(false)
+                let send = Task {
+                    let result = try await store.enqueue([NewMessage(device: fixture.device, body: [2], timeToLive: .zero)])
+                    returned.withLockedValue { $0 = true }
+                    return result
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(!returned.withLockedValue { $0 }, "the TTL 0 send returned before the stored row reached the streams")
+                reader.release()
+                let result = try await send.value
+                guard case .transient = result.first else {
+                    Issue.record("not transient: \(result)")
+                    return
+                }
+                store.setRemoteCommitObserver(nil)
+            }
+        }
+    }
+
+    /// PostgreSQL: `transientOrderTimeout` bounds that wait: with the node's reader held for good (its notification
+    /// connection as good as down), a time-to-live-0 send goes after the bound, not never.
+    @Test("PostgreSQL: transientOrderTimeout bounds a time-to-live-0 send's wait for earlier rows")
+    func ttlZeroWaitIsBounded() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory, configure: { $0.transientOrderTimeout = .milliseconds(500) }) {
+                store in
+                let fixture = try await makeFixture(store)
+                let reader = HeldNotificationReader()
+                store.setRemoteCommitObserver { reader.observe($0) }
+                _ = try await store.enqueue([NewMessage(device: fixture.device, body: [1])])
+                #expect(await reader.waitUntilHeld(), "the stored row never reached the observer")
+                let started = ContinuousClock.now
+                let result = try await store.enqueue([NewMessage(device: fixture.device, body: [2], timeToLive: .zero)])
+                let waited = ContinuousClock.now - started
+                #expect(waited >= .milliseconds(450), "returned after \(waited), before the bound, with the reader held")
+                #expect(waited < .seconds(30), "waited \(waited)")
+                guard case .transient = result.first else {
+                    Issue.record("not transient: \(result)")
+                    return
+                }
+                reader.release()
+                store.setRemoteCommitObserver(nil)
             }
         }
     }

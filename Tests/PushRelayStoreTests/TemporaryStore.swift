@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import PushRelayCore
 import TestSupport
 @testable import PushRelayStore
 
@@ -38,6 +39,8 @@ struct StoreOptions {
     var automaticFanOut: Bool?
     var fanOutBatchSize: Int?
     var authRecheckInterval: Duration?
+    /// PostgreSQL only.
+    var transientOrderTimeout: Duration?
     /// SQLite only (the PostgreSQL writer's queue is not bounded yet).
     var maxPendingWrites: Int?
 }
@@ -105,6 +108,7 @@ func openStore(
         if let value = options.automaticFanOut { configuration.automaticFanOut = value }
         if let value = options.fanOutBatchSize { configuration.fanOutBatchSize = value }
         if let value = options.authRecheckInterval { configuration.authRecheckInterval = value }
+        if let value = options.transientOrderTimeout { configuration.transientOrderTimeout = value }
         return try await PostgresStore.open(configuration: configuration)
     }
 }
@@ -131,4 +135,34 @@ func makeFixture(_ store: any PushStore, name: String = "shop") async throws -> 
 
 extension Array where Element == UInt8 {
     init(text: String) { self = Array(text.utf8) }
+}
+
+/// A fake remote-commit observer that holds the store's notification reader in its first call with rows, as a slow
+/// hand-over would, until ``release()``; every row it is handed (after the hold) is recorded in ``delivered``.
+final class HeldNotificationReader: Sendable {
+    private let holding = DispatchSemaphore(value: 0)
+    private let released = DispatchSemaphore(value: 0)
+    private let calls = NIOLockedValueBox(0)
+    let delivered = NIOLockedValueBox<[MessageID]>([])
+
+    /// The observer to set with `setRemoteCommitObserver`.
+    func observe(_ commit: RemoteCommit) {
+        guard case .rows(let rows) = commit else { return }
+        if calls.withLockedValue({ $0 += 1; return $0 }) == 1 {
+            holding.signal()
+            _ = released.wait(timeout: .now() + 60)  // a bound against a hang, far past any test's own waits
+        }
+        delivered.withLockedValue { $0 += rows.map(\.id) }
+    }
+
+    /// Waits (at most 60 s, off the cooperative pool) until the reader is held; false if it never came.
+    func waitUntilHeld() async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: self.holding.wait(timeout: .now() + 60) == .success) }
+        }
+    }
+
+    func release() {
+        released.signal()
+    }
 }

@@ -18,10 +18,11 @@ final class PostgresDeliveryOrder: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
-    /// The longest a time-to-live-0 send waits (the notification connection may be down): then it goes anyway.
+    /// The longest a time-to-live-0 send waits (the notification connection may be down): then it goes anyway
+    /// (``PostgresStore/Configuration/transientOrderTimeout``).
     let timeout: Duration
 
-    init(timeout: Duration = .seconds(1)) {
+    init(timeout: Duration) {
         self.timeout = timeout
     }
 

@@ -29,6 +29,9 @@ extension PostgresStore {
         public var authRecheckInterval: Duration = .milliseconds(250)
         /// Entries the auth cache holds before it starts over. Default 200,000.
         public var authCacheEntries: Int = 200_000
+        /// The longest a time-to-live-0 send waits for this node's earlier stored rows to reach its streams (the
+        /// notification connection may be down; see ``PostgresDeliveryOrder``): then it goes anyway. Default 1 s.
+        public var transientOrderTimeout: Duration = .seconds(1)
         /// Compiles a condition text into a matcher, or nil if it is malformed. Default: rejects every condition.
         public var conditionCompiler: @Sendable (String) -> TopicConditionMatcher? = { _ in nil }
         /// Makes tokens, secrets and keys. Default ``CredentialGenerator/default``.

@@ -15,7 +15,7 @@ final class PostgresStoreContext: Sendable {
     let ids = NIOLockedValueBox(MessageIDGenerator(last: 0))
     let authCache: AuthCache
     /// Keeps time-to-live-0 messages behind the stored rows this node numbered before them.
-    let deliveryOrder = PostgresDeliveryOrder()
+    let deliveryOrder: PostgresDeliveryOrder
     let dropObserver = NIOLockedValueBox<(@Sendable (DroppedMessages) -> Void)?>(nil)
     let remoteObserver = NIOLockedValueBox<(@Sendable (RemoteCommit) -> Void)?>(nil)
     let statistics = NIOLockedValueBox(GroupCommitStatistics())
@@ -30,6 +30,7 @@ final class PostgresStoreContext: Sendable {
         self.logger = logger
         self.node = String(UInt64.random(in: 1...UInt64.max), radix: 36)
         self.authCache = AuthCache(maxEntries: configuration.authCacheEntries)
+        self.deliveryOrder = PostgresDeliveryOrder(timeout: configuration.transientOrderTimeout)
         self.health = CommitHealth(logger: logger)
     }
 
