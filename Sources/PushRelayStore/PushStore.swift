@@ -114,8 +114,8 @@ public protocol PushStore: Sendable {
     /// before a stored message with a lower id: a `Last-Event-ID` naming it acknowledges every id below.
     func enqueue(_ messages: [NewMessage]) async throws -> [EnqueueResult]
 
-    /// A number for a message delivered live and never stored (time to live 0), in sequence with stored ids.
-    /// ``enqueue(_:)`` does the same for messages with a zero time to live.
+    /// A number in sequence with stored ids, taken at once. Only a number: a time-to-live-0 message to deliver goes
+    /// through ``enqueue(_:)``, which numbers it and keeps it behind the stored rows numbered before it.
     func nextTransientMessageID() -> MessageID
 
     /// The device's stored, unexpired messages with an id greater than `after` (all if nil), in id order, at most

@@ -52,20 +52,16 @@ final class PostgresDeliveryOrder: Sendable {
 
     /// Returns once every stored row numbered before the call has been handed over, or after ``timeout``.
     func waitForEarlierRows() async {
-        let key = self.state.withLockedValue { state -> Int? in
-            guard state.settled < state.taken else { return nil }
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
-        }
-        guard let key else { return }
+        guard self.state.withLockedValue({ $0.settled < $0.taken }) else { return }
         let timer = NIOLockedValueBox<Task<Void, Never>?>(nil)
         await withCheckedContinuation { continuation in
-            let waiting = self.state.withLockedValue { state -> Bool in
-                guard state.settled < state.taken else { return false }
-                state.waiters[key] = (state.taken, continuation)
-                return true
+            let key = self.state.withLockedValue { state -> Int? in
+                guard state.settled < state.taken else { return nil }  // settled meanwhile
+                defer { state.nextWaiter += 1 }
+                state.waiters[state.nextWaiter] = (state.taken, continuation)
+                return state.nextWaiter
             }
-            guard waiting else { return continuation.resume() }
+            guard let key else { return continuation.resume() }
             // Started once the waiter is registered, so that its release cannot come first and be lost.
             timer.withLockedValue { [timeout] in
                 $0 = Task {
