@@ -35,6 +35,29 @@ import TestSupport
         #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "10 10 True", "\(result.stderr)")
     }
 
+    /// An HTTP/1.0 client cannot read chunks: its stream comes unframed and ends with the connection. A HEAD of a
+    /// stream gets the chunked head and nothing after it (no last chunk); a pipelined GET of one is chunked.
+    @Test
+    func streamFramingFollowsTheRequest() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let old = try await HTTPServerMalformedInputTests.rawExchange(
+            port: server.port, send: Array("GET /events?count=2&interval=1 HTTP/1.0\r\n\r\n".utf8))
+        #expect(old.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(old)")
+        #expect(!old.lowercased().contains("transfer-encoding"), "\(old)")
+        #expect(old.hasSuffix("connection: close\r\n\r\ndata: event 0\n\ndata: event 1\n\n<closed>"), "\(old)")
+        let head = try await HTTPServerMalformedInputTests.rawExchange(
+            port: server.port,
+            send: Array(
+                ("HEAD /events?count=2&interval=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                    + "GET /events?count=2&interval=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").utf8))
+        let expected =
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+            + "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+            + "f\r\ndata: event 0\n\n\r\nf\r\ndata: event 1\n\n\r\n0\r\n\r\n<closed>"
+        #expect(head == expected, "\(head)")
+    }
+
     /// A reader that stops reading: the flood route's writer must stall with the server holding a bounded amount.
     @Test
     func slowHTTP2ReaderDoesNotGrowServerBuffers() async throws {

@@ -4,15 +4,25 @@ import NIOCore
 import NIOHTTP1
 import PushRelayWire
 
-/// Serves HTTP/1.1 on one connection through NIOHTTP1: keep-alive, chunked streaming responses, the routes' body
-/// limits, and `Upgrade: h2c` to HTTP/2 on the first request.
+/// Serves HTTP/1.1 on one connection: keep-alive, chunked streaming responses, the routes' body limits, and
+/// `Upgrade: h2c` to HTTP/2 on the first request. NIOHTTP1's decoder parses requests; responses are written as bytes
+/// (``HTTP1ResponseEncoding``).
 ///
-/// `HTTPServerPipelineHandler` in front of it holds pipelined requests until the current response has ended, so
-/// this handler sees one request at a time.
+/// One request is served at a time. Parts of requests a client pipelines behind the one being answered are held, in
+/// order, with any parse error among them, and served when its response has ended; while some are held the
+/// connection is not read (the socket's buffer and TCP hold the rest). A connection with nothing held keeps reading:
+/// a request in flight does not un-arm and re-arm the socket's read interest, which NIO's `HTTPServerPipelineHandler`
+/// did for every request (two `epoll_ctl` calls).
 final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = Never
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundOut = ByteBuffer
+
+    /// Input that arrived behind the request being answered.
+    private enum Held {
+        case part(HTTPServerRequestPart)
+        case error(HTTPParserError)
+    }
 
     private enum State {
         case idle
@@ -45,7 +55,20 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     /// Bumped for every request, so an answer that arrives late for a finished request is dropped.
     private var requestID = 0
     private var writer: HTTP1StreamBodyWriter?
+    /// The current streamed body is sent chunked (an HTTP/1.0 client's ends with the connection instead).
+    private var streamIsChunked = true
+    /// The current request came as HTTP/1.0 (its client cannot read a chunked body).
+    private var requestIsHTTP10 = false
     private var draining = false
+    /// The last response ended with `connection: close`: input is dropped until the connection closes.
+    private var closing = false
+    /// The current request's end has been read: whatever comes next belongs to a pipelined request.
+    private var requestEnded = true
+    /// Pipelined input waiting for the current response to end.
+    private var held = CircularBuffer<Held>()
+    private var deliveringHeld = false
+    /// A `read` was held back because input is held.
+    private var readHeld = false
     /// The idle deadline between requests (the next head must be complete by then) and the body deadline.
     private var timer: ConnectionTimer?
 
@@ -53,7 +76,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         self.shared = shared
     }
 
-    /// The NIOHTTP1 handlers plus this one, in pipeline order.
+    /// NIOHTTP1's request decoder plus this handler, in pipeline order.
     static func pipeline(shared: HTTPServerShared) -> [any ChannelHandler] {
         var limits = NIOHTTPDecoderLimitConfiguration()
         limits.maxHeaderListSize = decoderHeadLimit(shared)
@@ -61,8 +84,6 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         // what was wrong (NIO's handler answers an empty 400, even to a head past the size limit).
         return [
             ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, limitConfiguration: limits)),
-            HTTPResponseEncoder(),
-            HTTPServerPipelineHandler(),
             HTTP1ServerConnectionHandler(shared: shared),
         ]
     }
@@ -82,14 +103,58 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        // A body still incomplete after this read gets its deadline (one clock read, only for such requests).
+        armBodyDeadlineIfIncomplete()
+        context.fireChannelReadComplete()
+    }
+
+    /// A body still incomplete after a read gets its deadline (one clock read, only for such requests).
+    private func armBodyDeadlineIfIncomplete() {
         switch state {
         case .collecting, .streamingBody:
             if let timer, timer.deadline == nil { timer.set(in: shared.configuration.requestTimeout) }
         case .idle, .awaitingResponse, .responding, .upgrading:
             break
         }
-        context.fireChannelReadComplete()
+    }
+
+    /// Reads stop while pipelined input is held, and resume when it has been served.
+    func read(context: ChannelHandlerContext) {
+        if held.isEmpty {
+            context.read()
+        } else {
+            readHeld = true
+        }
+    }
+
+    /// The current request has been read whole and is being answered: input arriving now is pipelined.
+    private var isAnswering: Bool {
+        guard requestEnded else { return false }
+        if case .idle = state { return false }
+        return true
+    }
+
+    /// Whether input arriving now waits behind the request being answered.
+    private var holdsInput: Bool { !held.isEmpty || isAnswering }
+
+    /// Serves held input in order until a request is being answered again (or none is left), then resumes reading.
+    private func deliverHeld() {
+        guard !deliveringHeld else { return }
+        deliveringHeld = true
+        defer { deliveringHeld = false }
+        var delivered = false
+        while !closing, !isAnswering, let next = held.first {
+            held.removeFirst()
+            delivered = true
+            switch next {
+            case .part(let part): receive(part)
+            case .error(let error): parserErrorCaught(error)
+            }
+        }
+        if delivered { armBodyDeadlineIfIncomplete() }
+        if held.isEmpty, readHeld, !closing, let context {
+            readHeld = false
+            context.read()
+        }
     }
 
     /// The idle deadline passed with no complete request head (an idle or a slowloris connection), or a body did
@@ -131,14 +196,25 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        shared.logger.debug("closing HTTP/1.1 connection", metadata: ["http.error": "\(error)"])
         guard let parserError = error as? HTTPParserError else {
+            shared.logger.debug("closing HTTP/1.1 connection", metadata: ["http.error": "\(error)"])
             abandonRequest()
             context.close(promise: nil)
             return
         }
-        // Malformed input: answered when no response has begun, then the connection closes (the parser cannot
-        // resynchronise).
+        if closing { return }
+        if holdsInput {
+            held.append(.error(parserError))
+            return
+        }
+        parserErrorCaught(parserError)
+    }
+
+    /// Malformed input: answered when no response has begun, then the connection closes (the parser cannot
+    /// resynchronise).
+    private func parserErrorCaught(_ parserError: HTTPParserError) {
+        guard let context else { return }
+        shared.logger.debug("closing HTTP/1.1 connection", metadata: ["http.error": "\(parserError)"])
         switch state {
         case .idle, .collecting, .streamingBody, .awaitingResponse:
             if case .streamingBody(let continuation) = state {
@@ -170,7 +246,17 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     // MARK: Requests
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
+        if closing { return }
+        let part = unwrapInboundIn(data)
+        if holdsInput {
+            held.append(.part(part))
+            return
+        }
+        receive(part)
+    }
+
+    private func receive(_ part: HTTPServerRequestPart) {
+        switch part {
         case .head(let head): receiveHead(head)
         case .body(let buffer): receiveBody(buffer)
         case .end: receiveEnd()
@@ -179,12 +265,14 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
     private func receiveHead(_ nioHead: HTTPRequestHead) {
         timer?.set(nil)
+        requestEnded = false
         requestCount += 1
         requestID += 1
         receivedBodyBytes = 0
         body = ByteBuffer()
         verifying = false
         endedWhileVerifying = false
+        requestIsHTTP10 = nioHead.version.major == 1 && nioHead.version.minor == 0
         keepAlive = nioHead.isKeepAlive && !draining
         if Self.headSize(nioHead) > shared.configuration.maxHeaderListSize {
             reject(HTTPError(.requestHeaderFieldsTooLarge))
@@ -268,6 +356,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     }
 
     private func receiveEnd() {
+        requestEnded = true
         switch state {
         case .collecting(let handler):
             if verifying {
@@ -381,6 +470,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         writer?.close()
         writer = nil
         requestID += 1
+        held.removeAll()
     }
 
     // MARK: Responses
@@ -405,33 +495,38 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         let isHead = head?.method == .head
         head = nil  // not needed past this point; a long stream should not keep the request's fields
         let status = response.head.status
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(response.head.headerFields.count + 2)
-        for field in response.head.headerFields { headers.add(name: field.name.rawName, value: field.value) }
-        if !keepAlive { headers.replaceOrAdd(name: "connection", value: "close") }
-        var nioHead = HTTPResponseHead(
-            version: .http1_1, status: HTTPResponseStatus(statusCode: status.code, reasonPhrase: status.reasonPhrase),
-            headers: headers)
         let bodyAllowed = status.code >= 200 && status.code != 204 && status.code != 304
+        var out = context.channel.allocator.buffer(capacity: 256)
+        func writeHead(_ framing: HTTP1ResponseEncoding.Framing) {
+            HTTP1ResponseEncoding.writeHead(
+                status: status, fields: response.head.headerFields, framing: bodyAllowed ? framing : .none,
+                close: !keepAlive, into: &out)
+        }
         switch response.body {
         case .empty:
-            if bodyAllowed { nioHead.headers.replaceOrAdd(name: "content-length", value: "0") }
-            context.write(wrapOutboundOut(.head(nioHead)), promise: nil)
-            endResponse()
+            writeHead(.length(0))
+            endResponse(with: out)
         case .bytes(let bytes):
-            nioHead.headers.replaceOrAdd(name: "content-length", value: String(bytes.readableBytes))
-            context.write(wrapOutboundOut(.head(nioHead)), promise: nil)
-            if !isHead && bytes.readableBytes > 0 {
-                context.write(wrapOutboundOut(.body(.byteBuffer(bytes))), promise: nil)
+            writeHead(.length(bytes.readableBytes))
+            if isHead || !bodyAllowed || bytes.readableBytes == 0 {
+                endResponse(with: out)
+            } else if bytes.readableBytes <= Self.bodyCopyLimit {
+                out.writeImmutableBuffer(bytes)
+                endResponse(with: out)
+            } else {
+                context.write(wrapOutboundOut(out), promise: nil)
+                endResponse(with: bytes)
             }
-            endResponse()
         case .stream, .detachedStream:
-            if isHead {
-                context.write(wrapOutboundOut(.head(nioHead)), promise: nil)
-                endResponse()
+            // An HTTP/1.0 client cannot read chunks: its body ends when the connection closes.
+            streamIsChunked = !requestIsHTTP10
+            if !streamIsChunked { keepAlive = false }
+            writeHead(streamIsChunked ? .chunked : .none)
+            if isHead || !bodyAllowed {
+                endResponse(with: out)
                 return
             }
-            context.writeAndFlush(wrapOutboundOut(.head(nioHead)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(out), promise: nil)
             let writer = HTTP1StreamBodyWriter(
                 connection: self, eventLoop: context.eventLoop, allocator: context.channel.allocator)
             if draining { writer.drain() }
@@ -440,10 +535,20 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
     }
 
+    /// A body up to this size is copied behind its head (one buffer, one write); a larger one is written after it.
+    static let bodyCopyLimit = 16 * 1024
+
     /// Writes one chunk of a streaming body; returns whether the channel can take more now.
     func writeStreamChunk(_ buffer: ByteBuffer, from writer: HTTP1StreamBodyWriter) -> Bool {
         guard let context, writer === self.writer else { return false }
-        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        if streamIsChunked {
+            var chunk = context.channel.allocator.buffer(
+                capacity: buffer.readableBytes + HTTP1ResponseEncoding.chunkFramingBytes)
+            HTTP1ResponseEncoding.writeChunk(buffer, into: &chunk)
+            context.writeAndFlush(wrapOutboundOut(chunk), promise: nil)
+        } else {
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        }
         return context.channel.isWritable
     }
 
@@ -455,18 +560,25 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             context.close(promise: nil)
             return
         }
-        endResponse()
+        var end = context.channel.allocator.buffer(capacity: 8)
+        if streamIsChunked { end.writeStaticString(HTTP1ResponseEncoding.lastChunk) }
+        endResponse(with: end)
     }
 
-    private func endResponse() {
+    /// Writes the response's last bytes; then serves held pipelined input, or closes the connection after the write
+    /// when it is not kept alive.
+    private func endResponse(with last: ByteBuffer) {
         guard let context else { return }
         state = .idle
         head = nil
         if keepAlive {
             timer?.set(in: shared.configuration.idleTimeout)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(last), promise: nil)
+            deliverHeld()
         } else {
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+            closing = true
+            held.removeAll()
+            context.writeAndFlush(wrapOutboundOut(last)).assumeIsolated().whenComplete { _ in
                 context.close(promise: nil)
             }
         }
@@ -490,12 +602,9 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     private func upgradeToHTTP2(settingsPayload: [UInt8]) {
         guard let context, var head else { return }
         state = .responding
-        var headers = HTTPHeaders()
-        headers.add(name: "connection", value: "Upgrade")
-        headers.add(name: "upgrade", value: "h2c")
-        context.writeAndFlush(
-            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .switchingProtocols, headers: headers))),
-            promise: nil)
+        var out = context.channel.allocator.buffer(capacity: 80)
+        out.writeStaticString("HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: h2c\r\n\r\n")
+        context.writeAndFlush(wrapOutboundOut(out), promise: nil)
         head.headerFields[.upgrade] = nil
         head.headerFields[.connection] = nil
         head.headerFields[HTTPField.Name("http2-settings")!] = nil
@@ -504,11 +613,9 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             shared: shared, upgrade: HTTP2UpgradeRequest(settingsPayload: settingsPayload, head: head))
         let pipeline = context.pipeline.syncOperations
         do {
-            // HTTP/1.1 handlers leave first so HTTP/2 output does not pass through them; the decoder goes last and
-            // hands any bytes it already read past the request to the HTTP/2 handler.
+            // This handler leaves first; the decoder goes last and hands any bytes it already read past the request
+            // to the HTTP/2 handler.
             let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try pipeline.removeHandler(pipeline.handler(type: HTTPServerPipelineHandler.self), promise: nil)
-            try pipeline.removeHandler(pipeline.handler(type: HTTPResponseEncoder.self), promise: nil)
             pipeline.removeHandler(context: context, promise: nil)
             try pipeline.addHandler(http2)
             pipeline.removeHandler(decoder, promise: nil)

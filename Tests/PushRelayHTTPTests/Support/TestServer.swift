@@ -23,6 +23,17 @@ final class TestRouteProbe: Sendable {
     /// How many `/slow` handlers saw their task cancelled.
     var handlersCancelled: Int { state.withLock { $0.cancelled } }
     func handlerCancelled() { state.withLock { $0.cancelled += 1 } }
+
+    private let parked = Mutex<[EventLoopPromise<HTTPServerResponse>]>([])
+    /// Keeps a `/deferred` request's promise until the test answers it.
+    func park(_ promise: EventLoopPromise<HTTPServerResponse>) { parked.withLock { $0.append(promise) } }
+    /// Answers the oldest parked `/deferred` request with `body`; false when none is parked.
+    @discardableResult
+    func answerParked(_ body: String) -> Bool {
+        guard let promise = parked.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { return false }
+        promise.succeed(HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: body))))
+        return true
+    }
 }
 
 /// An in-process `HTTPServer` on 127.0.0.1:0 with the routes the transport tests use.
@@ -99,6 +110,8 @@ struct TestServer {
             promise.succeed(
                 HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: request.admission as? String ?? "none"))))
         })
+        // Parks its promise in the probe; the test answers it (`answerParked`).
+        router.add(.post, "/deferred", maxBodyBytes: 1024, .promised { _, _, promise in probe.park(promise) })
         router.add(.get, "/fail", .async { _ in throw HTTPError(.badRequest, "nope") })
         // A failed promise answers like a thrown error.
         router.add(.get, "/fail-promised", .promised { _, _, promise in
