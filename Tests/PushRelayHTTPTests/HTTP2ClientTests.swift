@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NIOCore
+import TestSupport
 import Testing
 
 @testable import PushRelayHTTP
@@ -112,7 +113,7 @@ import Testing
         let big = String(repeating: "0123456789abcdef", count: 64 * 1024)  // 1 MiB: several windows' worth
         try big.write(to: root.appendingPathComponent("big.txt"), atomically: true, encoding: .utf8)
         try "hello".write(to: root.appendingPathComponent("small.txt"), atomically: true, encoding: .utf8)
-        let port = try Self.freePort()
+        let port = try TestPostgres.freePort()
         let nghttpd = Process()
         nghttpd.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         nghttpd.arguments = ["nghttpd", "--no-tls", "-d", root.path, String(port)]
@@ -137,22 +138,5 @@ import Testing
         let missing = try await connected.execute(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/nope"))
         #expect(missing.head.status == .notFound)
         await connected.close()
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -60,7 +60,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     /// The current request came as HTTP/1.0 (its client cannot read a chunked body).
     private var requestIsHTTP10 = false
     private var draining = false
-    /// The last response ended with `connection: close`: input is dropped until the connection closes.
+    /// The last response ended with `connection: close`: its output is shut, input is read and dropped until the
+    /// peer closes or the linger time passes (``LingeringClose``).
     private var closing = false
     /// The current request's end has been read: whatever comes next belongs to a pipelined request.
     private var requestEnded = true
@@ -160,6 +161,10 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     /// The idle deadline passed with no complete request head (an idle or a slowloris connection), or a body did
     /// not arrive whole in time.
     private func deadlinePassed() {
+        if closing {
+            context?.close(promise: nil)  // the linger time has passed
+            return
+        }
         switch state {
         case .idle:
             shared.logger.debug("closing HTTP/1.1 connection: no request within the idle timeout")
@@ -565,8 +570,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         endResponse(with: end)
     }
 
-    /// Writes the response's last bytes; then serves held pipelined input, or closes the connection after the write
-    /// when it is not kept alive.
+    /// Writes the response's last bytes; then serves held pipelined input, or, when the connection is not kept alive,
+    /// closes it lingering (``LingeringClose``): closing with unread input would reset it.
     private func endResponse(with last: ByteBuffer) {
         guard let context else { return }
         state = .idle
@@ -578,8 +583,11 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         } else {
             closing = true
             held.removeAll()
-            context.writeAndFlush(wrapOutboundOut(last)).assumeIsolated().whenComplete { _ in
-                context.close(promise: nil)
+            context.writeAndFlush(wrapOutboundOut(last), promise: nil)
+            LingeringClose.start(context, timer: timer)
+            if readHeld {
+                readHeld = false
+                context.read()  // what the peer still sends is read and dropped
             }
         }
     }

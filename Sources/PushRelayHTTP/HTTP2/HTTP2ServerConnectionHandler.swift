@@ -177,21 +177,12 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         }
     }
 
-    /// How long a closing connection keeps reading (and dropping) what the peer still sends, waiting for its end.
-    static let lingerTime = TimeAmount.seconds(2)
-
-    /// Closes after what is queued has gone out: the output is shut first (the peer reads every answer, the final
-    /// GOAWAY, then the end), and whatever the peer still sends is read and dropped until it closes its side or
-    /// ``lingerTime`` passes. Closing at once with unread bytes (frames the peer sent before it saw GOAWAY) makes
-    /// the kernel send a reset, which can destroy answers the peer has not read yet.
+    /// Closes after what is queued has gone out, lingering (``LingeringClose``): the peer reads every answer, the
+    /// final GOAWAY, then the end.
     private func closeConnection() {
         guard !closing, let context else { return }
         closing = true
-        let channel = context.channel
-        let closed = context.eventLoop.makePromise(of: Void.self)
-        closed.futureResult.whenFailure { _ in channel.close(promise: nil) }  // no half-close here: close at once
-        context.close(mode: .output, promise: closed)
-        timer?.set(in: Self.lingerTime)
+        LingeringClose.start(context, timer: timer)
         if readPending {
             readPending = false
             context.read()  // reads held back for a full output buffer resume: the peer's bytes are dropped now
