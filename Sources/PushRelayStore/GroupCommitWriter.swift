@@ -25,10 +25,8 @@ final class GroupCommitWriter: @unchecked Sendable {
     private var topicMessages: [Int64]
     private var fanOutBackoffUntil: ContinuousClock.Instant?
     private let queueStates = QueueStateCache(maxEntries: 100_000)
-    /// The size and commit time of the last group: the next one waits a little for as many (see
-    /// ``SQLiteStore/Configuration/maxGroupGather``).
-    private var lastGroupSize = 0
-    private var lastCommitTime = Duration.zero
+    /// Recent groups' sizes and the last commit's duration: how long the next group waits for more requests.
+    private var gather: GroupGather
 
     private let statistics = NIOLockedValueBox(GroupCommitStatistics())
     /// The observer lives in a class box: a function value stored in a generic container is re-abstracted by a
@@ -46,6 +44,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         self.topicMessages = topicMessages
         self.health = CommitHealth(logger: context.logger)
         self.queue = WriteQueue(capacity: context.configuration.maxPendingWrites)
+        self.gather = GroupGather(maxWait: context.configuration.maxGroupGather)
     }
 
     /// Starts the writer thread.
@@ -162,9 +161,8 @@ final class GroupCommitWriter: @unchecked Sendable {
     private func run() {
         while true {
             let fanOutReady = self.context.configuration.automaticFanOut && self.fanOutReady
-            let gatherTimeout = min(self.lastCommitTime / 2, self.context.configuration.maxGroupGather)
             let (requests, closing) = self.queue.takeAll(
-                wait: !fanOutReady, gather: self.lastGroupSize, gatherTimeout: gatherTimeout)
+                wait: !fanOutReady, gather: self.gather.wait)
             if !requests.isEmpty {
                 self.runGroup(requests)
             } else if closing {
@@ -259,8 +257,7 @@ final class GroupCommitWriter: @unchecked Sendable {
             let commitStart = ContinuousClock.now
             try self.connection.statement("COMMIT").run()
             commitTime = ContinuousClock.now - commitStart
-            self.lastGroupSize = requests.count
-            self.lastCommitTime = commitTime
+            self.gather.committed(groupSize: requests.count, commitTime: commitTime)
         } catch {
             if self.connection.inTransaction {
                 try? self.connection.execute("ROLLBACK")

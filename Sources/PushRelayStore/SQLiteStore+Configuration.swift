@@ -37,9 +37,10 @@ extension SQLiteStore {
         /// ``StoreError/Code/unavailable`` (the relay answers `Unavailable` with `Retry-After`) instead of queueing
         /// without bound behind a slow disk. Default 65,536.
         public var maxPendingWrites: Int = 65_536
-        /// The longest the writer waits, once woken, for the senders of its previous group to come back before it
-        /// commits what it has (they would otherwise miss this fsync and wait for the next one): at most half the
-        /// last commit's duration, and never more than this. Zero commits at once. Default 1 ms.
+        /// The longest the writer waits, once it has a request, for more before it commits (they would otherwise
+        /// miss this fsync and wait for the next one): it waits for as many as the largest of its last 32 groups,
+        /// at most the last commit's duration, and never more than this (`GroupGather`). Zero commits at once.
+        /// Default 1 ms.
         public var maxGroupGather: Duration = .milliseconds(1)
         /// Compiles a condition text (`'a' in topics && 'b' in topics`) into a matcher, or nil if it is malformed.
         /// The relay sets it from the core's condition parser. Default: rejects every condition.

@@ -63,14 +63,19 @@ final class WriteQueue: @unchecked Sendable {
         return .accepted
     }
 
-    /// Takes every pending request, waiting for one when `wait` is true. When fewer than `gather` are pending, it
-    /// waits up to `gatherTimeout` more for that many (a group that would otherwise leave the senders that are a
-    /// moment late for the next fsync). `closing` is true once ``close()`` was called.
-    func takeAll(
-        wait: Bool,
-        gather: Int = 0,
-        gatherTimeout: Duration = .zero
-    ) -> (requests: [WriteRequest], closing: Bool) {
+    /// How long ``takeAll(wait:gather:)`` waits for more requests once it has one: until `count` are pending, for at
+    /// most `timeout`.
+    struct Gather: Equatable {
+        var count: Int
+        var timeout: Duration
+        /// No wait: take what is pending.
+        static let none = Gather(count: 0, timeout: .zero)
+    }
+
+    /// Takes every pending request, waiting for one when `wait` is true. Then, when fewer than `gather.count` are
+    /// pending, it waits up to `gather.timeout` for that many (``GroupGather``). `closing` is true once ``close()``
+    /// was called.
+    func takeAll(wait: Bool, gather: Gather = .none) -> (requests: [WriteRequest], closing: Bool) {
         self.condition.lock()
         defer { self.condition.unlock() }
         if wait {
@@ -79,13 +84,13 @@ final class WriteQueue: @unchecked Sendable {
                 self.condition.wait()
             }
         }
-        if gather > 1, gatherTimeout > .zero, !self.closing, !self.suspended, !self.requests.isEmpty,
-            self.requests.count < gather
+        if gather.count > 1, gather.timeout > .zero, !self.closing, !self.suspended, !self.requests.isEmpty,
+            self.requests.count < gather.count
         {
-            self.wakeAt = gather
-            let deadline = Date(timeIntervalSinceNow: Double(gatherTimeout.components.attoseconds) / 1e18
-                + Double(gatherTimeout.components.seconds))
-            while !self.closing && !self.suspended && self.requests.count < gather {
+            self.wakeAt = gather.count
+            let deadline = Date(timeIntervalSinceNow: Double(gather.timeout.components.attoseconds) / 1e18
+                + Double(gather.timeout.components.seconds))
+            while !self.closing && !self.suspended && self.requests.count < gather.count {
                 if !self.condition.wait(until: deadline) { break }
             }
         }

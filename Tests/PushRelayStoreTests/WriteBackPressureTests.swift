@@ -88,7 +88,8 @@ struct WriteBackPressureTests {
     ) async -> Int {
         await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
             let thread = Thread {
-                continuation.resume(returning: queue.takeAll(wait: true, gather: gather, gatherTimeout: gatherTimeout).requests.count)
+                let gather = WriteQueue.Gather(count: gather, timeout: gatherTimeout)
+                continuation.resume(returning: queue.takeAll(wait: true, gather: gather).requests.count)
             }
             thread.start()
             meanwhile()
