@@ -81,11 +81,13 @@ let package = Package(
         .target(name: "PushRelayCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         // The domain: FCM model, validation, envelope, ids, queue policy, topic conditions. No I/O.
         .target(name: "PushRelayCore", dependencies: ["PushRelayWire"], swiftSettings: swiftSettings),
+        // The SQLite VFS that writes each commit's WAL frames with one write (C; sqlite3.h from libsqlite3-dev, linked through CSQLite).
+        .target(name: "CSQLiteWAL"),
         // Storage protocol, the SQLite implementation and the PostgreSQL one (postgres-nio).
         .target(
             name: "PushRelayStore",
             dependencies: [
-                "PushRelayCore", "CSQLite", "COpenSSL", logging, nio, nioConcurrency, postgresNIO,
+                "PushRelayCore", "CSQLite", "CSQLiteWAL", "COpenSSL", logging, nio, nioConcurrency, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),

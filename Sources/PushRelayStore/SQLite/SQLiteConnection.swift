@@ -1,4 +1,5 @@
 import CSQLite
+import CSQLiteWAL
 
 // The only file that touches libsqlite3 pointers: open, prepare (with a statement cache), bind, step, read columns,
 // finalize, close. Result codes become ``StoreError`` here. A connection is confined to one thread at a time (the
@@ -9,11 +10,17 @@ final class SQLiteConnection {
     private var handle: OpaquePointer?
     private var cache: [String: SQLiteStatement] = [:]
 
+    /// The VFS every connection opens with: SQLite's default one, with each commit's WAL frames written in one
+    /// write (`Sources/CSQLiteWAL`); the default itself if that could not be registered (the same files, more
+    /// writes).
+    static let vfsName: String? =
+        pushrelay_wal_vfs_register() == SQLITE_OK ? PUSHRELAY_WAL_VFS_NAME : nil
+
     /// Opens (creating if needed) the database at `path`.
     init(path: String, busyTimeout: Duration) throws(StoreError) {
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let rc = sqlite3_open_v2(path, &db, flags, Self.vfsName)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close_v2(db)
@@ -92,6 +99,16 @@ final class SQLiteConnection {
     var changes: Int {
         guard let handle = self.handle else { return 0 }
         return Int(sqlite3_changes(handle))
+    }
+
+    /// This connection's WAL writes (``vfsName``): those SQLite asked for, and those that reached the file; nil
+    /// without a WAL or without the VFS. For tests and diagnostics.
+    var walWrites: (requested: UInt64, written: UInt64)? {
+        guard let handle = self.handle else { return nil }
+        var requested: UInt64 = 0
+        var written: UInt64 = 0
+        guard pushrelay_wal_vfs_counters(handle, &requested, &written) == SQLITE_OK else { return nil }
+        return (requested, written)
     }
 
     /// Whether a transaction is open on this connection.
