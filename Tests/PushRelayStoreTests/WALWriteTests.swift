@@ -13,6 +13,23 @@ struct WALWriteTests {
         return connection
     }
 
+    /// A fresh database with table `t` (`id`, blob `v` indexed, `n`).
+    static func create(_ directory: String, cachePages: Int? = nil) throws -> SQLiteConnection {
+        let connection = try open(directory, cachePages: cachePages)
+        try connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB, n INTEGER); CREATE INDEX t_v ON t (v);")
+        return connection
+    }
+
+    /// Runs `body` in one write transaction and commits; the WAL writes SQLite asked for meanwhile, and those written.
+    static func commit(_ connection: SQLiteConnection, _ body: () throws -> Void) throws -> (asked: UInt64, written: UInt64) {
+        let before = try #require(connection.walWrites)
+        try connection.execute("BEGIN IMMEDIATE;")
+        try body()
+        try connection.execute("COMMIT;")
+        let after = try #require(connection.walWrites)
+        return (after.requested - before.requested, after.written - before.written)
+    }
+
     static func count(_ connection: SQLiteConnection, _ sql: String) throws -> Int64 {
         let statement = try connection.statement(sql)
         _ = try statement.step()
@@ -33,16 +50,13 @@ struct WALWriteTests {
     @Test("a commit of several pages: two writes asked per frame, one write to the file")
     func oneWritePerCommit() async throws {
         try await withTemporaryDirectory { directory in
-            let connection = try Self.open(directory)
+            let connection = try Self.create(directory)
             defer { connection.close() }
-            try connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB); CREATE INDEX t_v ON t (v);")
-            let before = try #require(connection.walWrites)
-            try connection.execute("BEGIN IMMEDIATE;")
-            try Self.insert(connection, rows: 8, size: 1000)  // ≈ 6 pages of table and index: ≈ 25 kB of frames
-            try connection.execute("COMMIT;")
-            let after = try #require(connection.walWrites)
-            #expect(after.requested - before.requested >= 8, "SQLite writes a frame as header, then page")
-            #expect(after.written - before.written == 1, "\(after.requested - before.requested) asked")
+            let writes = try Self.commit(connection) {
+                try Self.insert(connection, rows: 8, size: 1000)  // ≈ 6 pages of table and index: ≈ 25 kB of frames
+            }
+            #expect(writes.asked >= 8, "SQLite writes a frame as header, then page")
+            #expect(writes.written == 1, "\(writes.asked) asked")
             let reader = try Self.open(directory)
             defer { reader.close() }
             #expect(try Self.count(reader, "SELECT count(*) FROM t") == 8)
@@ -52,19 +66,15 @@ struct WALWriteTests {
     @Test("a transaction larger than the cache and the buffer: spilled and rewritten pages commit whole, and survive a checkpoint")
     func largeTransactionStaysWhole() async throws {
         try await withTemporaryDirectory { directory in
-            let connection = try Self.open(directory, cachePages: 10)
+            let connection = try Self.create(directory, cachePages: 10)
             defer { connection.close() }
-            try connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB, n INTEGER); CREATE INDEX t_v ON t (v);")
-            let before = try #require(connection.walWrites)
-            try connection.execute("BEGIN IMMEDIATE;")
-            try Self.insert(connection, rows: 2000, size: 1000)  // ≈ 3 MB: spills the 10-page cache, passes the 64 KiB buffer
-            try connection.execute("UPDATE t SET n = id * 7;")  // rewrites pages already spilled to the WAL
-            try connection.execute("COMMIT;")
-            let after = try #require(connection.walWrites)
+            let writes = try Self.commit(connection) {
+                try Self.insert(connection, rows: 2000, size: 1000)  // spills the 10-page cache, passes the 64 KiB buffer
+                try connection.execute("UPDATE t SET n = id * 7;")  // rewrites pages already spilled to the WAL
+            }
             // A 10-page cache reads spilled pages back all the time, and each read writes what is held first: here
             // the point is what the file holds, not how few writes it took (never more than SQLite asked for).
-            #expect(after.written - before.written > 1)
-            #expect(after.written - before.written <= after.requested - before.requested)
+            #expect(writes.written > 1 && writes.written <= writes.asked)
             let reader = try Self.open(directory)
             defer { reader.close() }
             #expect(try Self.count(reader, "SELECT count(*) FROM t") == 2000)
@@ -86,19 +96,12 @@ struct WALWriteTests {
     @Test("a transaction of megabytes without spilling: written in buffer-sized runs, read back whole")
     func largeCommitInRuns() async throws {
         try await withTemporaryDirectory { directory in
-            let connection = try Self.open(directory, cachePages: 16384)
+            let connection = try Self.create(directory, cachePages: 16384)
             defer { connection.close() }
-            try connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB, n INTEGER); CREATE INDEX t_v ON t (v);")
-            let before = try #require(connection.walWrites)
-            try connection.execute("BEGIN IMMEDIATE;")
-            try Self.insert(connection, rows: 2000, size: 1000)
-            try connection.execute("COMMIT;")
-            let after = try #require(connection.walWrites)
+            let writes = try Self.commit(connection) { try Self.insert(connection, rows: 2000, size: 1000) }
             // ≈ 2,800 frames (≈ 11 MB: the index holds the 1,000-byte values too), asked as ≈ 5,600 writes, go out in
             // runs of up to 64 KiB: ≈ 180 writes.
-            let written = after.written - before.written
-            let asked = after.requested - before.requested
-            #expect(written > 1 && written * 20 < asked, "\(written) writes of \(asked) asked")
+            #expect(writes.written > 1 && writes.written * 20 < writes.asked, "\(writes.written) of \(writes.asked)")
             let reader = try Self.open(directory)
             defer { reader.close() }
             #expect(try Self.count(reader, "SELECT sum(length(v)) FROM t") == 2_000_000)
@@ -108,15 +111,12 @@ struct WALWriteTests {
     @Test("a rolled-back transaction leaves nothing, and the next commit is whole")
     func rollbackThenCommit() async throws {
         try await withTemporaryDirectory { directory in
-            let connection = try Self.open(directory, cachePages: 10)
+            let connection = try Self.create(directory, cachePages: 10)
             defer { connection.close() }
-            try connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB); CREATE INDEX t_v ON t (v);")
             try connection.execute("BEGIN IMMEDIATE;")
             try Self.insert(connection, rows: 500, size: 1000)  // spilled frames in the WAL, never committed
             try connection.execute("ROLLBACK;")
-            try connection.execute("BEGIN IMMEDIATE;")
-            try Self.insert(connection, rows: 3, size: 100)
-            try connection.execute("COMMIT;")
+            _ = try Self.commit(connection) { try Self.insert(connection, rows: 3, size: 100) }
             let reader = try Self.open(directory)
             defer { reader.close() }
             #expect(try Self.count(reader, "SELECT count(*) FROM t") == 3)
