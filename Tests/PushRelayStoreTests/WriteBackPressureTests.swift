@@ -39,7 +39,7 @@ struct WriteBackPressureTests {
         }
     }
 
-    @Test("the writer gathers up to the last group's size before it commits, and no longer than the gather timeout")
+    @Test("the writer gathers up to its target before it commits, and no longer than the gather timeout")
     func gatherWaitsForTheCountNotTheClock() async throws {
         let queue = WriteQueue(capacity: 16)
         func request() -> WriteRequest { WriteRequest(isolated: false, perform: { _ in }, complete: { _ in }) }
@@ -56,6 +56,38 @@ struct WriteBackPressureTests {
         #expect(alone == 1)
         queue.close()
         #expect(queue.submit(request()) == .closed)
+    }
+
+    /// `maxGroupGather` (``GroupGather/maxWait``) through the queue's real wait, after a group of 3 whose commit
+    /// took long: a maximum of zero takes a lone request at once, the two that come a second later go to the next
+    /// group; a long maximum waits until the target's 3 are in.
+    @Test("maxGroupGather: zero commits a lone request at once, a long maximum waits for the recent groups' size")
+    func maxGroupGatherBoundsTheWait() async throws {
+        let queue = WriteQueue(capacity: 16)
+        func request() -> WriteRequest { WriteRequest(isolated: false, perform: { _ in }, complete: { _ in }) }
+        func gather(maxWait: Duration) -> WriteQueue.Gather {
+            var gather = GroupGather(maxWait: maxWait)
+            gather.committed(groupSize: 3, commitTime: .seconds(600))
+            return gather.wait
+        }
+        let none = gather(maxWait: .zero)
+        #expect(queue.submit(request()) == .accepted)
+        let alone = await takeOnThread(queue, gather: none.count, gatherTimeout: none.timeout) {
+            Thread.sleep(forTimeInterval: 1)
+            #expect(queue.submit(request()) == .accepted)
+            #expect(queue.submit(request()) == .accepted)
+        }
+        #expect(alone == 1)
+        #expect(queue.count == 2)
+        _ = queue.takeAll(wait: false)
+        let long = gather(maxWait: .seconds(600))
+        #expect(queue.submit(request()) == .accepted)
+        let together = await takeOnThread(queue, gather: long.count, gatherTimeout: long.timeout) {
+            #expect(queue.submit(request()) == .accepted)
+            #expect(queue.submit(request()) == .accepted)
+        }
+        #expect(together == 3)
+        queue.close()
     }
 
     @Test("the hot path's look-ups answer from memory only, and forget what a deletion invalidates")
