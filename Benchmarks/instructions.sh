@@ -23,6 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib/h2load-checked.sh
+. Benchmarks/lib/seed-device.sh
 
 sends=${SENDS:-2000}
 base=${BASE:-500}
@@ -81,46 +82,23 @@ measure() { # count
   done
   [ -n "$port" ] || { echo "the daemon did not listen within 120 s" >&2; cat "$work/daemon-$count.log" >&2; exit 1; }
 
-  local keys client_key server_key project_name device token
-  keys=$(python3 -c 'import json,sys; p=json.loads(sys.argv[1]); print(p["client_key"], p["server_key"], p["project"])' \
-    "$project")
-  read -r client_key server_key project_name <<< "$keys"
-  device=$(curl -sf --max-time 60 -H "Authorization: key=$client_key" -H 'Content-Type: application/json' \
-    -d "{\"project\":\"$project_name\",\"app\":\"bench\",\"platform\":\"ios\"}" "http://127.0.0.1:$port/v1/register")
-  token=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["token"])' "$device")
+  seed_register "$port" "$project"
   local listener=""
   if [ "${STREAM:-0}" = 1 ]; then
-    local secret
-    secret=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["secret"])' "$device")
-    curl -sN --max-time 3600 -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/v1/stream" \
-      > "$work/stream-$count.txt" &
-    listener=$!
-    for _ in $(seq 1 300); do grep -q ': connected' "$work/stream-$count.txt" 2> /dev/null && break; sleep 0.2; done
-    grep -q ': connected' "$work/stream-$count.txt" || { echo "the stream did not open" >&2; exit 1; }
+    seed_open_stream "$port" "$work/stream-$count.txt" || exit 1  # measure runs in $(...): no errexit there
+    listener=$SEED_LISTENER
   fi
-  python3 - "$token" > "$work/send.json" << 'PY'
-import json, sys
-print(json.dumps({"to": sys.argv[1], "priority": "high", "content_available": True, "notification": {
-    "body": "Status do pedido", "title": "Provedor de Mensagens", "orderInfo": {
-        "infoReason": "Status de pedido", "orderID": 3, "userEmail": "matilde@siecola.com.br",
-        "newOrderStatus": "Novo pedido"}}}))
-PY
+  seed_send_body "$work/send.json"
   local answer
-  answer=$(curl -sf --max-time 60 -H "Authorization: key=$server_key" -H 'Content-Type: application/json' \
+  answer=$(curl -sf --max-time 60 -H "Authorization: key=$SEED_SERVER_KEY" -H 'Content-Type: application/json' \
     -d @"$work/send.json" "http://127.0.0.1:$port/fcm/send")
   case $answer in *'"success":1'*) ;; *) echo "the check send answered: $answer" >&2; exit 1 ;; esac
   # count - 1 more sends: with the check above, COUNT sends in all.
   h2load_checked http/1.1 -n $((count - 1)) -c 1 -m 1 --h1 -t 1 -d "$work/send.json" \
-    -H 'Content-Type: application/json' -H "Authorization: key=$server_key" \
+    -H 'Content-Type: application/json' -H "Authorization: key=$SEED_SERVER_KEY" \
     "http://127.0.0.1:$port/fcm/send" > "$work/h2load-$count.txt"
   if [ -n "$listener" ]; then
-    local delivered=0
-    for _ in $(seq 1 600); do
-      delivered=$(grep -c '^id: ' "$work/stream-$count.txt" || true)
-      [ "$delivered" -ge "$count" ] && break
-      sleep 0.2
-    done
-    [ "$delivered" -ge "$count" ] || { echo "the stream got $delivered of $count messages" >&2; exit 1; }
+    seed_wait_delivered "$work/stream-$count.txt" "$count" 120 || exit 1
     kill "$listener" 2> /dev/null || true
     wait "$listener" 2> /dev/null || true
   fi

@@ -17,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib/apt-install.sh
 . Benchmarks/lib/h2load-checked.sh
+. Benchmarks/lib/seed-device.sh
 
 sends=${SENDS:-20000}
 trace=${TRACE:-1}
@@ -53,25 +54,12 @@ for _ in $(seq 1 150); do
 done
 [ -n "$port" ] || { echo "the daemon did not listen within 30 s" >&2; exit 1; }
 
-read -r client_key server_key project_name <<< "$(python3 -c \
-  'import json,sys; p=json.loads(sys.argv[1]); print(p["client_key"], p["server_key"], p["project"])' "$project")"
-device=$(curl -sf -H "Authorization: key=$client_key" -H 'Content-Type: application/json' \
-  -d "{\"project\":\"$project_name\",\"app\":\"bench\",\"platform\":\"ios\"}" "http://127.0.0.1:$port/v1/register")
-token=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["token"])' "$device")
+seed_register "$port" "$project"
 if [ "${STREAM:-0}" = 1 ]; then
-  secret=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["secret"])' "$device")
-  curl -sN -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/v1/stream" > "$work/stream.txt" &
-  listener=$!
-  for _ in $(seq 1 100); do grep -q ': connected' "$work/stream.txt" 2> /dev/null && break; sleep 0.1; done
-  grep -q ': connected' "$work/stream.txt" || { echo "the stream did not open" >&2; exit 1; }
+  seed_open_stream "$port" "$work/stream.txt"
+  listener=$SEED_LISTENER
 fi
-python3 - "$token" > "$work/send.json" << 'PY'
-import json, sys
-print(json.dumps({"to": sys.argv[1], "priority": "high", "content_available": True, "notification": {
-    "body": "Status do pedido", "title": "Provedor de Mensagens", "orderInfo": {
-        "infoReason": "Status de pedido", "orderID": 3, "userEmail": "matilde@siecola.com.br",
-        "newOrderStatus": "Novo pedido"}}}))
-PY
+seed_send_body "$work/send.json"
 
 if [ "$trace" = 1 ]; then
   perf trace -s -p "$daemon" -o "$work/trace.txt" > /dev/null 2>&1 &
@@ -82,22 +70,14 @@ cpu() { awk '{print $14 + $15}' "/proc/$daemon/stat"; }
 ticks=$(getconf CLK_TCK)
 cpu_before=$(cpu)
 out=$(h2load_checked http/1.1 -n "$sends" -c 8 -m 1 --h1 -t 1 -d "$work/send.json" \
-  -H 'Content-Type: application/json' -H "Authorization: key=$server_key" "http://127.0.0.1:$port/fcm/send")
+  -H 'Content-Type: application/json' -H "Authorization: key=$SEED_SERVER_KEY" "http://127.0.0.1:$port/fcm/send")
 cpu_after=$(cpu)
 if [ -n "$tracer" ]; then
   kill -INT "$tracer"
   wait "$tracer" 2> /dev/null || true
   tracer=""
 fi
-if [ -n "$listener" ]; then
-  delivered=0
-  for _ in $(seq 1 100); do
-    delivered=$(grep -c '^id: ' "$work/stream.txt" || true)
-    [ "$delivered" -ge "$sends" ] && break
-    sleep 0.1
-  done
-  [ "$delivered" -ge "$sends" ] || { echo "the stream got $delivered of $sends messages" >&2; exit 1; }
-fi
+[ -z "$listener" ] || seed_wait_delivered "$work/stream.txt" "$sends" 10
 
 rate=$(echo "$out" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
 echo "binary $bin"

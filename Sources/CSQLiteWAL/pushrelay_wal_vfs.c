@@ -17,7 +17,7 @@ typedef struct WalBufferedFile {
     sqlite3_int64 offset;   /* where buffer[0] goes in the file */
     int length;             /* bytes held; 0: nothing */
     int isWAL;
-    uint64_t requestedWrites;  /* this file's counters (see pushrelay_wal_vfs_counters) */
+    uint64_t requestedWrites;  /* writes SQLite asked for, and writes that reached the file */
     uint64_t fileWrites;
 } WalBufferedFile;
 
@@ -25,11 +25,6 @@ static sqlite3_vfs *realVFS;
 static sqlite3_vfs walVFS;
 static int registration = SQLITE_ERROR;
 static pthread_once_t registerOnce = PTHREAD_ONCE_INIT;
-static uint64_t requestedWrites;
-static uint64_t fileWrites;
-
-uint64_t pushrelay_wal_vfs_requested_writes(void) { return __atomic_load_n(&requestedWrites, __ATOMIC_RELAXED); }
-uint64_t pushrelay_wal_vfs_file_writes(void) { return __atomic_load_n(&fileWrites, __ATOMIC_RELAXED); }
 
 static sqlite3_file *real(sqlite3_file *file) { return ((WalBufferedFile *)file)->real; }
 
@@ -38,7 +33,6 @@ static sqlite3_file *real(sqlite3_file *file) { return ((WalBufferedFile *)file)
 static int flush(WalBufferedFile *p) {
     if (p->length == 0) return SQLITE_OK;
     int rc = p->real->pMethods->xWrite(p->real, p->buffer, p->length, p->offset);
-    __atomic_add_fetch(&fileWrites, 1, __ATOMIC_RELAXED);
     p->fileWrites += 1;
     p->length = 0;
     return rc;
@@ -62,7 +56,6 @@ static int xRead(sqlite3_file *file, void *data, int amount, sqlite3_int64 offse
 static int xWrite(sqlite3_file *file, const void *data, int amount, sqlite3_int64 offset) {
     WalBufferedFile *p = (WalBufferedFile *)file;
     if (!p->isWAL) return p->real->pMethods->xWrite(p->real, data, amount, offset);
-    __atomic_add_fetch(&requestedWrites, 1, __ATOMIC_RELAXED);
     p->requestedWrites += 1;
     if (p->length > 0) {
         sqlite3_int64 end = p->offset + p->length;
@@ -79,7 +72,6 @@ static int xWrite(sqlite3_file *file, const void *data, int amount, sqlite3_int6
         if (rc != SQLITE_OK) return rc;
     }
     if (amount > BUFFER_CAPACITY) {
-        __atomic_add_fetch(&fileWrites, 1, __ATOMIC_RELAXED);
         p->fileWrites += 1;
         return p->real->pMethods->xWrite(p->real, data, amount, offset);
     }

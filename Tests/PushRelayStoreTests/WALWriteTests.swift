@@ -38,6 +38,13 @@ struct WALWriteTests {
         return value
     }
 
+    /// The number `sql` answers, read on a connection of its own (what another reader sees).
+    static func count(in directory: String, _ sql: String) throws -> Int64 {
+        let reader = try open(directory)
+        defer { reader.close() }
+        return try count(reader, sql)
+    }
+
     /// Inserts `rows` rows of `size` random bytes each (a row per page or so, plus the index's pages).
     static func insert(_ connection: SQLiteConnection, rows: Int, size: Int) throws {
         try connection.execute(
@@ -57,9 +64,7 @@ struct WALWriteTests {
             }
             #expect(writes.asked >= 8, "SQLite writes a frame as header, then page")
             #expect(writes.written == 1, "\(writes.asked) asked")
-            let reader = try Self.open(directory)
-            defer { reader.close() }
-            #expect(try Self.count(reader, "SELECT count(*) FROM t") == 8)
+            #expect(try Self.count(in: directory, "SELECT count(*) FROM t") == 8)
         }
     }
 
@@ -102,9 +107,7 @@ struct WALWriteTests {
             // ≈ 2,800 frames (≈ 11 MB: the index holds the 1,000-byte values too), asked as ≈ 5,600 writes, go out in
             // runs of up to 64 KiB: ≈ 180 writes.
             #expect(writes.written > 1 && writes.written * 20 < writes.asked, "\(writes.written) of \(writes.asked)")
-            let reader = try Self.open(directory)
-            defer { reader.close() }
-            #expect(try Self.count(reader, "SELECT sum(length(v)) FROM t") == 2_000_000)
+            #expect(try Self.count(in: directory, "SELECT sum(length(v)) FROM t") == 2_000_000)
         }
     }
 
@@ -117,9 +120,7 @@ struct WALWriteTests {
             try Self.insert(connection, rows: 500, size: 1000)  // spilled frames in the WAL, never committed
             try connection.execute("ROLLBACK;")
             _ = try Self.commit(connection) { try Self.insert(connection, rows: 3, size: 100) }
-            let reader = try Self.open(directory)
-            defer { reader.close() }
-            #expect(try Self.count(reader, "SELECT count(*) FROM t") == 3)
+            #expect(try Self.count(in: directory, "SELECT count(*) FROM t") == 3)
         }
     }
 }

@@ -20,14 +20,9 @@
 /* Registers the VFS (not as the default) once; later calls return the first result. SQLITE_OK or an error code. */
 int pushrelay_wal_vfs_register(void);
 
-/* Counters since registration, for tests and benchmarks: writes SQLite asked for on WAL files, and writes that
- * reached the file system. */
-uint64_t pushrelay_wal_vfs_requested_writes(void);
-uint64_t pushrelay_wal_vfs_file_writes(void);
-
 struct sqlite3;
-/* The same two counters for the WAL file of one connection's main database (open through this VFS, in WAL mode);
- * SQLITE_NOTFOUND when it has none. */
+/* For tests and diagnostics: the writes SQLite asked for on the WAL file of one connection's main database (open
+ * through this VFS, in WAL mode), and the writes that reached the file; SQLITE_NOTFOUND when it has none. */
 int pushrelay_wal_vfs_counters(struct sqlite3 *db, uint64_t *requested, uint64_t *written);
 
 #endif
