@@ -13,6 +13,13 @@ public struct GroupCommitStatistics: Sendable, Hashable {
     /// CPU time of the writer thread since open, in microseconds (the writer's capacity on an idle core is about
     /// `requests / writerCPUMicros` per microsecond).
     public var writerCPUMicros: Int64 = 0
+    /// Checkpoints of the WAL run by the checkpointer thread beside the writer.
+    public var backgroundCheckpoints = 0
+    /// Checkpoints the writer ran itself (the last few frames, after answering a group), and the frames they copied.
+    public var writerCheckpoints = 0
+    public var writerCheckpointFrames = 0
+    /// Times the WAL started over from its beginning (every frame was in the database file).
+    public var walRestarts = 0
 
     /// Creates zeroed counters.
     public init() {}

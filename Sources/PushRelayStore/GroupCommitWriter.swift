@@ -27,6 +27,8 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let queueStates = QueueStateCache(maxEntries: 100_000)
     /// Recent groups' sizes and the last commit's duration: how long the next group waits for more requests.
     private var gather: GroupGather
+    /// Checkpoints of the WAL: by a thread of their own, the writer finishing the last few frames.
+    private let checkpoints: WALCheckpoints
 
     private let statistics = NIOLockedValueBox(GroupCommitStatistics())
     /// The observer lives in a class box: a function value stored in a generic container is re-abstracted by a
@@ -45,10 +47,14 @@ final class GroupCommitWriter: @unchecked Sendable {
         self.health = CommitHealth(logger: context.logger)
         self.queue = WriteQueue(capacity: context.configuration.maxPendingWrites)
         self.gather = GroupGather(maxWait: context.configuration.maxGroupGather)
+        self.checkpoints = WALCheckpoints(
+            connection: connection, path: context.configuration.path,
+            busyTimeout: context.configuration.busyTimeout, logger: context.logger)
     }
 
     /// Starts the writer thread.
     func start() {
+        self.checkpoints.start()
         let thread = Thread { [self] in
             // Set from the thread itself: on Linux, `Thread.name` set before `start()` does not reach the kernel,
             // and the writer showed in top and perf under the name of the pool thread that created it.
@@ -64,7 +70,7 @@ final class GroupCommitWriter: @unchecked Sendable {
     #if canImport(Glibc)
     /// Names the calling thread for the kernel (`/proc/thread-self/comm`, at most 15 bytes), as `pthread_setname_np`
     /// would; Glibc's module does not export that one.
-    private static func nameCurrentThread(_ name: String) {
+    static func nameCurrentThread(_ name: String) {
         let fd = Glibc.open("/proc/thread-self/comm", O_WRONLY)
         guard fd >= 0 else { return }
         defer { Glibc.close(fd) }
@@ -172,8 +178,16 @@ final class GroupCommitWriter: @unchecked Sendable {
                 self.runFanOutBatch()
             }
             let cpu = Self.threadCPUMicros()
-            self.statistics.withLockedValue { $0.writerCPUMicros = cpu }
+            let checkpoints = self.checkpoints
+            self.statistics.withLockedValue {
+                $0.writerCPUMicros = cpu
+                $0.backgroundCheckpoints = checkpoints.backgroundPasses
+                $0.writerCheckpoints = checkpoints.writerCheckpoints
+                $0.writerCheckpointFrames = checkpoints.writerFrames
+                $0.walRestarts = checkpoints.restarts
+            }
         }
+        self.checkpoints.close()
         self.connection.close()
         let waiter = self.exit.withLockedValue { state -> CheckedContinuation<Void, Never>? in
             defer { state = .exited }
@@ -284,6 +298,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         for (index, request) in requests.enumerated() {
             request.complete(errors[index])
         }
+        self.checkpoints.committed()
     }
 
     private func afterCommit(_ transaction: WriteTransaction, requestCount: Int, commitTime: Duration) {

@@ -9,6 +9,8 @@ import CSQLiteWAL
 final class SQLiteConnection {
     private var handle: OpaquePointer?
     private var cache: [String: SQLiteStatement] = [:]
+    /// Kept alive while SQLite holds a pointer to it (``countWALFrames(into:)``).
+    private var walFrames: WALFrameCount?
 
     /// The VFS every connection opens with: SQLite's default one, with each commit's WAL frames written in one
     /// write (`Sources/CSQLiteWAL`); the default itself if that could not be registered (the same files, more
@@ -111,6 +113,40 @@ final class SQLiteConnection {
         return (requested, written)
     }
 
+    /// From now on, every commit of this connection sets `count` to the frames its WAL holds (SQLite's WAL hook).
+    /// This replaces SQLite's automatic checkpoint on this connection: the caller checkpoints
+    /// (``checkpointPassively()``, ``WALCheckpoints``).
+    func countWALFrames(into count: WALFrameCount) {
+        guard let handle = self.handle else { return }
+        self.walFrames = count
+        sqlite3_wal_hook(
+            handle,
+            { context, _, _, frames in
+                if let context {
+                    Unmanaged<WALFrameCount>.fromOpaque(context).takeUnretainedValue().frames = Int(frames)
+                }
+                return SQLITE_OK
+            },
+            Unmanaged.passUnretained(count).toOpaque()
+        )
+    }
+
+    /// A passive checkpoint: copies into the database file the WAL frames that no reader still needs, without
+    /// waiting for anyone (the writer goes on committing meanwhile), and syncs the file. Returns the WAL's size and
+    /// how much of it is now in the database (frames); when both are equal, the next write starts the WAL over.
+    /// `busy` when another connection is checkpointing.
+    func checkpointPassively() throws(StoreError) -> WALCheckpointResult {
+        let db = try self.db()
+        var log: Int32 = 0
+        var backfilled: Int32 = 0
+        let rc = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &backfilled)
+        switch rc & 0xFF {
+        case SQLITE_OK: return .done(log: Int(log), backfilled: Int(backfilled))
+        case SQLITE_BUSY: return .busy
+        default: throw Self.error(rc, "checkpoint failed: \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+
     /// Whether a transaction is open on this connection.
     var inTransaction: Bool {
         guard let handle = self.handle else { return false }
@@ -134,6 +170,20 @@ final class SQLiteConnection {
             return StoreError(code: .unavailable, message: message, engineCode: rc)
         }
     }
+}
+
+/// The WAL's size in frames after a connection's last commit (``SQLiteConnection/countWALFrames(into:)``); read and
+/// written on that connection's thread only.
+final class WALFrameCount {
+    var frames = 0
+}
+
+/// What a checkpoint did.
+enum WALCheckpointResult: Equatable, Sendable {
+    /// `backfilled` of the WAL's `log` frames are in the database file.
+    case done(log: Int, backfilled: Int)
+    /// Another connection was checkpointing; nothing done.
+    case busy
 }
 
 /// A prepared statement. Bind parameters (1-based), then `step()` through the rows.

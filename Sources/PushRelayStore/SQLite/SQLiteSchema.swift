@@ -14,7 +14,8 @@ enum SQLiteSchema {
             PRAGMA cache_size = -16384;
             """
         if writer {
-            pragmas += "PRAGMA wal_autocheckpoint = 1000;\nPRAGMA journal_size_limit = 67108864;\n"
+            // No `wal_autocheckpoint`: the writer's WAL hook replaces SQLite's automatic checkpoint (WALCheckpoints).
+            pragmas += "PRAGMA journal_size_limit = 67108864;\n"
         } else {
             pragmas += "PRAGMA query_only = 1;\n"
         }
