@@ -195,6 +195,7 @@ def real_senders(target: str, port: int, rate: int, args, pids: list, devices=No
         load0 = os.getloadavg()
         cpu0, thr0 = loadgen.proc_cpu(pids), {p: loadgen.thread_cpu(p) for p in pids}
         switches0 = loadgen.proc_switches(pids)
+        steal0 = loadgen.machine_steal()
         syncs = SyncCounter(sync_pid) if sync_pid else None
         t0 = time.monotonic()
         proc.stdin.write("go\n")
@@ -203,6 +204,7 @@ def real_senders(target: str, port: int, rate: int, args, pids: list, devices=No
         wall = time.monotonic() - t0
         cpu1 = loadgen.proc_cpu(pids)
         switches1 = loadgen.proc_switches(pids)
+        out["steal_s"] = loadgen.machine_steal() - steal0
         fsyncs = syncs.stop() if syncs else None
         out["server_threads"] = {p: loadgen.thread_usage(thr0[p], loadgen.thread_cpu(p), wall) for p in pids}
         proc.stdin.write("\n")
@@ -236,7 +238,7 @@ def real_senders(target: str, port: int, rate: int, args, pids: list, devices=No
         f"max {lat.get('max_us', 0):,.0f} us; lag p99 {lag.get('p99_us', 0):,.0f} us; server "
         f"{out['server_cores']:.2f} cores, {out['server_cpu_per_delivered_us'] or 0:.1f} us/msg, "
         f"{out['server_switches_per_delivered'] or 0:.2f} context switches/msg; generator "
-        f"{g['cores']:.2f} cores" + (f"; FAILED: {out['failure']}" if out.get("failure") else ""))
+        f"{g['cores']:.2f} cores; hypervisor steal {out['steal_s']:.2f} s" + (f"; FAILED: {out['failure']}" if out.get("failure") else ""))
     return out
 
 
@@ -655,6 +657,8 @@ def table(res: dict, args) -> str:
         row("sends per fsync (PushRelay: every send and acknowledgement is committed)",
             lambda r: fmt(r.get("sends_per_fsync"), 1) if r.get("sends_per_fsync") else "")
         row("generator CPU (cores)", lambda r: fmt(r["generator"]["cores"], 2))
+        row("CPU time the hypervisor took from the machine during the run (s, every CPU)",
+            lambda r: fmt(r.get("steal_s"), 2) if r.get("steal_s") is not None else "")
     gc = res.get("generator_check")
     if gc:
         rows.append(f"| generator check: mosquitto, {gc['rate']:,.0f} msg/s asked from {gc['senders']} senders: "
