@@ -993,6 +993,24 @@ static void report(double wall_s, double cpu_s) {
     for (int64_t i = 0; i < sent; i++)
         if (answered_ns[i]) a[n++] = answered_ns[i] - sent_ns[i];
     print_summary("answer", a, n, 0);
+    /* the five slowest answers, with when they were sent (seconds from the start): a stall's moment in the run */
+    printf("\"slowest_answers\":[");
+    int64_t top[5] = {-1, -1, -1, -1, -1};
+    for (int64_t i = 0; i < sent; i++) {
+        if (!answered_ns[i]) continue;
+        int64_t d = answered_ns[i] - sent_ns[i];
+        for (int k = 0; k < 5; k++) {
+            if (top[k] < 0 || d > answered_ns[top[k]] - sent_ns[top[k]]) {
+                memmove(&top[k + 1], &top[k], (size_t)(4 - k) * sizeof top[0]);
+                top[k] = i;
+                break;
+            }
+        }
+    }
+    for (int k = 0; k < 5 && top[k] >= 0; k++)
+        printf("%s{\"sent_at_s\":%.3f,\"answer_ms\":%.1f}", k ? "," : "", (double)(sent_ns[top[k]] - start_ns) / 1e9,
+               (double)(answered_ns[top[k]] - sent_ns[top[k]]) / 1e6);
+    printf("],");
     printf("\"ack\":{\"requests\":%lld,\"ids\":%lld,\"failed\":%lld,\"first_error\":", (long long)lt.requests,
            (long long)lt.ids, (long long)lt.failed);
     json_string(lt.first_error);

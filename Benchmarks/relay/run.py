@@ -239,6 +239,9 @@ def real_senders(target: str, port: int, rate: int, args, pids: list, devices=No
         f"{out['server_cores']:.2f} cores, {out['server_cpu_per_delivered_us'] or 0:.1f} us/msg, "
         f"{out['server_switches_per_delivered'] or 0:.2f} context switches/msg; generator "
         f"{g['cores']:.2f} cores; hypervisor steal {out['steal_s']:.2f} s" + (f"; FAILED: {out['failure']}" if out.get("failure") else ""))
+    if out.get("slowest_answers"):
+        log("    slowest answers (sent at s: ms): " + ", ".join(f"{x['sent_at_s']:.2f}: {x['answer_ms']:.1f}"
+                                                           for x in out["slowest_answers"]))
     return out
 
 
