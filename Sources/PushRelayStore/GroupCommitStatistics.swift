@@ -20,6 +20,8 @@ public struct GroupCommitStatistics: Sendable, Hashable {
     public var writerCheckpointFrames = 0
     /// Times the WAL started over from its beginning (every frame was in the database file).
     public var walRestarts = 0
+    /// Pages in the WAL after the last commit: what checkpoints have not yet let start over.
+    public var walPages = 0
 
     /// Creates zeroed counters.
     public init() {}

@@ -185,6 +185,7 @@ final class GroupCommitWriter: @unchecked Sendable {
                 $0.writerCheckpoints = checkpoints.writerCheckpoints
                 $0.writerCheckpointFrames = checkpoints.writerFrames
                 $0.walRestarts = checkpoints.restarts
+                $0.walPages = checkpoints.walFrames
             }
         }
         self.checkpoints.close()

@@ -202,6 +202,12 @@ public protocol PushStore: Sendable {
     /// `/readyz` reads it per request.
     var commitFailure: StoreError? { get }
 
+    /// Pages in the write-ahead log after the last commit, for engines that keep one in the node's files (SQLite):
+    /// checkpoints copy them into the database file and let the log start over, unless a reader holds an old
+    /// snapshot (a backup, a `sqlite3` shell inside a transaction), and then it grows. nil for the others
+    /// (PostgreSQL). Read from memory. Feeds `pushrelay_store_wal_pages`.
+    var walPages: Int? { get }
+
     /// Commits a write at least as large as a message (on SQLite a 64 KiB row; on PostgreSQL, whose failures are
     /// the server's, a one-row update), to learn whether the store can take messages again after
     /// ``commitFailure``: success clears it. The relay calls it periodically while the store is failing, so that a
@@ -234,6 +240,9 @@ extension PushStore {
 
     /// Nothing in memory: every send takes the async path.
     public func cachedProject(serverKey key: String) -> Project? { nil }
+
+    /// No write-ahead log in the node's files.
+    public var walPages: Int? { nil }
 
     /// Nothing in memory: every send takes the async path.
     public func cachedDevices(tokens: [String]) -> [Device]? { nil }

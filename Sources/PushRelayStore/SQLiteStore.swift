@@ -131,6 +131,9 @@ public final class SQLiteStore: PushStore {
         self.readers.close()
     }
 
+    /// See ``PushStore/walPages``.
+    public var walPages: Int? { self.writer.currentStatistics.walPages }
+
     /// Counters of the group-commit writer since open: transactions (fsyncs), requests, the largest group.
     public var groupCommitStatistics: GroupCommitStatistics { self.writer.currentStatistics }
 

@@ -97,6 +97,8 @@ final class WALCheckpoints {
     /// Frames the writer copied itself, summed (the background's share is the rest).
     private(set) var writerFrames = 0
     var restarts: Int { self.policy.generation }
+    /// The WAL's size after the last commit (frames, i.e. pages).
+    var walFrames: Int { self.policy.frames }
 
     /// Takes over checkpointing from SQLite's automatic checkpoint on `connection` (the writer's); the background
     /// checkpointer opens its own connection to `path`.

@@ -24,6 +24,7 @@ struct RelayMetricsTests {
         metrics.messagesExpired()
         metrics.messagesDropped(reason: .collapsed, count: 2)
         metrics.setQueueDepth(42)
+        metrics.setWALPages(1200)
         metrics.streamOpened()
         metrics.streamOpened()
         metrics.streamClosed()
@@ -47,6 +48,8 @@ struct RelayMetricsTests {
             #"pushrelay_messages_dropped_total{reason="overflow"} 0"#,
             "# TYPE pushrelay_queue_depth gauge",
             "pushrelay_queue_depth 42.0",
+            "# TYPE pushrelay_store_wal_pages gauge",
+            "pushrelay_store_wal_pages 1200.0",
             "pushrelay_open_streams 1.0",
             "pushrelay_connected_devices 1.0",
             "pushrelay_open_connections 1.0",

@@ -27,6 +27,9 @@ public enum RelayMetricNames {
     public static let connectionsRefused = "pushrelay_connections_refused_total"
     /// Histogram (seconds): time of one store commit (a group commit covers several sends).
     public static let commitDuration = "pushrelay_store_commit_duration_seconds"
+    /// Gauge: pages in the SQLite store's write-ahead log after its last commit (0 on PostgreSQL); stays below a
+    /// few thousand while checkpoints keep up, grows while a reader holds an old snapshot.
+    public static let walPages = "pushrelay_store_wal_pages"
     /// Histogram (seconds): from the send's acceptance to the message's first write on the device stream.
     public static let sendToDeliverDuration = "pushrelay_send_to_deliver_duration_seconds"
     /// Counter: TLS handshakes completed, label `alpn` (`h2`, `http/1.1`, `none`).
@@ -37,7 +40,7 @@ public enum RelayMetricNames {
     /// Every metric name above.
     public static let all: [String] = [
         sendsAccepted, sendsRejected, messagesDelivered, messagesAcked, messagesExpired, messagesDropped, queueDepth,
-        connectedDevices, openStreams, openConnections, connectionsRefused, commitDuration, sendToDeliverDuration, tlsHandshakes,
+        connectedDevices, openStreams, openConnections, connectionsRefused, commitDuration, walPages, sendToDeliverDuration, tlsHandshakes,
         tlsHandshakeFailures,
     ]
 

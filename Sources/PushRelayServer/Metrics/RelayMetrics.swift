@@ -25,6 +25,7 @@ public final class RelayMetrics: Sendable {
     private let messagesExpired: Counter
     private let droppedByReason: [DropReason: Counter]
     private let queueDepth: Gauge
+    private let walPages: Gauge
     private let connectedDevices: Meter
     private let openStreams: Meter
     private let openConnections: Meter
@@ -55,6 +56,7 @@ public final class RelayMetrics: Sendable {
         }
         self.droppedByReason = dropped
         self.queueDepth = Gauge(label: Names.queueDepth, factory: factory)
+        self.walPages = Gauge(label: Names.walPages, factory: factory)
         self.connectedDevices = Meter(label: Names.connectedDevices, factory: factory)
         self.openStreams = Meter(label: Names.openStreams, factory: factory)
         self.openConnections = Meter(label: Names.openConnections, factory: factory)
@@ -108,6 +110,11 @@ public final class RelayMetrics: Sendable {
     /// The number of pending messages in the store (set by whoever counts them, e.g. the purge pass).
     public func setQueueDepth(_ depth: Int) {
         queueDepth.record(depth)
+    }
+
+    /// The pages in the store's write-ahead log (``PushStore/walPages``).
+    public func setWALPages(_ pages: Int) {
+        walPages.record(pages)
     }
 
     /// A device got its first open stream on this node.

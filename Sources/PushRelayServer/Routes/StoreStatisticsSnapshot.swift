@@ -23,6 +23,7 @@ final class StoreStatisticsSnapshot: Sendable {
         do {
             let statistics = try await store.queueStatistics()
             metrics.setQueueDepth(statistics.storedMessages)
+            metrics.setWALPages(store.walPages ?? 0)
             state.withLockedValue {
                 $0.statistics = statistics
                 $0.storeReadable = true
