@@ -128,22 +128,24 @@ final class WALCheckpoints {
         case .background(let generation):
             if !self.background.ask(generation: generation) {
                 // No background thread (it could not open its connection): the writer does it, as SQLite would.
-                self.policy.backgroundFinished(generation: generation, self.checkpoint())
+                self.policy.backgroundFinished(generation: generation, self.writerCheckpoint())
             }
         case .writer:
-            let before = self.policy.backfilled
-            if let result = self.checkpoint() {
+            if let result = self.writerCheckpoint() {
                 self.policy.writerFinished(result)
-                if case .done(_, let backfilled) = result {
-                    self.writerCheckpoints += 1
-                    self.writerFrames += max(backfilled - before, 0)
-                }
             }
         }
     }
 
-    private func checkpoint() -> WALCheckpointResult? {
-        Self.checkpoint(self.connection, failing: &self.failing, logger: self.logger)
+    /// A checkpoint on the writer's connection, counted.
+    private func writerCheckpoint() -> WALCheckpointResult? {
+        let before = self.policy.backfilled
+        let result = Self.checkpoint(self.connection, failing: &self.failing, logger: self.logger)
+        if case .done(_, let backfilled)? = result {
+            self.writerCheckpoints += 1
+            self.writerFrames += max(backfilled - before, 0)
+        }
+        return result
     }
 
     /// A passive checkpoint on `connection`; nil when it failed, logged once until one succeeds again.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 
 @testable import PushRelayStore
@@ -93,6 +94,35 @@ import Testing
                 "the writer copies only tails")
             // Without restarts the WAL would reach ≈ 10,000 frames (≈ 40 MB).
             #expect(largestWAL <= 3 * CheckpointPolicy.threshold * (4096 + 24), "largest WAL: \(largestWAL) bytes")
+        }
+    }
+
+    @Test("no checkpointer thread (its connection cannot open): the writer checkpoints by itself and the WAL starts over")
+    func writerFallsBack() async throws {
+        try await withTemporaryDirectory { directory in
+            let connection = try WALWriteTests.create(directory)
+            // The checkpointer opens a file in a directory that does not exist: its thread stops at once.
+            let checkpoints = WALCheckpoints(
+                connection: connection, path: directory + "/missing/wal.db", busyTimeout: .seconds(1),
+                logger: Logger(label: "test"))
+            checkpoints.start()
+            let row = [UInt8](repeating: 7, count: 8_000)
+            for n in 0..<1_500 where checkpoints.restarts < 2 {
+                try connection.execute("BEGIN IMMEDIATE;")
+                let insert = try connection.statement("INSERT INTO t (v, n) VALUES (?1, ?2)")
+                try insert.bind(row, at: 1)
+                try insert.bind(n, at: 2)
+                try insert.run()
+                try connection.execute("COMMIT;")
+                checkpoints.committed()
+                if n % 100 == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            }
+            checkpoints.close()
+            #expect(checkpoints.restarts >= 2)
+            #expect(checkpoints.backgroundPasses == 0)
+            #expect(checkpoints.writerCheckpoints >= 1)
+            #expect(try WALWriteTests.count(connection, "SELECT count(*) FROM t") > 0)
+            connection.close()
         }
     }
 
