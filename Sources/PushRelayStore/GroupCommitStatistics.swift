@@ -15,8 +15,10 @@ public struct GroupCommitStatistics: Sendable, Hashable {
     public var writerCPUMicros: Int64 = 0
     /// Checkpoints of the WAL run by the checkpointer thread beside the writer.
     public var backgroundCheckpoints = 0
-    /// Checkpoints the writer ran itself (the last few frames, after answering a group), and the frames they copied.
+    /// Checkpoints the writer ran itself (the last few frames, after answering a group; all of them when the
+    /// checkpointer thread could not start).
     public var writerCheckpoints = 0
+    /// Frames the writer's own checkpoints copied into the database file, summed.
     public var writerCheckpointFrames = 0
     /// Times the WAL started over from its beginning (every frame was in the database file).
     public var walRestarts = 0

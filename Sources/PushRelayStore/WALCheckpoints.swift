@@ -118,7 +118,7 @@ final class WALCheckpoints {
     func committed() {
         if let (generation, result) = self.background.takeFinished() {
             self.policy.backgroundFinished(generation: generation, result)
-            if result != nil {
+            if case .done? = result {
                 self.backgroundPasses += 1
             }
         }
