@@ -102,6 +102,12 @@ struct StoreBenchCommand: AsyncParsableCommand {
                 cpuPerRequest, 1e6 / cpuPerRequest
             )
         )
+        print(
+            "checkpoints: \(writer.backgroundCheckpoints - before.backgroundCheckpoints) by the checkpointer thread, "
+                + "\(writer.writerCheckpoints - before.writerCheckpoints) by the writer "
+                + "(\(writer.writerCheckpointFrames - before.writerCheckpointFrames) frames); the WAL started over "
+                + "\(writer.walRestarts - before.walRestarts) times, \(writer.walPages) pages in it at the end"
+        )
 
         if self.fanOut > 0 {
             try await self.measureFanOut(store: store, project: project.id, tokens: tokens, body: body)
