@@ -50,8 +50,10 @@ import Testing
 
     @Test("every metric on the dashboard moves: sends, deliveries, acks, expiry, each drop reason, gauges, latencies, TLS, refused connections")
     func everyDashboardMetricMoves() async throws {
-        let names = try Self.dashboardMetricNames()
+        var names = try Self.dashboardMetricNames()
         #expect(names.count >= 15, "names read from the dashboard: \(names.sorted())")
+        // The SQLite WAL's gauge stays 0 on PostgreSQL (docs/operations.md); OperationsTests checks that.
+        if E2EStore.current == .postgres { names.remove("pushrelay_store_wal_pages") }
         let pki = try await TestPKI()
         let daemon = try Daemon(arguments: [
             "--metrics-interval", "1s", "--purge-interval", "1s", "--max-connections-per-address", "3",
