@@ -434,26 +434,37 @@ class SyncCounter:
 
 
 def commit_stats(port: int) -> dict:
-    """The daemon's commit histogram from /metrics: commits so far and seconds spent committing."""
+    """The daemon's commit histogram from /metrics (each send or acknowledgement from its submission to its commit):
+    commits so far, seconds spent committing, and how many took longer than each bucket's bound."""
     import urllib.request
     out = {}
     try:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     except OSError as e:
         return {"error": repr(e)}
+    buckets = {}
     for line in text.splitlines():
         for key in ("pushrelay_store_commit_duration_seconds_count", "pushrelay_store_commit_duration_seconds_sum"):
             if line.startswith(key + " "):
                 out[key.rsplit("_", 1)[1]] = float(line.split()[1])
+        if line.startswith('pushrelay_store_commit_duration_seconds_bucket{le="'):
+            bound = line.split('"')[1]
+            if bound != "+Inf":
+                buckets[float(bound)] = float(line.split()[1])
+    if "count" in out:
+        out["over"] = {bound: out["count"] - below for bound, below in buckets.items()}
     return out
 
 
 def commit_delta(before: dict, after: dict, messages: int, wall: float) -> dict:
     n = after.get("count", 0) - before.get("count", 0)
     busy = after.get("sum", 0) - before.get("sum", 0)
+    over = {f"{bound * 1000:g} ms": int(after["over"][bound] - before.get("over", {}).get(bound, 0))
+            for bound in sorted(after.get("over", {})) if bound >= 0.005}
     return {"commits": n, "mean_commit_ms": busy / n * 1000 if n else None,
             "writer_busy_share": busy / wall if wall else None,
-            "messages_per_commit": messages / n if n else None}
+            "messages_per_commit": messages / n if n else None,
+            "longer_than": over}
 
 
 def du(path: str) -> int:
@@ -509,6 +520,8 @@ def phase_pushrelay_stream(work: str, args, res: dict) -> None:
         c0 = commit_stats(s.port)
         r = real_senders("pushrelay", s.port, rate, args, [s.pid], devices, project["server_key"], sync_pid=s.pid)
         r["commits"] = commit_delta(c0, commit_stats(s.port), r.get("ok", 0), r["generator"]["wall_s"])
+        log("    sends and acknowledgements waiting longer than ... for their commit: " + ", ".join(
+            f"{bound}: {count}" for bound, count in r["commits"].get("longer_than", {}).items() if count))
         res["real_pushrelay"][str(rate)] = r
         if rec:
             rec.wait(timeout=60)
