@@ -5,6 +5,7 @@
 #   STREAM=1 Benchmarks/syscalls.sh                 # the device holds a stream: every send is also delivered
 #   SENDS=40000 TRACE=0 Benchmarks/syscalls.sh      # without perf attached: sends/s and CPU undisturbed
 #   PUSHRELAY_BIN=/path/to/pushrelay Benchmarks/syscalls.sh
+# Also printed: the CPU per send of each of the daemon's threads by name (the writer, the checkpointer, the event loops).
 #
 # The release daemon runs on loopback with a fresh data directory; one device is registered; `perf trace -s` is
 # attached to it (every thread) while `h2load -n SENDS -c 8 -m 1 --h1` POSTs single-token sends (the seed scenario's
@@ -67,11 +68,21 @@ if [ "$trace" = 1 ]; then
   sleep 1  # perf trace attaches to every thread before the run starts
 fi
 cpu() { awk '{print $14 + $15}' "/proc/$daemon/stat"; }
+# Each thread's name and CPU ticks so far, one line each (the writer, the checkpointer, the event loops, the pool).
+threads() {
+  local t
+  for t in /proc/"$daemon"/task/*; do
+    printf '%s %s\n' "$(tr ' ' '_' < "$t/comm" 2> /dev/null)" "$(sed 's/.*) //' "$t/stat" 2> /dev/null |
+      awk '{print $12 + $13}')"
+  done
+}
 ticks=$(getconf CLK_TCK)
 cpu_before=$(cpu)
+threads > "$work/threads-before"
 out=$(h2load_checked http/1.1 -n "$sends" -c 8 -m 1 --h1 -t 1 -d "$work/send.json" \
   -H 'Content-Type: application/json' -H "Authorization: key=$SEED_SERVER_KEY" "http://127.0.0.1:$port/fcm/send")
 cpu_after=$(cpu)
+threads > "$work/threads-after"
 if [ -n "$tracer" ]; then
   kill -INT "$tracer"
   wait "$tracer" 2> /dev/null || true
@@ -83,11 +94,22 @@ rate=$(echo "$out" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
 echo "binary $bin"
 echo "h2load -n $sends -c 8 -m 1 --h1, single-token /fcm/send, one $([ "${STREAM:-0}" = 1 ] &&
   echo 'streaming device: every send delivered' || echo 'offline device')$([ "$trace" = 1 ] && echo ', perf trace attached')"
-python3 - "$sends" "$rate" "$cpu_before" "$cpu_after" "$ticks" "$work/trace.txt" "$trace" << 'PY'
+python3 - "$sends" "$rate" "$cpu_before" "$cpu_after" "$ticks" "$work/trace.txt" "$trace" "$work" << 'PY'
 import re, sys
 sends, rate = int(sys.argv[1]), float(sys.argv[2])
 cpu_us = (float(sys.argv[4]) - float(sys.argv[3])) / int(sys.argv[5]) * 1e6 / sends
 print(f"{rate:,.0f} sends/s, daemon CPU {cpu_us:.1f} us per send")
+def threads(path):
+    totals = {}
+    for line in open(path):
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            totals[parts[0]] = totals.get(parts[0], 0) + int(parts[1])
+    return totals
+before, after = threads(sys.argv[8] + "/threads-before"), threads(sys.argv[8] + "/threads-after")
+by_thread = {name: (after[name] - before.get(name, 0)) / int(sys.argv[5]) * 1e6 / sends for name in after}
+print("CPU per send by thread (us): " + ", ".join(
+    f"{name} {us:.1f}" for name, us in sorted(by_thread.items(), key=lambda x: -x[1]) if us >= 0.05))
 if sys.argv[7] != "1":
     sys.exit(0)
 calls = {}
