@@ -44,6 +44,10 @@ struct CheckpointPolicy: Equatable {
     /// The WAL's size when the writer last checkpointed it. If the WAL did not start over after that (a reader
     /// still held an old snapshot), the writer waits for ``tail`` more frames before it tries again.
     private var writerCheckpointedAt: Int?
+    /// After a background pass that copied nothing (a reader's snapshot stops it where it is) or failed: the WAL's
+    /// size from which the next pass is asked for, a ``tail`` later, so that a stuck reader does not make the
+    /// checkpointer run a useless pass at every commit.
+    private var backgroundRetryAt: Int?
 
     /// The writer committed and its WAL holds `frames` frames.
     mutating func committed(frames: Int) -> Action {
@@ -51,10 +55,12 @@ struct CheckpointPolicy: Equatable {
             self.generation += 1
             self.backfilled = 0
             self.writerCheckpointedAt = nil
+            self.backgroundRetryAt = nil
         }
         self.frames = frames
         guard frames >= Self.threshold, !self.backgroundPending else { return .none }
         if frames - self.backfilled > Self.tail {
+            if let at = self.backgroundRetryAt, frames < at { return .none }
             self.backgroundPending = true
             return .background(generation: self.generation)
         }
@@ -68,8 +74,12 @@ struct CheckpointPolicy: Equatable {
     /// The background pass asked for with `generation` ended with `result` (nil: it failed).
     mutating func backgroundFinished(generation: Int, _ result: WALCheckpointResult?) {
         self.backgroundPending = false
-        if generation == self.generation, case .done(_, let backfilled)? = result {
+        guard generation == self.generation else { return }
+        if case .done(_, let backfilled)? = result, backfilled > self.backfilled {
             self.backfilled = backfilled
+            self.backgroundRetryAt = nil
+        } else {
+            self.backgroundRetryAt = self.frames + Self.tail
         }
     }
 
