@@ -181,11 +181,7 @@ final class GroupCommitWriter: @unchecked Sendable {
             let checkpoints = self.checkpoints
             self.statistics.withLockedValue {
                 $0.writerCPUMicros = cpu
-                $0.backgroundCheckpoints = checkpoints.backgroundPasses
-                $0.writerCheckpoints = checkpoints.writerCheckpoints
-                $0.writerCheckpointFrames = checkpoints.writerFrames
-                $0.walRestarts = checkpoints.restarts
-                $0.walPages = checkpoints.walFrames
+                checkpoints.record(into: &$0)
             }
         }
         self.checkpoints.close()

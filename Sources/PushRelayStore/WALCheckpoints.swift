@@ -101,7 +101,7 @@ final class WALCheckpoints {
     private let logger: Logger
     private var failing = false
 
-    /// Counters (``GroupCommitStatistics``).
+    /// Counters (``record(into:)``).
     private(set) var backgroundPasses = 0
     private(set) var writerCheckpoints = 0
     /// Frames the writer copied itself, summed (the background's share is the rest).
@@ -117,6 +117,15 @@ final class WALCheckpoints {
         self.logger = logger
         self.background = BackgroundCheckpointer(path: path, busyTimeout: busyTimeout, logger: logger)
         connection.countWALFrames(into: self.frames)
+    }
+
+    /// Copies the counters and the WAL's size into the writer's statistics.
+    func record(into statistics: inout GroupCommitStatistics) {
+        statistics.backgroundCheckpoints = self.backgroundPasses
+        statistics.writerCheckpoints = self.writerCheckpoints
+        statistics.writerCheckpointFrames = self.writerFrames
+        statistics.walRestarts = self.restarts
+        statistics.walPages = self.walFrames
     }
 
     /// Starts the background checkpointer's thread.

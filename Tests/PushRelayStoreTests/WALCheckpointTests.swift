@@ -119,14 +119,8 @@ import Testing
                 connection: connection, path: directory + "/missing/wal.db", busyTimeout: .seconds(1),
                 logger: Logger(label: "test"))
             checkpoints.start()
-            let row = [UInt8](repeating: 7, count: 8_000)
             for n in 0..<1_500 where checkpoints.restarts < 2 {
-                try connection.execute("BEGIN IMMEDIATE;")
-                let insert = try connection.statement("INSERT INTO t (v, n) VALUES (?1, ?2)")
-                try insert.bind(row, at: 1)
-                try insert.bind(n, at: 2)
-                try insert.run()
-                try connection.execute("COMMIT;")
+                _ = try WALWriteTests.commit(connection) { try WALWriteTests.insert(connection, rows: 1, size: 8_000) }
                 checkpoints.committed()
                 if n % 100 == 0 { try await Task.sleep(for: .milliseconds(5)) }
             }
