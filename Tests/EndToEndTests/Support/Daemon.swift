@@ -205,19 +205,32 @@ func run(_ program: String, _ arguments: [String], stdin: String? = nil, environ
 }
 
 /// Collects a child's output on a background reader so the pipe never fills.
+///
+/// Each pipe is read by a thread of its own with blocking `read(2)` until end of file, not by
+/// `FileHandle.readabilityHandler`: that installs a libdispatch read source whose asynchronous cancellation races
+/// the descriptor's close, and on Linux the race intermittently crashes the whole test process in
+/// `_dispatch_event_loop_drain` (a dangling epoll registration; swift-corelibs-foundation#3276 and #5507). A
+/// blocking read never registers the descriptor with libdispatch. The thread holds the read end until the child and
+/// every copy of the write end are gone (`Process.run` closes the parent's copy), then ends.
 final class OutputCollector: @unchecked Sendable {
     private let lock = NSLock()
     private var buffer = ""
 
     func attach(_ pipe: Pipe) {
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else {
-                handle.readabilityHandler = nil
-                return
+        let handle = pipe.fileHandleForReading
+        let reader = Thread { [weak self] in
+            var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0, let self else { break }
+                let text = String(decoding: chunk[..<count], as: UTF8.self)
+                self.lock.withLock { self.buffer += text }
             }
-            self.lock.withLock { self.buffer += String(decoding: data, as: UTF8.self) }
+            withExtendedLifetime(handle) {}
         }
+        reader.name = "test-output"
+        reader.start()
     }
 
     var text: String { lock.withLock { buffer } }
