@@ -115,8 +115,9 @@ import Testing
         try "hello".write(to: root.appendingPathComponent("small.txt"), atomically: true, encoding: .utf8)
         let port = try TestPostgres.freePort()
         let nghttpd = Process()
-        nghttpd.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        nghttpd.arguments = ["nghttpd", "--no-tls", "-d", root.path, String(port)]
+        // Through ChildProcess.configure: spawned from a pool thread, the child inherits its blocked signals, and
+        // nghttpd started through `env` ignored the SIGTERM of `terminate()` and outlived every test run.
+        ChildProcess.configure(nghttpd, "nghttpd", ["--no-tls", "-d", root.path, String(port)])
         nghttpd.standardOutput = FileHandle.nullDevice
         nghttpd.standardError = FileHandle.nullDevice
         try nghttpd.run()
