@@ -134,7 +134,8 @@ public protocol PushStore: Sendable {
 
     /// Deletes up to `limit` expired messages, expired unexpanded topic messages and rotated keys past their grace
     /// period.
-    /// The server calls it periodically; the report feeds metrics counters.
+    /// The server calls it periodically; the report feeds metrics counters. SQLite looks for expired messages in at
+    /// most 200,000 rows per call, resuming where the last call stopped (see `SQLiteStore.purge(limit:)`).
     func purge(limit: Int) async throws -> PurgeReport
 
     /// Queue gauges for metrics.

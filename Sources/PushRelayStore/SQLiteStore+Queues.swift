@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 public import PushRelayCore
 extension SQLiteStore {
     /// See ``PushStore/enqueue(_:)``.
@@ -62,18 +63,26 @@ extension SQLiteStore {
         }
     }
 
-    /// See ``PushStore/purge(limit:)``.
+    /// See ``PushStore/purge(limit:)``. Expired messages in device queues are found by a sweep in id order, a chunk
+    /// per write request, resuming where the last purge stopped (``ExpirySweep``): on a store of more than
+    /// 200,000 messages an expired one can keep its row (never delivered, never counted) until a later purge
+    /// reaches it.
     public func purge(limit: Int) async throws -> PurgeReport {
-        try await self.writer.write { transaction in
+        var report = PurgeReport()
+        let rows = self.context.configuration.expirySweepChunkRows
+        for _ in 0..<self.context.configuration.expirySweepChunks where report.expiredMessages < limit {
+            let start = self.expirySweepCursor.withLockedValue { $0 }
+            let left = limit - report.expiredMessages
+            let chunk = try await self.writer.write { transaction in
+                try ExpirySweep.chunk(transaction, after: start, rows: rows, limit: left)
+            }
+            self.expirySweepCursor.withLockedValue { $0 = chunk.next }
+            report.expiredMessages += chunk.deleted
+            if chunk.reachedEnd { break }
+        }
+        let others = try await self.writer.write { transaction in
             let connection = transaction.connection
             var report = PurgeReport()
-            let messages = try connection.statement(
-                "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE expires_at <= ?1 LIMIT ?2)"
-            )
-            try messages.bind(transaction.nowMicros, at: 1)
-            try messages.bind(max(limit, 0), at: 2)
-            try messages.run()
-            report.expiredMessages = connection.changes
             let topics = try connection.statement("DELETE FROM topic_messages WHERE expires_at <= ?1 RETURNING id")
             try topics.bind(transaction.nowMicros, at: 1)
             while try topics.step() {
@@ -89,9 +98,11 @@ extension SQLiteStore {
             let tokens = try connection.statement("DELETE FROM access_tokens WHERE expires_at <= ?1")
             try tokens.bind(transaction.nowMicros, at: 1)
             try tokens.run()
-            transaction.discardQueueStates()
             return report
         }
+        report.expiredTopicMessages = others.expiredTopicMessages
+        report.expiredServerKeys = others.expiredServerKeys
+        return report
     }
 
     /// See ``PushStore/queueStatistics()``.

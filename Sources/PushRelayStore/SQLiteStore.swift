@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import PushRelayCore
 public import Logging
 
@@ -18,6 +19,8 @@ public final class SQLiteStore: PushStore {
     let context: StoreContext
     let writer: GroupCommitWriter
     let readers: ReadPool
+    /// Where the next purge's expiry sweep starts: after this message id (``ExpirySweep``).
+    let expirySweepCursor = NIOLockedValueBox<Int64>(0)
 
     /// Opens the database (creating it when missing, if ``Configuration/createIfMissing``), checks it (see
     /// ``Configuration/checkIntegrityAtOpen``) and starts the writer thread. Call ``close()`` when done.

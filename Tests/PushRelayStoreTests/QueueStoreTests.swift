@@ -207,6 +207,36 @@ struct QueueStoreTests {
         }
     }
 
+    @Test("SQLite: the purge sweeps the queue in id order, a chunk per request, resuming where it stopped")
+    func purgeSweepsInChunks() async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(.sqlite, in: directory, clock: clock, configure: { $0.expirySweep = (3, 2) }) { store in
+                let fixture = try await makeFixture(store)
+                // Ten messages in id order; the odd ones live 10 s, the even ones 1,000 s.
+                for index in 0..<10 {
+                    _ = try await store.enqueue([
+                        NewMessage(device: fixture.device, body: [UInt8(index)], timeToLive: .seconds(index % 2 == 1 ? 10 : 1000))
+                    ])
+                }
+                clock.advance(by: 11)
+                // Two chunks of three rows: messages 0–5, so 1, 3 and 5.
+                #expect(try await store.purge(limit: 1000).expiredMessages == 3)
+                // On from 6: 7, then 9 and the end of the table.
+                #expect(try await store.purge(limit: 1000).expiredMessages == 2)
+                // From the start again: nothing left to purge.
+                #expect(try await store.purge(limit: 1000).expiredMessages == 0)
+                #expect(try await store.queueStatistics().storedMessages == 5)
+                clock.advance(by: 1000)
+                // All five left are expired: the limit stops after 0 and 2, and the next purge goes on from 4
+                // (the cursor stopped at the last row deleted, not the last examined).
+                #expect(try await store.purge(limit: 2).expiredMessages == 2)
+                #expect(try await store.purge(limit: 1000).expiredMessages == 3)
+                #expect(try await store.queueStatistics().storedMessages == 0)
+            }
+        }
+    }
+
     @Test("expired messages do not count toward the 100 limit", arguments: StoreKind.allCases)
     func expiredDoNotCount(kind: StoreKind) async throws {
         let clock = FakeClock()

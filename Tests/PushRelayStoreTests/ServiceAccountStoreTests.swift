@@ -56,13 +56,13 @@ import Testing
                 let shop = try await store.createProject(name: "shop")
                 for _ in 0..<2 { _ = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS") }
             }
-            // Back to the version-1 schema, as a database of an earlier release (versions 4 (PostgreSQL), 3 and 2
-            // undone).
+            // Back to the version-1 schema, as a database of an earlier release (versions 4, 3 and 2 undone).
             switch kind {
             case .sqlite:
                 let connection = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
                 try connection.execute(
                     """
+                    CREATE INDEX messages_expiry ON messages (expires_at);
                     DROP INDEX devices_last_seen; ALTER TABLE devices DROP COLUMN last_seen_at;
                     ALTER TABLE projects DROP COLUMN device_count;
                     DROP TABLE access_tokens; DROP TABLE service_account_keys; PRAGMA user_version = 1;
@@ -97,6 +97,11 @@ import Testing
                 _ = try version.step()
                 #expect(version.int64(0) == SQLiteSchema.version)
                 try version.run()
+                // Version 4: no index on messages.expires_at (the purge sweeps the table instead).
+                let index = try reopened.statement("SELECT count(*) FROM sqlite_master WHERE name = 'messages_expiry'")
+                _ = try index.step()
+                #expect(index.int64(0) == 0)
+                try index.run()
                 reopened.close()
             case .postgres:
                 let result = try await TestPostgres.shared.psql(

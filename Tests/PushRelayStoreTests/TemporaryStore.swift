@@ -43,6 +43,8 @@ struct StoreOptions {
     var transientOrderTimeout: Duration?
     /// SQLite only (the PostgreSQL writer's queue is not bounded yet).
     var maxPendingWrites: Int?
+    /// SQLite only (PostgreSQL finds expired messages by an index): rows per chunk and chunks per purge.
+    var expirySweep: (chunkRows: Int, chunks: Int)?
 }
 
 /// A store with the writer hooks the suites use.
@@ -97,6 +99,10 @@ func openStore(
         if let value = options.fanOutBatchSize { configuration.fanOutBatchSize = value }
         if let value = options.authRecheckInterval { configuration.authRecheckInterval = value }
         if let value = options.maxPendingWrites { configuration.maxPendingWrites = value }
+        if let value = options.expirySweep {
+            configuration.expirySweepChunkRows = value.chunkRows
+            configuration.expirySweepChunks = value.chunks
+        }
         return try SQLiteStore(configuration: configuration)
     case .postgres:
         let url = try await TestPostgres.shared.database(named: databaseName(for: directory))

@@ -148,6 +148,13 @@ enum SQLiteSchema {
 
         PRAGMA user_version = 3;
         """,
+        // 4: no index on messages.expires_at. It cost a B-tree page (a WAL frame) in every commit that stored or
+        // acknowledged a message; the purge finds expired messages by a sweep in id order instead (ExpirySweep).
+        """
+        DROP INDEX IF EXISTS messages_expiry;
+
+        PRAGMA user_version = 4;
+        """,
     ]
 
     /// Brings a database to the current schema (creating it when empty). Runs on the writer connection.
