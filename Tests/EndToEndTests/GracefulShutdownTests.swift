@@ -186,6 +186,11 @@ import Testing
                     sock.sendall(out)
                 return True
             send(40)
+            # SIGTERM only once the server has answered something: before it has accepted the connection, closing
+            # its listener resets the connection (still in the kernel's accept queue), as any server's would.
+            while not status:
+                if not read_some(5):
+                    break
             print("sent", flush=True)
             # Keep sending in small batches until GOAWAY arrives; then read until the server closes.
             while goaway is None:
