@@ -8,8 +8,8 @@
 /// rows among them, and starts over from the lowest id once it reaches the end. Every chunk is its own write
 /// request, so sends and acknowledgements commit between chunks; none holds the writer for long.
 ///
-/// An expired message is never delivered or counted (every queue read and count filters on `expires_at`, through
-/// the `messages_queue` index); the sweep only gives its space back. A store of up to
+/// An expired message is never delivered nor counted against a queue's limits (every queue read and policy count
+/// filters on `expires_at`, through the `messages_queue` index); the sweep only gives its space back. A store of up to
 /// `expirySweepChunks × expirySweepChunkRows` rows (200,000 by default) is swept whole at every purge, as before;
 /// a larger one over several purges.
 ///
@@ -17,7 +17,7 @@
 /// chunk has committed, so a chunk whose group failed is examined again.
 enum ExpirySweep {
     /// What one chunk did.
-    struct Chunk: Equatable {
+    struct Chunk {
         /// Rows read.
         var examined = 0
         /// Expired rows deleted.

@@ -52,7 +52,7 @@ extension SQLiteStore {
         /// Whether the writer expands topic messages by itself (tests turn it off to stop mid-expansion).
         var automaticFanOut = true
         /// Rows of the `messages` table one write request of the expiry sweep examines (``ExpirySweep``): reading
-        /// them takes about a millisecond of the writer's time; deleting costs ≈ 17 µs per expired row (35 ms for a
+        /// them takes under a millisecond of the writer's time; deleting costs ≈ 17 µs per expired row (35 ms for a
         /// chunk that has all expired, where the old purge deleted up to 10,000 rows in one request). Tests make it
         /// small.
         var expirySweepChunkRows = 2_000

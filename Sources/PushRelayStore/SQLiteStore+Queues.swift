@@ -65,8 +65,8 @@ extension SQLiteStore {
 
     /// See ``PushStore/purge(limit:)``. Expired messages in device queues are found by a sweep in id order, a chunk
     /// per write request, resuming where the last purge stopped (``ExpirySweep``): on a store of more than
-    /// 200,000 messages an expired one can keep its row (never delivered, never counted) until a later purge
-    /// reaches it.
+    /// 200,000 messages an expired one can keep its row (never delivered, not counted against its queue's
+    /// limits) until a later purge reaches it.
     public func purge(limit: Int) async throws -> PurgeReport {
         var report = PurgeReport()
         let rows = self.context.configuration.expirySweepChunkRows
