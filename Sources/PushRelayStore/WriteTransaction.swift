@@ -239,8 +239,9 @@ final class WriteTransaction {
     /// How far past the id generator's position `meta.last_message_id` is written: a second of ids.
     ///
     /// The generator restarts from that row, so every id handed out must be at or below it. Writing the exact
-    /// position cost every commit one more page in the WAL (`meta`, next to the message row and its two index
-    /// entries: ~4.4 frames per single-send commit); written a second ahead, the row changes about once a second.
+    /// position cost every commit one more page in the WAL (`meta`, next to the message row and its index entries:
+    /// ~4.4 frames per single-send commit when there were two indexes); written a second ahead, the row changes
+    /// about once a second.
     /// The price: a daemon restarted within a second of its last id hands out ids up to a second ahead of its clock
     /// (ids are microsecond times bumped to stay increasing; nothing reads them as exact times).
     static let idReservationMicros: Int64 = 1_000_000
