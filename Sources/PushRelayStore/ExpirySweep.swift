@@ -18,8 +18,6 @@
 enum ExpirySweep {
     /// What one chunk did.
     struct Chunk {
-        /// Rows read.
-        var examined = 0
         /// Expired rows deleted.
         var deleted = 0
         /// Whether the chunk reached the end of the table.
@@ -34,21 +32,23 @@ enum ExpirySweep {
         -> Chunk
     {
         let connection = transaction.connection
+        let rows = max(rows, 1)
         let select = try connection.statement("SELECT id, expires_at FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2")
         try select.bind(start, at: 1)
-        try select.bind(Int64(max(rows, 1)), at: 2)
+        try select.bind(Int64(rows), at: 2)
         var chunk = Chunk()
+        var examined = 0
         var last = start
         var expired: [Int64] = []
         while try select.step() {
-            chunk.examined += 1
+            examined += 1
             last = select.int64(0)
             if select.int64(1) <= transaction.nowMicros {
                 expired.append(last)
             }
         }
         // Fewer rows than asked: nothing is left after `last`.
-        chunk.reachedEnd = chunk.examined < max(rows, 1)
+        chunk.reachedEnd = examined < rows
         if expired.count > limit {
             // Past the limit: the next chunk starts after the last row deleted, so none is skipped.
             expired.removeLast(expired.count - limit)

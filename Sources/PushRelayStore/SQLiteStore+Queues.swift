@@ -68,19 +68,8 @@ extension SQLiteStore {
     /// 200,000 messages an expired one can keep its row (never delivered, not counted against its queue's
     /// limits) until a later purge reaches it.
     public func purge(limit: Int) async throws -> PurgeReport {
-        var report = PurgeReport()
-        let rows = self.context.configuration.expirySweepChunkRows
-        for _ in 0..<self.context.configuration.expirySweepChunks where report.expiredMessages < limit {
-            let start = self.expirySweepCursor.withLockedValue { $0 }
-            let left = limit - report.expiredMessages
-            let chunk = try await self.writer.write { transaction in
-                try ExpirySweep.chunk(transaction, after: start, rows: rows, limit: left)
-            }
-            self.expirySweepCursor.withLockedValue { $0 = chunk.next }
-            report.expiredMessages += chunk.deleted
-            if chunk.reachedEnd { break }
-        }
-        let others = try await self.writer.write { transaction in
+        let expiredMessages = try await self.sweepExpiredMessages(limit: limit)
+        var report = try await self.writer.write { transaction in
             let connection = transaction.connection
             var report = PurgeReport()
             let topics = try connection.statement("DELETE FROM topic_messages WHERE expires_at <= ?1 RETURNING id")
@@ -100,9 +89,26 @@ extension SQLiteStore {
             try tokens.run()
             return report
         }
-        report.expiredTopicMessages = others.expiredTopicMessages
-        report.expiredServerKeys = others.expiredServerKeys
+        report.expiredMessages = expiredMessages
         return report
+    }
+
+    /// Deletes up to `limit` expired messages, a chunk of the expiry sweep per write request (``ExpirySweep``);
+    /// returns how many.
+    private func sweepExpiredMessages(limit: Int) async throws -> Int {
+        var deleted = 0
+        let rows = self.context.configuration.expirySweepChunkRows
+        for _ in 0..<self.context.configuration.expirySweepChunks where deleted < limit {
+            let start = self.expirySweepCursor.withLockedValue { $0 }
+            let left = limit - deleted
+            let chunk = try await self.writer.write { transaction in
+                try ExpirySweep.chunk(transaction, after: start, rows: rows, limit: left)
+            }
+            self.expirySweepCursor.withLockedValue { $0 = chunk.next }
+            deleted += chunk.deleted
+            if chunk.reachedEnd { break }
+        }
+        return deleted
     }
 
     /// See ``PushStore/queueStatistics()``.

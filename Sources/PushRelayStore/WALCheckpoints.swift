@@ -107,8 +107,6 @@ final class WALCheckpoints {
     /// Frames the writer copied itself, summed (the background's share is the rest).
     private(set) var writerFrames = 0
     var restarts: Int { self.policy.generation }
-    /// The WAL's size after the last commit (frames, i.e. pages).
-    var walFrames: Int { self.policy.frames }
 
     /// Takes over checkpointing from SQLite's automatic checkpoint on `connection` (the writer's); the background
     /// checkpointer opens its own connection to `path`.
@@ -125,7 +123,7 @@ final class WALCheckpoints {
         statistics.writerCheckpoints = self.writerCheckpoints
         statistics.writerCheckpointFrames = self.writerFrames
         statistics.walRestarts = self.restarts
-        statistics.walPages = self.walFrames
+        statistics.walPages = self.policy.frames
     }
 
     /// Starts the background checkpointer's thread.
