@@ -60,8 +60,12 @@ struct StoreCommand: AsyncParsableCommand {
         @Option(name: .customLong("from-data-dir"), help: "The SQLite store's data directory (holds pushrelay.sqlite).")
         var fromDataDir: String
 
-        @Option(help: "The PostgreSQL URL to copy into (default: $PUSHRELAY_POSTGRES_URL).")
-        var to: String? = ProcessInfo.processInfo.environment["PUSHRELAY_POSTGRES_URL"]
+        /// Read through ``to``; no default in the declaration, which `--help` would print with its password.
+        @Option(name: .customLong("to"), help: "The PostgreSQL URL to copy into (default: $PUSHRELAY_POSTGRES_URL).")
+        var toOption: String?
+
+        /// `--to`, else `PUSHRELAY_POSTGRES_URL`.
+        var to: String? { self.toOption ?? ProcessInfo.processInfo.environment["PUSHRELAY_POSTGRES_URL"] }
 
         func validate() throws {
             guard let to else { throw ValidationError("give --to postgres://… (or PUSHRELAY_POSTGRES_URL)") }

@@ -15,8 +15,18 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: "The store engine: sqlite or postgres.")
     var store: String = ProcessInfo.processInfo.environment["PUSHRELAY_STORE"] ?? "sqlite"
 
-    @Option(name: .long, help: "The PostgreSQL URL with --store postgres (a secret: prefer PUSHRELAY_POSTGRES_URL).")
-    var postgresURL: String? = ProcessInfo.processInfo.environment["PUSHRELAY_POSTGRES_URL"]
+    /// No default value in the declaration: ArgumentParser prints a default in `--help`, and this one holds the
+    /// database password. The environment is read by ``postgresURL``.
+    @Option(
+        name: .customLong("postgres-url"),
+        help: "The PostgreSQL URL with --store postgres (a secret: prefer PUSHRELAY_POSTGRES_URL)."
+    )
+    var postgresURLOption: String?
+
+    /// `--postgres-url`, else `PUSHRELAY_POSTGRES_URL`.
+    var postgresURL: String? {
+        self.postgresURLOption ?? ProcessInfo.processInfo.environment["PUSHRELAY_POSTGRES_URL"]
+    }
 
     func validate() throws {
         guard self.store == "sqlite" || self.store == "postgres" else {
