@@ -38,3 +38,34 @@ public struct NewTopicMessage: Hashable, Sendable {
         self.timeToLive = timeToLive
     }
 }
+
+extension NewTopicMessage {
+    /// What both stores write of a topic message's target, once it passed the checks they share.
+    struct StoredTarget {
+        /// The time to live in microseconds (positive).
+        var timeToLiveMicros: Int64
+        /// The topic column: the name for a topic send, nil for a condition.
+        var topic: String?
+        /// The condition column: the text for a condition send, nil for a topic.
+        var condition: String?
+    }
+
+    /// The checks both stores make before a topic message is stored: a positive time to live, a topic name that is
+    /// not empty, a condition that `compile` accepts (each failure ``StoreError/invalidArgument(_:)``).
+    func storedTarget(compile: (String) -> TopicConditionMatcher?) throws(StoreError) -> StoredTarget {
+        let ttl = StoreContext.micros(self.timeToLive)
+        guard ttl > 0 else {
+            throw StoreError.invalidArgument("a topic message needs a positive time to live")
+        }
+        switch self.target {
+        case .topic(let name):
+            guard !name.isEmpty else { throw StoreError.invalidArgument("empty topic name") }
+            return StoredTarget(timeToLiveMicros: ttl, topic: name, condition: nil)
+        case .condition(let text):
+            guard compile(text) != nil else {
+                throw StoreError.invalidArgument("the condition does not compile")
+            }
+            return StoredTarget(timeToLiveMicros: ttl, topic: nil, condition: text)
+        }
+    }
+}

@@ -12,22 +12,7 @@ extension WriteTransaction {
 
     /// Commits a topic message row with its subscription snapshot; returns its id.
     func insertTopicMessage(_ message: NewTopicMessage) throws(StoreError) -> Int64 {
-        let ttl = StoreContext.micros(message.timeToLive)
-        guard ttl > 0 else {
-            throw StoreError.invalidArgument("a topic message needs a positive time to live")
-        }
-        var topic: String?
-        var condition: String?
-        switch message.target {
-        case .topic(let name):
-            guard !name.isEmpty else { throw StoreError.invalidArgument("empty topic name") }
-            topic = name
-        case .condition(let text):
-            guard self.context.configuration.conditionCompiler(text) != nil else {
-                throw StoreError.invalidArgument("the condition does not compile")
-            }
-            condition = text
-        }
+        let target = try message.storedTarget(compile: self.context.configuration.conditionCompiler)
         let snapshot = try self.connection.statement("SELECT coalesce(max(id), 0) FROM subscriptions")
         _ = try snapshot.step()
         let lastSubscription = snapshot.int64(0)
@@ -42,11 +27,11 @@ extension WriteTransaction {
         )
         try insert.bind(id, at: 1)
         try insert.bind(message.project.rawValue, at: 2)
-        try insert.bind(topic, at: 3)
-        try insert.bind(condition, at: 4)
+        try insert.bind(target.topic, at: 3)
+        try insert.bind(target.condition, at: 4)
         try insert.bind(lastSubscription, at: 5)
         try insert.bind(message.collapseKey, at: 6)
-        try insert.bind(self.nowMicros &+ ttl, at: 7)
+        try insert.bind(self.nowMicros &+ target.timeToLiveMicros, at: 7)
         try insert.bind(self.nowMicros, at: 8)
         try insert.bind(message.body, at: 9)
         try insert.run()

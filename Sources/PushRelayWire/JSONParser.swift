@@ -61,6 +61,21 @@ struct JSONParser {
         index += 1
     }
 
+    /// After a member or element: true past a `,` (and the blanks after it), false past the container's `close`;
+    /// anything else is an unexpected character.
+    @inline(__always)
+    private mutating func moreMembers(closedBy close: UInt8) throws(JSONParseError) -> Bool {
+        skipWhitespace()
+        let next = try peek()
+        index += 1
+        if next == UInt8(ascii: ",") {
+            skipWhitespace()
+            return true
+        }
+        if next == close { return false }
+        throw unexpectedCharacter(at: index - 1)
+    }
+
     private mutating func parseObject() throws(JSONParseError) -> JSONObject {
         try enterContainer()
         skipWhitespace()
@@ -81,15 +96,7 @@ struct JSONParser {
             skipWhitespace()
             let value = try parseValue()
             Self.insert(key: key, value: value, into: &entries, positions: &positions)
-            skipWhitespace()
-            let next = try peek()
-            index += 1
-            if next == UInt8(ascii: ",") {
-                skipWhitespace()
-                continue
-            }
-            if next == UInt8(ascii: "}") { break }
-            throw unexpectedCharacter(at: index - 1)
+            guard try moreMembers(closedBy: UInt8(ascii: "}")) else { break }
         }
         depth -= 1
         return JSONObject(uniqueEntries: entries)
@@ -136,15 +143,7 @@ struct JSONParser {
         }
         while true {
             elements.append(try parseValue())
-            skipWhitespace()
-            let next = try peek()
-            index += 1
-            if next == UInt8(ascii: ",") {
-                skipWhitespace()
-                continue
-            }
-            if next == UInt8(ascii: "]") { break }
-            throw unexpectedCharacter(at: index - 1)
+            guard try moreMembers(closedBy: UInt8(ascii: "]")) else { break }
         }
         depth -= 1
         return elements

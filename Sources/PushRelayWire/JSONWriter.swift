@@ -6,32 +6,7 @@
 public enum JSONWriter {
     /// Appends `value` as compact JSON.
     public static func append(_ value: JSONValue, to buffer: inout [UInt8]) {
-        switch value {
-        case .null: appendRaw("null", to: &buffer)
-        case .bool(let flag): appendRaw(flag ? "true" : "false", to: &buffer)
-        case .number(let number): buffer.append(contentsOf: number.text.utf8)
-        case .string(let string): appendString(string, to: &buffer)
-        case .array(let elements):
-            buffer.append(UInt8(ascii: "["))
-            var isFirst = true
-            for element in elements {
-                if !isFirst { buffer.append(UInt8(ascii: ",")) }
-                isFirst = false
-                append(element, to: &buffer)
-            }
-            buffer.append(UInt8(ascii: "]"))
-        case .object(let object):
-            buffer.append(UInt8(ascii: "{"))
-            var isFirst = true
-            for member in object.entries {
-                if !isFirst { buffer.append(UInt8(ascii: ",")) }
-                isFirst = false
-                appendString(member.key, to: &buffer)
-                buffer.append(UInt8(ascii: ":"))
-                append(member.value, to: &buffer)
-            }
-            buffer.append(UInt8(ascii: "}"))
-        }
+        append(value, escapedTwice: false, to: &buffer)
     }
 
     /// The byte count of `value`'s compact serialization, computed without writing it.
@@ -112,18 +87,24 @@ public enum JSONWriter {
     /// Appends the compact JSON text of `value` already escaped as the contents of a JSON string, in one pass:
     /// `{"a":"x"}` is written as `{\"a\":\"x\"}`. The result equals escaping ``append(_:to:)``'s output.
     public static func appendEscapedJSON(_ value: JSONValue, to buffer: inout [UInt8]) {
+        append(value, escapedTwice: true, to: &buffer)
+    }
+
+    /// The one walk behind ``append(_:to:)`` and ``appendEscapedJSON(_:to:)``: only strings and keys differ
+    /// (punctuation, numbers and literals need no escaping in a JSON string).
+    private static func append(_ value: JSONValue, escapedTwice: Bool, to buffer: inout [UInt8]) {
         switch value {
         case .null: appendRaw("null", to: &buffer)
         case .bool(let flag): appendRaw(flag ? "true" : "false", to: &buffer)
         case .number(let number): buffer.append(contentsOf: number.text.utf8)
-        case .string(let string): appendDoublyEscapedString(string, to: &buffer)
+        case .string(let string): appendString(string, escapedTwice: escapedTwice, to: &buffer)
         case .array(let elements):
             buffer.append(UInt8(ascii: "["))
             var isFirst = true
             for element in elements {
                 if !isFirst { buffer.append(UInt8(ascii: ",")) }
                 isFirst = false
-                appendEscapedJSON(element, to: &buffer)
+                append(element, escapedTwice: escapedTwice, to: &buffer)
             }
             buffer.append(UInt8(ascii: "]"))
         case .object(let object):
@@ -132,11 +113,20 @@ public enum JSONWriter {
             for member in object.entries {
                 if !isFirst { buffer.append(UInt8(ascii: ",")) }
                 isFirst = false
-                appendDoublyEscapedString(member.key, to: &buffer)
+                appendString(member.key, escapedTwice: escapedTwice, to: &buffer)
                 buffer.append(UInt8(ascii: ":"))
-                appendEscapedJSON(member.value, to: &buffer)
+                append(member.value, escapedTwice: escapedTwice, to: &buffer)
             }
             buffer.append(UInt8(ascii: "}"))
+        }
+    }
+
+    @inline(__always)
+    private static func appendString(_ string: String, escapedTwice: Bool, to buffer: inout [UInt8]) {
+        if escapedTwice {
+            appendDoublyEscapedString(string, to: &buffer)
+        } else {
+            appendString(string, to: &buffer)
         }
     }
 

@@ -73,7 +73,7 @@ final class DeviceStream: @unchecked Sendable {
     /// subscription counts the stream as running; returns without clearing that when it waits for the transport
     /// (back-pressure) or the store, whose completion calls it again.
     private func pump() {
-        guard let subscription, let writer else { return }
+        guard let subscription, writer != nil else { return }
         while true {
             guard !ended else { return }
             switch subscription.next() {

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
-public import Logging
-public import NIOCore
+import Logging
+import NIOCore
 import PushRelayCore
 import PushRelayHTTP
 import PushRelayStore

@@ -96,23 +96,7 @@ extension PostgresStore {
 
     /// See ``PushStore/enqueueTopicMessage(_:)``.
     public func enqueueTopicMessage(_ message: NewTopicMessage) async throws -> MessageID {
-        let ttl = StoreContext.micros(message.timeToLive)
-        guard ttl > 0 else {
-            throw StoreError.invalidArgument("a topic message needs a positive time to live")
-        }
-        var topic: String?
-        var condition: String?
-        switch message.target {
-        case .topic(let name):
-            guard !name.isEmpty else { throw StoreError.invalidArgument("empty topic name") }
-            topic = name
-        case .condition(let text):
-            guard self.context.configuration.conditionCompiler(text) != nil else {
-                throw StoreError.invalidArgument("the condition does not compile")
-            }
-            condition = text
-        }
-        let (topicName, conditionText) = (topic, condition)
+        let target = try message.storedTarget(compile: self.context.configuration.conditionCompiler)
         let context = self.context
         return try await self.writer.write { write in
             let floor = context.ids.withLockedValue { max(write.nowMicros, $0.last + 1) }
@@ -131,9 +115,9 @@ extension PostgresStore {
                 """
                 INSERT INTO topic_messages
                     (id, project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, created_at, body)
-                VALUES (\(id), \(message.project.rawValue), \(topicName), \(conditionText),
+                VALUES (\(id), \(message.project.rawValue), \(target.topic), \(target.condition),
                     (SELECT coalesce(max(id), 0) FROM subscriptions), 0, \(message.collapseKey),
-                    \(write.nowMicros &+ ttl), \(write.nowMicros), \(ByteBuffer(bytes: message.body)))
+                    \(write.nowMicros &+ target.timeToLiveMicros), \(write.nowMicros), \(ByteBuffer(bytes: message.body)))
                 """
             )
             write.topicMessageAdded = true
