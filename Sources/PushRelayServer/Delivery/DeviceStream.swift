@@ -33,8 +33,8 @@ final class DeviceStream: @unchecked Sendable {
     // Confined to the writer's event loop once `start(writer:)` ran.
     private var writer: (any HTTPResponseBodyWriter)?
     private var subscription: DeliveryHub.Subscription?
-    private var cursor: MessageID?
-    private var ended = false
+    /// The stream's decisions (``DeviceStreamMachine``); this class carries out its actions.
+    private var machine = DeviceStreamMachine(readBatch: DeviceStream.readBatch)
 
     init(
         device: Device, senderID: SenderID, store: any PushStore, hub: DeliveryHub, handoff: EventLoopHandoff,
@@ -66,7 +66,7 @@ final class DeviceStream: @unchecked Sendable {
         }
         self.subscription = subscription
         if newDevice { metrics.deviceConnected() }
-        writer.onClose { [self] in end() }
+        writer.onClose { [self] in finish(machine.end()) }
     }
 
     /// Takes the subscription's work until there is none, writing as it goes. Runs on the event loop while the
@@ -74,23 +74,46 @@ final class DeviceStream: @unchecked Sendable {
     /// (back-pressure) or the store, whose completion calls it again.
     private func pump() {
         guard let subscription, writer != nil else { return }
-        while true {
-            guard !ended else { return }
+        while !machine.hasEnded {
+            let action: DeviceStreamMachine.Action
             switch subscription.next() {
             case .idle:
                 return
             case .ended:
-                end()
-                return
+                action = machine.end()
             case .work(let work):
-                if work.readStore {
-                    // The store read continues the pump; what came meanwhile goes out after the rows it finds.
-                    readStore(then: work.committed, transient: work.transient, heartbeat: work.heartbeat)
-                    return
-                }
-                let buffer = render(work.transient, committed: work.committed, heartbeat: work.heartbeat)
-                if buffer.readableBytes > 0, !write(buffer) { return }
+                action = machine.received(work)
             }
+            guard carryOut(action) else { return }
+        }
+    }
+
+    /// Carries out one of the machine's actions; true when the pump may go on at once, false when a completion
+    /// (a write's, a store read's) goes on later or the stream ended.
+    private func carryOut(_ action: DeviceStreamMachine.Action) -> Bool {
+        switch action {
+        case .next:
+            return true
+        case .write(let batch):
+            return write(render(batch))
+        case .readStore(let after):
+            readStore(after: after)
+            return false
+        case .writeThenRead(let batch, let after):
+            // The next page once the transport has taken this one.
+            writer?.write(render(batch)) { [self] error in
+                if error != nil {
+                    finish(machine.writeFailed())
+                } else {
+                    readStore(after: after)
+                }
+            }
+            return false
+        case .finish:
+            close()
+            return false
+        case .none:
+            return false
         }
     }
 
@@ -103,7 +126,7 @@ final class DeviceStream: @unchecked Sendable {
             // Called inline (the transport could take more at once) or later on the event loop.
             if let error {
                 logger.debug("stream ended", metadata: logMetadata(["relay.error": "\(error)"]))
-                if outcome.returned { end() } else { outcome.failed = true }
+                if outcome.returned { finish(machine.writeFailed()) } else { outcome.failed = true }
             } else if outcome.returned {
                 pump()
             } else {
@@ -111,66 +134,44 @@ final class DeviceStream: @unchecked Sendable {
             }
         }
         outcome.returned = true
-        if outcome.failed { end() }
+        if outcome.failed { finish(machine.writeFailed()) }
         return outcome.completedInline
     }
 
-    /// Reads the store after the cursor in batches, writes what it finds, then the rows `committed` past it (they
-    /// may have been committed after the read) and the `transient` messages, then goes on pumping.
-    private func readStore(then committed: [StoredMessage], transient: [TransientMessage], heartbeat: Bool) {
+    /// Reads a page of the device's pending rows after `after` in a short task; the machine decides what follows.
+    private func readStore(after: MessageID?) {
         guard let writer else { return }
         let eventLoop = writer.eventLoop
-        let after = cursor
-        let (store, device) = (self.store, self.device.id)
+        let (store, device, limit) = (self.store, self.device.id, machine.readBatch)
         Task {
             let result: Result<[StoredMessage], any Error>
             do {
-                result = .success(try await store.pendingMessages(for: device, after: after, limit: Self.readBatch))
+                result = .success(try await store.pendingMessages(for: device, after: after, limit: limit))
             } catch {
                 result = .failure(error)
             }
             eventLoop.execute { [self] in
                 switch result {
                 case .failure(let error):
-                    logger.warning(
-                        "stream store read failed; ending the stream", metadata: logMetadata(["relay.error": "\(error)"]))
-                    end()
-                case .success(let pending):
-                    guard !ended else { return }
-                    let more = pending.count == Self.readBatch
-                    let buffer = render([], committed: pending, heartbeat: !more && heartbeat)
-                    if more {
-                        // The next batch once the transport has taken this one.
-                        writer.write(buffer) { [self] error in
-                            if error != nil {
-                                end()
-                            } else {
-                                readStore(then: committed, transient: transient, heartbeat: heartbeat)
-                            }
-                        }
-                        return
+                    if !machine.hasEnded {
+                        logger.warning(
+                            "stream store read failed; ending the stream",
+                            metadata: logMetadata(["relay.error": "\(error)"]))
                     }
-                    let rest = render(transient, committed: committed, heartbeat: false)
-                    var all = buffer
-                    all.writeImmutableBuffer(rest)
-                    if all.readableBytes == 0 || write(all) { pump() }
+                    finish(machine.storeReadFailed())
+                case .success(let rows):
+                    if carryOut(machine.storeRead(rows)) { pump() }
                 }
             }
         }
     }
 
-    /// The events for `committed` (those past the cursor, which moves) and then `transient`, or a heartbeat
-    /// comment when `heartbeat` and there is nothing else.
-    ///
-    /// Stored rows before time-to-live-0 messages: a time-to-live-0 message is numbered past every id taken when it
-    /// was sent, so a stored row it overtook on the wire would have a lower id, and a client's `Last-Event-ID`
-    /// naming the time-to-live-0 message acknowledges every stored id below it: written after it, such a row could
-    /// be acknowledged unseen if the stream broke in between.
-    private func render(_ transient: [TransientMessage], committed: [StoredMessage], heartbeat: Bool) -> ByteBuffer {
+    /// The events of `batch`: its stored rows (recording their delivery), its time-to-live-0 messages, or the
+    /// heartbeat comment.
+    private func render(_ batch: DeviceStreamMachine.Batch) -> ByteBuffer {
         var buffer = ByteBuffer()
         var bytes: [UInt8] = []
-        var delivered = 0
-        for message in committed where cursor.map({ message.id > $0 }) ?? true {
+        for message in batch.stored {
             bytes.removeAll(keepingCapacity: true)
             switch message.kind {
             case .message:
@@ -179,28 +180,30 @@ final class DeviceStream: @unchecked Sendable {
                 Envelope.deletedMessages(senderID: senderID).render(messageID: message.id, into: &bytes)
             }
             Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
-            cursor = message.id
             recordSendToDeliver(message.id)
-            delivered += 1
         }
-        if delivered > 0 { metrics.messagesDelivered(count: delivered) }
-        for message in transient {
+        if !batch.stored.isEmpty { metrics.messagesDelivered(count: batch.stored.count) }
+        for message in batch.transient {
             bytes.removeAll(keepingCapacity: true)
             Envelope(body: message.body).render(messageID: message.id, into: &bytes)
             Self.appendEvent(id: message.id, envelope: bytes, to: &buffer)
         }
-        if !transient.isEmpty { metrics.messagesDelivered(count: transient.count) }
-        if heartbeat && buffer.readableBytes == 0 {
+        if !batch.transient.isEmpty { metrics.messagesDelivered(count: batch.transient.count) }
+        if batch.heartbeat {
             buffer.writeBytes(ServerSentEventEncoder.heartbeat)
         }
         return buffer
     }
 
-    /// Ends the stream once: the body is finished, the subscription detached (only the detach that removes the
-    /// registry entry counts the device as gone: a replacing stream keeps it connected).
-    private func end() {
-        guard !ended else { return }
-        ended = true
+    /// Closes the stream when the machine says so (``DeviceStreamMachine/Action/finish`` comes once).
+    private func finish(_ action: DeviceStreamMachine.Action) {
+        if case .finish = action { close() }
+    }
+
+    /// Closes the stream, once (the machine answers ``DeviceStreamMachine/Action/finish`` once): the body is
+    /// finished, the subscription detached (only the detach that removes the registry entry counts the device as
+    /// gone: a replacing stream keeps it connected).
+    private func close() {
         writer?.finish()
         if let subscription, hub.detach(subscription) { metrics.deviceDisconnected() }
         // The subscription's wake function and the writer's callbacks hold this stream: let both go.
