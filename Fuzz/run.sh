@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a libFuzzer target (with AddressSanitizer) and runs it for a set time.
 #
-#   Fuzz/run.sh TARGET SECONDS      one target: json, form, condition, sse, config, http2
+#   Fuzz/run.sh TARGET SECONDS      one target: json, form, condition, v1, oauth, sse, config, http2
 #   Fuzz/run.sh all SECONDS         every target in turn
 #   Fuzz/run.sh list                the targets
 #
@@ -18,12 +18,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(json form condition sse config http2)
+TARGETS=(json form condition v1 oauth sse config http2)
 
 # The binary a target runs in: the core targets share one (CoreEntry.swift dispatches on PUSHRELAY_FUZZ_TARGET).
 binary_of() {
     case "$1" in
-        json | form | condition) echo core ;;
+        json | form | condition | v1 | oauth) echo core ;;
         *) echo "$1" ;;
     esac
 }
@@ -31,7 +31,7 @@ binary_of() {
 sources_core() {
     ls Sources/PushRelayCore/*.swift
     echo Fuzz/Targets/JSONTarget.swift Fuzz/Targets/FormTarget.swift Fuzz/Targets/ConditionTarget.swift \
-        Fuzz/Targets/CoreEntry.swift
+        Fuzz/Targets/V1Target.swift Fuzz/Targets/OAuthTarget.swift Fuzz/Targets/CoreEntry.swift
 }
 # Modules a binary imports, each built first from Sources/MODULE/*.swift as a static library.
 modules_core() { echo PushRelayWire; }

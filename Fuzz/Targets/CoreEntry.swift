@@ -1,4 +1,4 @@
-// The entry point of the core fuzz binary: the JSON, form and condition targets share one build of
+// The entry point of the core fuzz binary: the JSON, form, condition, v1 and oauth targets share one build of
 // Sources/PushRelayCore (one compile instead of three); Fuzz/run.sh picks the target with PUSHRELAY_FUZZ_TARGET.
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +10,9 @@ private let selectedTarget: @Sendable (UnsafePointer<UInt8>, Int) -> CInt = {
     case "json": return fuzzJSON
     case "form": return fuzzForm
     case "condition": return fuzzCondition
-    default: fatalError("PUSHRELAY_FUZZ_TARGET must be json, form or condition, not '\(name)'")
+    case "v1": return fuzzV1
+    case "oauth": return fuzzOAuth
+    default: fatalError("PUSHRELAY_FUZZ_TARGET must be json, form, condition, v1 or oauth, not '\(name)'")
     }
 }()
 

@@ -1,11 +1,13 @@
 import PushRelayWire
 
-// Fuzz target (dispatched by CoreEntry.swift): the JSON parser and the FCM send request built on it
+// Fuzz target (dispatched by CoreEntry.swift): the JSON parser, the FCM send request built on it and its envelope
 // (Sources/PushRelayCore), compiled into one module with the core's sources by Fuzz/run.sh. Any crash, trap or
 // sanitizer report is a finding.
 func fuzzJSON(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     _ = try? JSONValue.parse(bytes)
-    _ = try? FCMSendRequest.parse(json: bytes)
+    if let request = try? FCMSendRequest.parse(json: bytes) {
+        _ = Envelope(request: request, senderID: SenderID(19_283_323_559))
+    }
     return 0
 }

@@ -89,7 +89,10 @@ public struct ServiceAccountGrant: Sendable, Hashable {
         guard let iat = claims["iat"]?.int64Value, let exp = claims["exp"]?.int64Value else {
             throw .invalidGrant("Invalid JWT: iat and exp must be integer seconds")
         }
-        guard exp > iat, exp - iat <= Self.maxLifetimeSeconds else {
+        // Subtracted with overflow reported: claims such as iat = -2^63 and exp = 0 (signed by a key holder) must
+        // be refused, not trap the daemon.
+        let lifetime = exp.subtractingReportingOverflow(iat)
+        guard exp > iat, !lifetime.overflow, lifetime.partialValue <= Self.maxLifetimeSeconds else {
             throw .invalidGrant("Invalid JWT: exp must be after iat and at most one hour later")
         }
         guard iat <= now + Self.clockSkewSeconds else {

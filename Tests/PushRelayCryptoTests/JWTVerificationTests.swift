@@ -64,9 +64,11 @@ import Testing
         ("future", ["iat": .integer(now + 600), "exp": .integer(now + 1200)]),
         ("too long", ["exp": .integer(now + 3601)]),
         ("not integer", ["exp": "soon"]),
+        ("lifetime overflows", ["iat": .integer(.min), "exp": .integer(0)]),
+        ("lifetime overflows the other way", ["iat": .integer(-1), "exp": .integer(.max)]),
     ]
 
-    @Test(arguments: 0..<6)
+    @Test(arguments: 0..<8)
     func badClaimsAreInvalidGrant(_ index: Int) throws {
         let (name, change) = Self.badClaims[index]
         let base: JSONValue = [
