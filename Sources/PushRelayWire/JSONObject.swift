@@ -1,8 +1,10 @@
 /// A JSON object that keeps its keys in the order they were first written.
 ///
 /// Keys are unique: setting an existing key replaces its value in place (a parsed object with a repeated key keeps
-/// the last value at the first key's position, as most JSON parsers do). Lookup is a linear scan, which is the
-/// fastest choice for the small objects of push payloads; the parser de-duplicates large objects with a hash set.
+/// the last value at the first key's position, as most JSON parsers do). Lookup is a linear scan while the object is
+/// small, the fastest choice for the small objects of push payloads; from ``indexThreshold`` members on, a key →
+/// position table keeps look-ups and updates constant-time, so that building or reading an object with many keys
+/// (a hostile body of thousands of `data.N=` fields) costs linear time, not quadratic.
 public struct JSONObject: Sendable, Hashable, RandomAccessCollection {
     /// One member of the object: a key and its value.
     public struct Member: Sendable, Hashable {
@@ -20,26 +22,53 @@ public struct JSONObject: Sendable, Hashable, RandomAccessCollection {
 
     /// The members in order.
     public private(set) var entries: [Member]
+    /// Key → position in ``entries``, kept once the object has ``indexThreshold`` members; nil below.
+    private var positions: [String: Int]?
+
+    /// From this many members on, keys are found through a table instead of a scan.
+    static let indexThreshold = 16
 
     /// An empty object.
     public init() { self.entries = [] }
 
-    /// An object from members whose keys are already unique (the caller's promise; not checked).
-    init(uniqueEntries: [Member]) { self.entries = uniqueEntries }
+    /// The position of `key` in ``entries``, or nil.
+    private func position(of key: String) -> Int? {
+        if let positions { return positions[key] }
+        return entries.firstIndex(where: { $0.key == key })
+    }
 
     /// The value for `key`, or `nil`. Setting `nil` removes the key.
     public subscript(key: String) -> JSONValue? {
         get {
-            for entry in entries where entry.key == key { return entry.value }
-            return nil
+            position(of: key).map { entries[$0].value }
         }
         set {
-            if let index = entries.firstIndex(where: { $0.key == key }) {
-                if let newValue { entries[index].value = newValue } else { entries.remove(at: index) }
+            if let index = position(of: key) {
+                guard let newValue else {
+                    entries.remove(at: index)
+                    positions = nil
+                    indexIfLarge()
+                    return
+                }
+                entries[index].value = newValue
             } else if let newValue {
                 entries.append(Member(key: key, value: newValue))
+                if positions != nil {
+                    positions![key] = entries.count - 1
+                } else {
+                    indexIfLarge()
+                }
             }
         }
+    }
+
+    /// Builds the key table once the object is large enough for it.
+    private mutating func indexIfLarge() {
+        guard positions == nil, entries.count >= Self.indexThreshold else { return }
+        var table: [String: Int] = [:]
+        table.reserveCapacity(entries.count * 2)
+        for (index, entry) in entries.enumerated() { table[entry.key] = index }
+        positions = table
     }
 
     /// The keys in order.

@@ -76,17 +76,18 @@ struct JSONParser {
         throw unexpectedCharacter(at: index - 1)
     }
 
+    /// A repeated key replaces the earlier value in place (``JSONObject``'s setter, which also keeps a large
+    /// object's keys in a table, so that a hostile object with many keys parses in linear time).
     private mutating func parseObject() throws(JSONParseError) -> JSONObject {
         try enterContainer()
         skipWhitespace()
-        var entries: [JSONObject.Member] = []
+        var object = JSONObject()
         if try peek() == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return JSONObject(uniqueEntries: entries)
+            return object
         }
-        var positions: [String: Int]? = nil
-        entries.reserveCapacity(4)
+        object.reserveCapacity(4)
         while true {
             guard try peek() == UInt8(ascii: "\"") else { throw unexpectedCharacter(at: index) }
             let key = try parseString()
@@ -94,42 +95,11 @@ struct JSONParser {
             guard try peek() == UInt8(ascii: ":") else { throw unexpectedCharacter(at: index) }
             index += 1
             skipWhitespace()
-            let value = try parseValue()
-            Self.insert(key: key, value: value, into: &entries, positions: &positions)
+            object[key] = try parseValue()
             guard try moreMembers(closedBy: UInt8(ascii: "}")) else { break }
         }
         depth -= 1
-        return JSONObject(uniqueEntries: entries)
-    }
-
-    /// Adds a member; a repeated key replaces the earlier value in place. Small objects scan linearly, large ones
-    /// switch to a key → position table so a hostile object with many keys stays linear.
-    private static func insert(
-        key: String,
-        value: JSONValue,
-        into entries: inout [JSONObject.Member],
-        positions: inout [String: Int]?
-    ) {
-        if positions == nil {
-            for i in entries.indices where entries[i].key == key {
-                entries[i].value = value
-                return
-            }
-            entries.append(JSONObject.Member(key: key, value: value))
-            if entries.count >= 16 {
-                var table: [String: Int] = [:]
-                table.reserveCapacity(entries.count * 2)
-                for (i, entry) in entries.enumerated() { table[entry.key] = i }
-                positions = table
-            }
-            return
-        }
-        if let existing = positions![key] {
-            entries[existing].value = value
-        } else {
-            positions![key] = entries.count
-            entries.append(JSONObject.Member(key: key, value: value))
-        }
+        return object
     }
 
     private mutating func parseArray() throws(JSONParseError) -> [JSONValue] {

@@ -42,6 +42,34 @@ struct JSONValueTests {
         #expect(value.objectValue?.keys[3] == "k3")
     }
 
+    /// Past ``JSONObject/indexThreshold`` members an object finds keys through a table (what keeps a body of
+    /// thousands of keys linear to build): every operation must answer as the scan did, removal included.
+    @Test func largeObjectsAnswerAsSmallOnes() {
+        var object = JSONObject()
+        for i in 0..<40 { object["k\(i)"] = .integer(Int64(i)) }
+        #expect(object.count == 40)
+        #expect(object["k0"] == 0 && object["k15"] == 15 && object["k16"] == 16 && object["k39"] == 39)
+        #expect(object["k40"] == nil)
+        object["k20"] = "replaced"
+        #expect(object.keys[20] == "k20" && object["k20"] == "replaced" && object.count == 40)
+        object["k5"] = nil
+        #expect(object.count == 39 && object["k5"] == nil)
+        #expect(object["k6"] == 6 && object.keys[5] == "k6", "positions after a removal moved down")
+        object["k39"] = 390
+        #expect(object["k39"] == 390 && object.keys.last == "k39")
+        object["new"] = true
+        #expect(object.keys.last == "new" && object["new"] == true && object.count == 40)
+        for i in 0..<40 where i != 5 && i != 20 && i != 39 { object["k\(i)"] = nil }
+        #expect(object.keys == ["k20", "k39", "new"], "small again: found by the scan")
+        #expect(object["k39"] == 390 && object["k20"] == "replaced")
+        // Equality and hashing look at the members only, however the object was built.
+        var built = JSONObject()
+        built["k20"] = "replaced"
+        built["k39"] = 390
+        built["new"] = true
+        #expect(built == object && built.hashValue == object.hashValue)
+    }
+
     @Test(arguments: [
         ("0", Int64(0)), ("-0", Int64(0)), ("42", Int64(42)), ("-17", Int64(-17)),
         ("9223372036854775807", Int64.max), ("-9223372036854775808", Int64.min),
