@@ -47,7 +47,21 @@ public typealias HTTPGate = @Sendable (HTTPRequest) -> HTTPGateDecision
 public protocol HTTPServerResponder: Sendable {
     /// Chooses the handler for a request head. Called on the event loop: must be quick and must not block.
     func route(for head: HTTPRequest) -> HTTPRouteMatch
+
+    /// The answer to an error about the request `head` that the transport gives itself (a body over the route's
+    /// limit or not received in time) or that its handler threw, in the format the route's clients read. Called on
+    /// the event loop or the handler's task. The default is plain text.
+    func response(for error: HTTPError, to head: HTTPRequest) -> HTTPServerResponse
 }
+
+extension HTTPServerResponder {
+    public func response(for error: HTTPError, to head: HTTPRequest) -> HTTPServerResponse {
+        HTTPResponder.response(for: error)
+    }
+}
+
+/// Renders an error the transport answers for a route (``HTTPServerResponder/response(for:to:)``).
+public typealias HTTPErrorRenderer = @Sendable (HTTPError) -> HTTPServerResponse
 
 /// The result of routing a request head.
 public enum HTTPRouteMatch: Sendable {
@@ -66,6 +80,8 @@ public struct HTTPRouter: HTTPServerResponder {
         var handler: HTTPHandler
         var maxBodyBytes: Int
         var gate: HTTPGate?
+        /// How the route's clients read errors; nil: plain text.
+        var errors: HTTPErrorRenderer?
         /// The pattern it was added with (``routes``, ``matchedPattern(for:)``).
         var pattern: String
     }
@@ -90,16 +106,20 @@ public struct HTTPRouter: HTTPServerResponder {
 
     /// Adds a route. A later route with the same method and pattern replaces the earlier one.
     /// Call before the router is handed to a server; the router is not mutated afterwards. With `gate`, the
-    /// transport asks it about each request's head before reading the body (``HTTPGateDecision``).
+    /// transport asks it about each request's head before reading the body (``HTTPGateDecision``). With
+    /// `errors`, the errors the transport answers for the route (a body over `maxBodyBytes`, a body not received
+    /// in time) and the ``HTTPError``s its handler throws without a `Content-Type` of their own are rendered by it
+    /// instead of as plain text.
     public func add(
         _ method: HTTPRequest.Method,
         _ pattern: String,
         maxBodyBytes: Int = HTTPRouter.defaultMaxBodyBytes,
         gate: HTTPGate? = nil,
+        errors: HTTPErrorRenderer? = nil,
         _ handler: HTTPHandler
     ) {
         var node = root
-        let entry = Entry(handler: handler, maxBodyBytes: maxBodyBytes, gate: gate, pattern: pattern)
+        let entry = Entry(handler: handler, maxBodyBytes: maxBodyBytes, gate: gate, errors: errors, pattern: pattern)
         root.added.removeAll { $0.method == method && $0.pattern == pattern }
         root.added.append((method, pattern))
         let segments = pattern.split(separator: "/", omittingEmptySubsequences: true)
@@ -143,6 +163,15 @@ public struct HTTPRouter: HTTPServerResponder {
     public func matchedPattern(for head: HTTPRequest) -> String? {
         if case .found(let entry, _) = lookup(head) { return entry.pattern }
         return nil
+    }
+
+    /// The route's `errors` renderer, unless the error names its own format (a `Content-Type` field: a handler
+    /// built the body already) or the route has none: then the error as it is.
+    public func response(for error: HTTPError, to head: HTTPRequest) -> HTTPServerResponse {
+        if error.headerFields[.contentType] == nil, case .found(let entry, _) = lookup(head), let errors = entry.errors {
+            return errors(error)
+        }
+        return HTTPResponder.response(for: error)
     }
 
     public func route(for head: HTTPRequest) -> HTTPRouteMatch {

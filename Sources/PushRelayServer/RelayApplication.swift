@@ -139,15 +139,17 @@ public final class RelayApplication: Sendable {
 
         // FCM HTTP v1: the service accounts' token endpoint and everything under /v1/projects/.
         let token = TokenRoute(store: store, publicURL: publicURL, logger: logger)
-        router.add(.post, "/token", maxBodyBytes: 64 * 1024, .collected(token.handle))
+        router.add(.post, "/token", maxBodyBytes: 64 * 1024, errors: RouteErrors.oauth, .collected(token.handle))
         let v1 = V1ProjectRoutes(
             store: store, dispatcher: dispatcher, metrics: metrics,
             logger: logger, retryAfterSeconds: options.retryAfterSeconds, readiness: readiness)
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
             router.add(
                 method, "/v1/projects/{path*}", maxBodyBytes: options.maxSendBodyBytes, gate: v1.gate,
+                errors: RouteErrors.v1, .collected(v1.handle))
+            router.add(
+                method, "/v1/projects", maxBodyBytes: options.maxSendBodyBytes, errors: RouteErrors.v1,
                 .collected(v1.handle))
-            router.add(method, "/v1/projects", maxBodyBytes: options.maxSendBodyBytes, .collected(v1.handle))
         }
 
         let devices = DeviceRoutes(
@@ -158,23 +160,23 @@ public final class RelayApplication: Sendable {
             maxDevicesPerProject: options.maxDevicesPerProject, sightings: sightings)
         let tickets = StreamTicketRoutes(store: store, devices: devices, logger: logger)
         let cors = CORSPolicy(allowedOrigins: options.corsAllowedOrigins)
-        router.add(.post, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, .collected(cors.wrap(devices.register)))
-        router.add(.delete, "/v1/register", maxBodyBytes: 0, .collected(cors.wrap(devices.unregister)))
-        router.add(.get, "/v1/stream", maxBodyBytes: 0, .collected(cors.wrap(tickets.stream)))
-        router.add(.post, "/v1/ack", maxBodyBytes: options.maxRequestBodyBytes, .promised(cors.wrap(devices.acknowledge)))
-        router.add(.post, "/v1/stream-ticket", maxBodyBytes: 0, .collected(cors.wrap(tickets.issue)))
+        router.add(.post, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, errors: RouteErrors.json, .collected(cors.wrap(devices.register)))
+        router.add(.delete, "/v1/register", maxBodyBytes: 0, errors: RouteErrors.json, .collected(cors.wrap(devices.unregister)))
+        router.add(.get, "/v1/stream", maxBodyBytes: 0, errors: RouteErrors.json, .collected(cors.wrap(tickets.stream)))
+        router.add(.post, "/v1/ack", maxBodyBytes: options.maxRequestBodyBytes, errors: RouteErrors.json, .promised(cors.wrap(devices.acknowledge)))
+        router.add(.post, "/v1/stream-ticket", maxBodyBytes: 0, errors: RouteErrors.json, .collected(cors.wrap(tickets.issue)))
         for path in ["/v1/register", "/v1/stream", "/v1/ack", "/v1/stream-ticket"] {
-            router.add(.options, path, maxBodyBytes: 0, .collected(cors.preflight))
+            router.add(.options, path, maxBodyBytes: 0, errors: RouteErrors.json, .collected(cors.preflight))
         }
 
         let iid = InstanceIDRoutes(store: store, logger: logger, maxBodyBytes: options.maxRequestBodyBytes)
-        router.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: true) })
-        router.add(.delete, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.relation($0, subscribe: false) })
-        router.add(.post, "/iid/v1:batchAdd", maxBodyBytes: options.maxRequestBodyBytes, .collected { try await iid.batch($0, subscribe: true) })
-        router.add(.post, "/iid/v1:batchRemove", maxBodyBytes: options.maxRequestBodyBytes, .collected { try await iid.batch($0, subscribe: false) })
-        router.add(.get, "/iid/info/{token}", maxBodyBytes: 0, .collected(iid.info))
-        router.add(.post, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: true) })
-        router.add(.delete, "/v1/topics/{topic}", maxBodyBytes: 4096, .collected { try await iid.deviceRelation($0, subscribe: false) })
+        router.add(.post, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, errors: RouteErrors.json, .collected { try await iid.relation($0, subscribe: true) })
+        router.add(.delete, "/iid/v1/{token}/rel/topics/{topic}", maxBodyBytes: 4096, errors: RouteErrors.json, .collected { try await iid.relation($0, subscribe: false) })
+        router.add(.post, "/iid/v1:batchAdd", maxBodyBytes: options.maxRequestBodyBytes, errors: RouteErrors.json, .collected { try await iid.batch($0, subscribe: true) })
+        router.add(.post, "/iid/v1:batchRemove", maxBodyBytes: options.maxRequestBodyBytes, errors: RouteErrors.json, .collected { try await iid.batch($0, subscribe: false) })
+        router.add(.get, "/iid/info/{token}", maxBodyBytes: 0, errors: RouteErrors.json, .collected(iid.info))
+        router.add(.post, "/v1/topics/{topic}", maxBodyBytes: 4096, errors: RouteErrors.json, .collected { try await iid.deviceRelation($0, subscribe: true) })
+        router.add(.delete, "/v1/topics/{topic}", maxBodyBytes: 4096, errors: RouteErrors.json, .collected { try await iid.deviceRelation($0, subscribe: false) })
 
         let operations = OperationsRoutes(exporter: exporter, readiness: readiness, snapshot: snapshot, store: store)
         router.add(.get, "/healthz", maxBodyBytes: 0, .immediate { _, _ in OperationsRoutes.healthy })

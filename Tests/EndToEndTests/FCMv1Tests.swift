@@ -75,6 +75,7 @@ import Testing
             V1Request(path: "/v1/projects/shop/messages:sendAll", json: [:]),
             V1Request(path: "/v1/projects/shop/nothing/here", json: [:]),
             V1Request(method: "GET", path: "/v1/projects/shop/messages:send"),
+            V1Request(path: send, json: ["message": ["token": f.device.token, "data": ["pad": String(repeating: "x", count: 300_000)]]]),
         ])
         let r = out.responses
         #expect(r[0].status == 404 && r[0].status_ == "NOT_FOUND" && r[0].errorCode == "UNREGISTERED", "\(r[0].body)")
@@ -90,6 +91,8 @@ import Testing
             // Never a 404 (read as UNREGISTERED by v1 libraries): Google's error form, UNIMPLEMENTED.
             #expect(response.status == 501 && response.status_ == "UNIMPLEMENTED", "\(response.body)")
         }
+        // A body over max_send_body_size (256 KiB), refused by the transport before the route: Google's form too.
+        #expect(r[11].status == 413 && r[11].status_ == "INVALID_ARGUMENT", "\(r[11].body)")
 
         // Without a token, with a made-up one, and with a legacy server key: 401 UNAUTHENTICATED, no FcmError.
         for header in [[], ["-H", "Authorization: Bearer prat.madeup"], ["-H", "Authorization: key=\(f.keys.serverKey)"]] {
@@ -137,6 +140,11 @@ import Testing
             let result = try await run("curl", ["-sS", "-X", "POST", "\(f.daemon.baseURL)/token", "-d", form, "-w", "\n%{http_code}"])
             #expect(result.stdout.hasSuffix("\n400") && result.stdout.contains(#""error":"\#(error)""#), "\(result.stdout)")
         }
+        // A form over the endpoint's 64 KiB: 413 in OAuth's error form (it was plain text).
+        let huge = try await run("curl", [
+            "-sS", "-X", "POST", "\(f.daemon.baseURL)/token", "--data-binary", "@-", "-w", "\n%{http_code}",
+        ], stdin: "grant_type=x&assertion=" + String(repeating: "a", count: 70_000))
+        #expect(huge.stdout.hasSuffix("\n413") && huge.stdout.contains(#""error":"invalid_request""#), "\(huge.stdout)")
 
         // Revoking the key ends its access tokens (the daemon's cache follows within its recheck interval) and
         // refuses new grants.

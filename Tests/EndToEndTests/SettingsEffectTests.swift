@@ -30,6 +30,9 @@ import Testing
         #expect(accepted.status == 200, "\(accepted.body)")
         let refused = try await register(padding: 70_000)
         #expect(refused.status == 413, "\(refused.body)")
+        // In the device API's JSON error format, like its other errors (it was plain text).
+        #expect(refused.type.hasPrefix("application/json"), "\(refused.type)")
+        #expect(refused.body.contains(#""error":"INVALID_ARGUMENT""#), "\(refused.body)")
         #expect(try await daemon.terminate() == 0)
     }
 

@@ -114,6 +114,39 @@ import TestSupport
         #expect(try await Self.stillServes(server))
     }
 
+    /// A route with an error renderer gets its 413 (from the head, or while the body streams) and its handler's
+    /// plain thrown errors in its own format, on both protocols; an error that brings its own Content-Type is
+    /// answered as it is.
+    @Test func routeErrorsComeInTheRoutesFormat() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("big-\(UUID().uuidString)").path
+        _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x61, count: 4096))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        func fetch(_ flag: String, _ arguments: [String]) async throws -> String {
+            let result = try await ExternalPeer.run(
+                ["curl", "-sS", flag, "-w", " %{http_code} %{content_type}"] + arguments)
+            return result.stdout
+        }
+        for flag in ["--http1.1", "--http2-prior-knowledge"] {
+            for route in ["/json/echo", "/json/echo-async", "/json/echo-collected", "/json/echo-promised"] {
+                for extra in [[String](), ["-H", "transfer-encoding: chunked"]] {
+                    if flag != "--http1.1" && !extra.isEmpty { continue }
+                    let answer = try await fetch(flag, ["--data-binary", "@\(path)"] + extra + ["\(server.baseURL)\(route)"])
+                    #expect(answer == #"{"error":413} 413 application/json"#, "\(flag) \(route) \(extra)")
+                }
+            }
+            #expect(try await fetch(flag, ["\(server.baseURL)/json/fail"]) == #"{"error":400} 400 application/json"#)
+            #expect(
+                try await fetch(flag, ["\(server.baseURL)/json/fail-promised"]) == #"{"error":409} 409 application/json"#)
+            #expect(
+                try await fetch(flag, ["\(server.baseURL)/json/fail-own"]) == "{\"own\":true}\n 400 application/json")
+            // Routes without a renderer keep plain text.
+            #expect(try await fetch(flag, ["\(server.baseURL)/fail"]) == "nope\n 400 text/plain; charset=utf-8")
+        }
+        #expect(try await Self.stillServes(server))
+    }
+
     @Test
     func http2BodyOverTheLimitWithoutContentLengthGets413() async throws {
         let server = try await TestServer.start()

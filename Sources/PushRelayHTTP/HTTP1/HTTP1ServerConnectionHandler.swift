@@ -171,9 +171,9 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             context?.close(promise: nil)
         case .streamingBody(let continuation):
             continuation.finish(throwing: HTTPTransportError.timeout("request body not received in time"))
-            reject(HTTPError(.requestTimeout, "request body not received in time"))
+            rejectForRoute(HTTPError(.requestTimeout, "request body not received in time"))
         case .collecting:
-            reject(HTTPError(.requestTimeout, "request body not received in time"))
+            rejectForRoute(HTTPError(.requestTimeout, "request body not received in time"))
         case .awaitingResponse, .responding, .upgrading:
             break
         }
@@ -299,7 +299,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             return
         }
         if let length = head.headerFields.firstValue(for: .contentLength).flatMap(Int.init), length > maxBodyBytes {
-            reject(.payloadTooLarge)
+            rejectForRoute(.payloadTooLarge)
             return
         }
         admission = nil
@@ -346,13 +346,13 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         receivedBodyBytes += buffer.readableBytes
         switch state {
         case .collecting:
-            if receivedBodyBytes > maxBodyBytes { return reject(.payloadTooLarge) }
+            if receivedBodyBytes > maxBodyBytes { return rejectForRoute(.payloadTooLarge) }
             var buffer = buffer
             body.writeBuffer(&buffer)
         case .streamingBody(let continuation):
             if receivedBodyBytes > maxBodyBytes {
                 continuation.finish(throwing: HTTPError.payloadTooLarge)
-                return reject(.payloadTooLarge)
+                return rejectForRoute(.payloadTooLarge)
             }
             continuation.yield(buffer)
         case .idle, .awaitingResponse, .responding, .upgrading:
@@ -431,9 +431,19 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
     /// Answers with an error and closes the connection after it (the rest of the request is not read).
     private func reject(_ error: HTTPError) {
+        reject(with: HTTPResponder.response(for: error))
+    }
+
+    /// ``reject(_:)`` for the request routed last (`head`), in its route's error format.
+    private func rejectForRoute(_ error: HTTPError) {
+        guard let head else { return reject(error) }
+        reject(with: shared.responder.response(for: error, to: head))
+    }
+
+    private func reject(with response: HTTPServerResponse) {
         keepAlive = false
         state = .awaitingResponse
-        respond(HTTPResponder.response(for: error), requestID: requestID)
+        respond(response, requestID: requestID)
     }
 
     private func runAsync(
@@ -443,9 +453,9 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         guard let context else { return }
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        let requestID = self.requestID
+        let (requestID, responder) = (self.requestID, shared.responder)
         handlerTask = Task {
-            let response = await HTTPResponder.run(handler, request)
+            let response = await HTTPResponder.run(handler, request, responder: responder)
             eventLoop.execute { bound.value.respond(response, requestID: requestID) }
         }
     }
@@ -458,9 +468,9 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         guard let context else { return }
         let promise = context.eventLoop.makePromise(of: HTTPServerResponse.self)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let requestID = self.requestID
+        let (requestID, responder) = (self.requestID, shared.responder)
         promise.futureResult.whenComplete { result in
-            bound.value.respond(HTTPResponder.response(for: result), requestID: requestID)
+            bound.value.respond(HTTPResponder.response(for: result, to: request.head, by: responder), requestID: requestID)
         }
         handler(request, body, promise)
     }

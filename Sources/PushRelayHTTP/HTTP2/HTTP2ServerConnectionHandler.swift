@@ -488,7 +488,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         }
         if !endStream, let length = stream.contentLength, length > maxBodyBytes {
             stream.phase = .awaitingResponse
-            respond(stream, streamID: streamID, response: HTTPResponder.response(for: .payloadTooLarge))
+            respond(stream, streamID: streamID, response: shared.responder.response(for: .payloadTooLarge, to: head))
             return
         }
         stream.head = head
@@ -564,8 +564,9 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             guard let context else { return }
             let promise = context.eventLoop.makePromise(of: HTTPServerResponse.self)
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let responder = shared.responder
             promise.futureResult.whenComplete { result in
-                bound.value.respond(streamID: streamID, response: HTTPResponder.response(for: result))
+                bound.value.respond(streamID: streamID, response: HTTPResponder.response(for: result, to: head, by: responder))
             }
             handler(request, body, promise)
         case .collected(let handler), .async(let handler):
@@ -581,8 +582,9 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         guard let context else { return }
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        let responder = shared.responder
         streams[streamID]?.handlerTask = Task {
-            let response = await HTTPResponder.run(handler, request)
+            let response = await HTTPResponder.run(handler, request, responder: responder)
             eventLoop.execute { bound.value.respond(streamID: streamID, response: response) }
         }
     }
@@ -599,7 +601,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             return
         }
         // Once the 413 is out, `sessionSentEndStreamBeforePeer` stops the rest of the upload.
-        respond(stream, streamID: streamID, response: HTTPResponder.response(for: .payloadTooLarge))
+        let response =
+            stream.head.map { shared.responder.response(for: .payloadTooLarge, to: $0) }
+            ?? HTTPResponder.response(for: .payloadTooLarge)
+        respond(stream, streamID: streamID, response: response)
     }
 
     /// Submits an async handler's answer, if its stream is still open.

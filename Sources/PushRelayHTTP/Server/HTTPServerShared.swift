@@ -42,23 +42,35 @@ enum HTTPResponder {
         return HTTPServerResponse(status: error.status, headerFields: fields, body: .bytes(body))
     }
 
-    /// Runs an async handler, turning a thrown error into its response.
+    /// The response for an error about the request `head`: an ``HTTPError`` in the format of the request's route
+    /// (``HTTPServerResponder/response(for:to:)``), anything else a plain `500`.
+    static func response(for error: any Error, to head: HTTPRequest, by responder: any HTTPServerResponder)
+        -> HTTPServerResponse
+    {
+        guard let error = error as? HTTPError else { return response(for: error) }
+        return responder.response(for: error, to: head)
+    }
+
+    /// Runs an async handler, turning a thrown error into its response (in its route's format).
     static func run(
         _ handler: @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse,
-        _ request: HTTPServerRequest
+        _ request: HTTPServerRequest,
+        responder: any HTTPServerResponder
     ) async -> HTTPServerResponse {
         do {
             return try await handler(request)
         } catch {
-            return response(for: error)
+            return response(for: error, to: request.head, by: responder)
         }
     }
 
-    /// The answer of a `.promised` handler: its response, or the response for its error.
-    static func response(for result: Result<HTTPServerResponse, any Error>) -> HTTPServerResponse {
+    /// The answer of a `.promised` handler: its response, or the response for its error (in its route's format).
+    static func response(
+        for result: Result<HTTPServerResponse, any Error>, to head: HTTPRequest, by responder: any HTTPServerResponder
+    ) -> HTTPServerResponse {
         switch result {
         case .success(let response): response
-        case .failure(let error): response(for: error)
+        case .failure(let error): response(for: error, to: head, by: responder)
         }
     }
 

@@ -99,6 +99,32 @@ struct TestServer {
         router.add(.post, "/echo-promised", maxBodyBytes: 1024, .promised { _, body, promise in
             DispatchQueue.global().async { promise.succeed(HTTPServerResponse(status: .ok, body: .bytes(body))) }
         })
+        // The echo routes again with an error renderer (`{"error":<status>}` as JSON): the transport's 413 and the
+        // plain HTTPErrors handlers throw take the route's format; an error with its own Content-Type does not.
+        let json: HTTPErrorRenderer = { error in
+            HTTPServerResponse(
+                status: error.status, headerFields: [.contentType: "application/json"],
+                body: .bytes(ByteBuffer(string: "{\"error\":\(error.status.code)}")))
+        }
+        router.add(.post, "/json/echo", maxBodyBytes: 1024, errors: json, .immediate { _, body in
+            HTTPServerResponse(status: .ok, body: .bytes(body))
+        })
+        router.add(.post, "/json/echo-async", maxBodyBytes: 1024, errors: json, .async { request in
+            HTTPServerResponse(status: .ok, body: .bytes(try await request.body.collect(upTo: 1024)))
+        })
+        router.add(.post, "/json/echo-collected", maxBodyBytes: 1024, errors: json, .collected { request in
+            HTTPServerResponse(status: .ok, body: .bytes(try await request.body.collect(upTo: 1024)))
+        })
+        router.add(.post, "/json/echo-promised", maxBodyBytes: 1024, errors: json, .promised { _, body, promise in
+            promise.succeed(HTTPServerResponse(status: .ok, body: .bytes(body)))
+        })
+        router.add(.get, "/json/fail", errors: json, .async { _ in throw HTTPError(.badRequest, "nope") })
+        router.add(.get, "/json/fail-promised", errors: json, .promised { _, _, promise in
+            promise.fail(HTTPError(.conflict, "nope"))
+        })
+        router.add(.get, "/json/fail-own", errors: json, .async { _ in
+            throw HTTPError(.badRequest, "{\"own\":true}", headerFields: [.contentType: "application/json"])
+        })
         // A gate that hands the handler what it found (`X-Pass`'s value), and lets other requests through bare.
         let admitting: HTTPGate = { head in
             head.headerFields[HTTPField.Name("X-Pass")!].map { .admit("admitted " + $0) } ?? .allow

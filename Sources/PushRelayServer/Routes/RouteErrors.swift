@@ -1,0 +1,41 @@
+import HTTPTypes
+import NIOCore
+import PushRelayCore
+import PushRelayHTTP
+
+/// How each API's clients read the errors the transport answers for its routes itself — a body over the route's
+/// limit (`413`), a body not received in time (`408`) — and the plain ``HTTPError``s its handlers throw: in the API's
+/// own error format, like the rest of its answers, instead of the transport's plain text
+/// (``HTTPRouter/add(_:_:maxBodyBytes:gate:errors:_:)``). The FCM legacy send keeps plain text, as FCM answers it.
+enum RouteErrors {
+    /// The device API and the Instance ID routes: `{"error": "INVALID_ARGUMENT", "message": "…"}`.
+    static let json: HTTPErrorRenderer = { error in
+        JSONResponse.error(error.status, code(of: error), message(of: error))
+    }
+
+    /// FCM HTTP v1: a `google.rpc.Status` (`{"error": {"code": 413, "message": "…", "status": "INVALID_ARGUMENT"}}`).
+    static let v1: HTTPErrorRenderer = { error in
+        V1ProjectRoutes.answer(FCMv1Error(httpStatus: error.status.code, status: code(of: error), message: message(of: error)))
+    }
+
+    /// The OAuth 2.0 token endpoint: `{"error": "invalid_request", "error_description": "…"}` (RFC 6749 §5.2), with
+    /// the transport's status.
+    static let oauth: HTTPErrorRenderer = { error in
+        let answer = TokenRoute.answer(OAuthError(code: .invalidRequest, message: message(of: error)))
+        return HTTPServerResponse(status: error.status, headerFields: answer.head.headerFields, body: answer.body)
+    }
+
+    /// The canonical code of an error's status: a request that took too long is `DEADLINE_EXCEEDED`, a server
+    /// failure `INTERNAL`, anything else the client sent `INVALID_ARGUMENT`.
+    static func code(of error: HTTPError) -> String {
+        switch error.status.code {
+        case 408: "DEADLINE_EXCEEDED"
+        case 500...: "INTERNAL"
+        default: "INVALID_ARGUMENT"
+        }
+    }
+
+    private static func message(of error: HTTPError) -> String {
+        error.message.isEmpty ? error.status.reasonPhrase : error.message
+    }
+}
