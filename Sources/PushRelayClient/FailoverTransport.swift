@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A ``PushTransport`` over several relays of one deployment (nodes on one PostgreSQL, or regions behind their own
 /// names), tried in order: a request goes to the current relay; when it cannot be reached (the connection fails or

@@ -1,4 +1,4 @@
-public import PushRelayWire
+import PushRelayWire
 
 /// An error of the FCM HTTP v1 API and its one mapping to the wire: a `google.rpc.Status` in JSON,
 ///

@@ -1,4 +1,4 @@
-public import PushRelayWire
+import PushRelayWire
 
 extension FCMv1Message {
     /// The `aps` keys that legacy fields carry; the rest of `aps` travels in ``APNsPayloadExtras/aps``.

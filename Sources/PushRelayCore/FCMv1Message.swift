@@ -60,7 +60,7 @@ public struct FCMv1Message: Sendable, Hashable {
         var targetField: String?
         for field in ["token", "topic", "condition"] {
             guard let text = message[field]?.stringValue else { continue }
-            if let targetField {
+            if targetField != nil {
                 throw FCMv1Error.invalidPayload(
                     "Invalid value at 'message' (oneof), oneof field 'target' is already set. Cannot set '\(field)'",
                     field: "message")

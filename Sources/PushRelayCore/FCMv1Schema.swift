@@ -1,4 +1,4 @@
-public import PushRelayWire
+import PushRelayWire
 
 /// The shape of an FCM HTTP v1 send request (`projects.messages.send`), checked the way Google's JSON decoding
 /// checks it: every object field must be known (camelCase or snake_case, as proto3 JSON accepts both), every value

@@ -1,4 +1,4 @@
-public import PushRelayWire
+import PushRelayWire
 
 /// An error of the OAuth 2.0 token endpoint (`POST /token`, RFC 6749 §5.2), and its one mapping to the wire:
 /// `{"error": "<code>", "error_description": "<why>"}` with `400` (or `401` for `invalid_client`).

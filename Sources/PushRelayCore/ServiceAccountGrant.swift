@@ -1,4 +1,4 @@
-public import PushRelayWire
+import PushRelayWire
 
 /// The JWT-bearer grant of RFC 7523 as a service account uses it at `POST /token`: the request's form fields and
 /// the checks of the assertion's claims. No I/O: the caller looks the key up, verifies the signature, and passes

@@ -137,7 +137,7 @@ struct MultiNodeTests {
             try await node.start()
             try await Task.sleep(for: .seconds(1))
         }
-        FileManager.default.createFile(atPath: stop, contents: nil)
+        _ = FileManager.default.createFile(atPath: stop, contents: nil)
         #expect(await sender.waitForExit(timeout: .seconds(60)) == 0, "\(sender.text)")
         let summary = sender.text.split(separator: "\n").last { $0.hasPrefix("{\"accepted\"") }.map(String.init) ?? ""
         let result = try jsonObject(summary)

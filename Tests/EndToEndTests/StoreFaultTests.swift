@@ -32,7 +32,7 @@ import Testing
         #expect(noStore.stderr.split(separator: "\n").filter { $0.hasPrefix("pushrelay:") }.count == 1, "\(noStore.stderr)")
         #expect(!FileManager.default.fileExists(atPath: missing + "/pushrelay.sqlite"), "nothing was created")
 
-        FileManager.default.createFile(atPath: missing + "/pushrelay.sqlite", contents: Data())
+        _ = FileManager.default.createFile(atPath: missing + "/pushrelay.sqlite", contents: Data())
         let empty = try await Self.serveWithoutInit(missing)
         #expect(empty.status == 66 && empty.stderr.contains("is empty"), "\(empty)")
 

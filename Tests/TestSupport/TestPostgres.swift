@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A throwaway PostgreSQL cluster for tests: Debian's server binaries (`scripts/setup.sh --test` installs
 /// `postgresql`), a temporary data directory, a Unix socket in it and a free loopback port. `initdb` refuses to run as

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A Python `h2` client that parks request bodies: it opens `connections` HTTP/2 connections with `streams` POSTs
 /// each that never end, and sends whatever the server's flow-control windows allow until nothing has moved for a
