@@ -2,9 +2,9 @@ import Foundation
 
 /// A Python `h2` client that parks request bodies: it opens `connections` HTTP/2 connections with `streams` POSTs
 /// each that never end, and sends whatever the server's flow-control windows allow until nothing has moved for a
-/// second (or for 10 s when nothing moved at all). What it reports is how many body bytes the server let it send (`first`); with `reset`, it then resets
-/// the streams of the connection that sent the most (it holds a share of the budget, whichever connections the
-/// server read first) and reports how many more bytes the other connections could send (`more`).
+/// second (or for 10 s when nothing moved at all). What it reports is how many body bytes the server let it send
+/// (`first`); with `reset`, it then resets the streams of the connection that holds the most of the server's budget
+/// (the one granted the most window) and reports how many more bytes the other connections could send (`more`).
 public enum UnfinishedUploads {
     public struct Sent: Sendable {
         public var first: Int
@@ -75,9 +75,10 @@ public enum UnfinishedUploads {
             first = settle()
             more = 0
             if \(reset ? "True" : "False"):
-                # The connection that sent the most holds a share of the budget whatever order the server read
-                # the connections in (more than its one window: it sent over a third of at least the budget).
-                k = max(range(len(pairs)), key=lambda i: per[i])
+                # Reset the connection that holds the most of the budget, whatever order the server read the
+                # connections in: the one the server granted the most window to (what it sent plus what it may
+                # still send is its initial window plus every WINDOW_UPDATE, i.e. plus what the server took).
+                k = max(range(len(pairs)), key=lambda i: pairs[i][0].outbound_flow_control_window + per[i])
                 conn, sock, ids = pairs[k]
                 for sid in ids:
                     conn.reset_stream(sid, 8)

@@ -365,45 +365,43 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
 
     // MARK: Flow control: windows reopened as the body budget allows
 
-    /// Reopens the stream's window for its received bytes if the connection's and the server's budgets take them;
-    /// false if they do not (the bytes wait, the peer's window stays closed).
+    /// Reopens the stream's window for its received bytes as far as the connection's and the server's budgets take
+    /// them; false if some wait (the peer's window stays closed for them until bytes are given back).
     private func reopenWindow(_ stream: HTTP2ServerStream, streamID: Int32) -> Bool {
-        let count = stream.unconsumedBodyBytes
-        guard count > 0 else { return true }
+        let pending = stream.unconsumedBodyBytes
+        guard pending > 0 else { return true }
         // Past the connection's bound only a stream that is its connection's sole holder goes on (one body larger
-        // than the bound must still arrive).
-        if heldBodyBytes > stream.heldBodyBytes,
-            heldBodyBytes + count > shared.configuration.maxBufferedBodyBytesPerConnection
-        {
-            return false
+        // than the bound must still arrive); others take what is left of it.
+        var count = pending
+        if heldBodyBytes > stream.heldBodyBytes {
+            count = min(count, shared.configuration.maxBufferedBodyBytesPerConnection - heldBodyBytes)
+            guard count > 0 else { return false }
         }
         guard let context else { return false }
         let eventLoop = context.eventLoop
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        let acquired = shared.bodyBudget.acquire(count, held: stream.heldBodyBytes, waiter: ObjectIdentifier(self)) {
+        let granted = shared.bodyBudget.acquire(upTo: count, held: stream.heldBodyBytes, waiter: ObjectIdentifier(self)) {
             eventLoop.execute { bound.value.reopenWaitingWindows() }
         }
-        guard acquired else { return false }
-        stream.unconsumedBodyBytes = 0
-        stream.heldBodyBytes += count
-        heldBodyBytes += count
-        session?.consumeStreamAndConnection(streamID: streamID, count: count)
-        return true
+        guard granted > 0 else { return false }
+        stream.unconsumedBodyBytes -= granted
+        stream.heldBodyBytes += granted
+        heldBodyBytes += granted
+        session?.consumeStreamAndConnection(streamID: streamID, count: granted)
+        // The WINDOW_UPDATEs go out at the end of the read batch or on the next tick, never from here: this may run
+        // inside an nghttp2 callback (a stream closing while nghttp2 sends), where sending again is not allowed.
+        scheduleFlush()
+        return granted == pending
     }
 
     /// Reopens the windows of waiting streams, oldest first, as far as the budgets allow.
     private func reopenWaitingWindows() {
-        var reopened = false
         while let streamID = streamsAwaitingWindow.first {
             if let stream = streams[streamID] {
                 guard reopenWindow(stream, streamID: streamID) else { break }
-                reopened = true
             }
             streamsAwaitingWindow.removeFirst()
         }
-        // The WINDOW_UPDATEs go out at the end of the read batch or on the next tick, never from here: this may run
-        // inside an nghttp2 callback (a stream closing while nghttp2 sends), where sending again is not allowed.
-        if reopened { scheduleFlush() }
     }
 
     /// Gives a request's body bytes back (it was answered, or its stream closed): its unconsumed bytes reopen the

@@ -3,8 +3,9 @@ import NIOConcurrencyHelpers
 /// The request-body bytes one server holds over all its HTTP/2 connections: bytes whose flow-control window was
 /// reopened (so the peer could send more) and that a request still holds. A connection reopens a stream's window
 /// only when the budget takes the bytes; once it is spent, peers stall on their windows (back-pressure through
-/// HTTP/2 flow control) until requests finish and give their bytes back. A connection that could not get bytes is
-/// called back when any are given back.
+/// HTTP/2 flow control) until requests finish and give their bytes back. A connection that could not get all the
+/// bytes it asked for gets what is left and is called back when any are given back: whatever is given back goes to
+/// the waiting streams, however little it is.
 final class HTTPBodyBudget: Sendable {
     private struct State {
         var used = 0
@@ -22,17 +23,20 @@ final class HTTPBodyBudget: Sendable {
     /// Bytes held now.
     var used: Int { state.withLockedValue { $0.used } }
 
-    /// Takes `count` more bytes for a request that holds `held` already, if they fit — or if that request is the
-    /// only holder, so that one body larger than the budget (up to its route's limit) still arrives; otherwise
-    /// remembers `wake` under `waiter`, to be called once bytes are given back, and returns false.
-    func acquire(_ count: Int, held: Int, waiter: ObjectIdentifier, wake: @escaping @Sendable () -> Void) -> Bool {
+    /// Takes up to `count` more bytes for a request that holds `held` already and returns how many it took: all of
+    /// them if they fit, or if that request is the only holder (so that one body larger than the budget, up to its
+    /// route's limit, still arrives); otherwise what is left of the budget (maybe 0), and `wake` is remembered under
+    /// `waiter`, to be called once bytes are given back.
+    func acquire(upTo count: Int, held: Int, waiter: ObjectIdentifier, wake: @escaping @Sendable () -> Void) -> Int {
         state.withLockedValue { state in
             if let capacity, state.used > held, state.used + count > capacity {
                 state.waiters[waiter] = wake
-                return false
+                let granted = max(capacity - state.used, 0)
+                state.used += granted
+                return granted
             }
             state.used += count
-            return true
+            return count
         }
     }
 
