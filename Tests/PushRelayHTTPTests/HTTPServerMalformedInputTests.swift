@@ -152,6 +152,39 @@ import TestSupport
         #expect(try await Self.stillServes(server))
     }
 
+    /// HTTP/1.1: a body that does not arrive within `requestTimeout` is answered 408 in the route's format too.
+    @Test func slowBodyTimeoutComesInTheRoutesFormat() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.requestTimeout = .milliseconds(300)
+        let server = try await TestServer.start(configuration: configuration)
+        defer { Task { await server.server.shutdown() } }
+        let script = """
+            import socket, sys
+            for path in ('/json/echo', '/echo'):
+                s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+                s.settimeout(10)
+                s.sendall(('POST %s HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 100\\r\\n\\r\\nx' % path).encode())
+                out = b''
+                while True:
+                    d = s.recv(65536)
+                    if not d:
+                        break
+                    out += d
+                head, _, body = out.partition(b'\\r\\n\\r\\n')
+                lines = head.split(b'\\r\\n')
+                kind = [l for l in lines if l.lower().startswith(b'content-type:')]
+                print(lines[0].decode(), kind[0].decode().split(':', 1)[1].strip() if kind else '-', body.decode().strip())
+                s.close()
+            """
+        let result = try await ExternalPeer.run(["python3", "-c", script, String(server.port)])
+        #expect(
+            result.stdout == """
+                HTTP/1.1 408 Request Timeout application/json {"error":408}
+                HTTP/1.1 408 Request Timeout text/plain; charset=utf-8 request body not received in time
+
+                """, "\(result.stderr)")
+    }
+
     /// An early answer to an HTTP/2 upload (413 from the head) is followed by RST_STREAM NO_ERROR to stop the
     /// upload, in a later write than the answer: Debian 12's curl (7.88) failed about one in 30 such answers when
     /// both came in one read ("(92) Stream error in the HTTP/2 framing layer"). 60 in a row must all read 413,
