@@ -158,18 +158,12 @@ import TestSupport
         configuration.requestTimeout = .milliseconds(300)
         let server = try await TestServer.start(configuration: configuration)
         defer { Task { await server.server.shutdown() } }
-        let script = """
-            import socket, sys
+        let script = PythonPeer.prelude + """
             for path in ('/json/echo', '/echo'):
-                s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+                s = socket.create_connection(('127.0.0.1', PORT))
                 s.settimeout(10)
                 s.sendall(('POST %s HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 100\\r\\n\\r\\nx' % path).encode())
-                out = b''
-                while True:
-                    d = s.recv(65536)
-                    if not d:
-                        break
-                    out += d
+                out = read_to_end(s)
                 head, _, body = out.partition(b'\\r\\n\\r\\n')
                 lines = head.split(b'\\r\\n')
                 kind = [l for l in lines if l.lower().startswith(b'content-type:')]

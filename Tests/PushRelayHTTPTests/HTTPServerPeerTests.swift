@@ -265,10 +265,9 @@ struct LingeringCloseTests {
     func http1CloseWithUnreadInput() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
-        let script = """
-            import socket, sys, time
+        let script = PythonPeer.prelude + """
             for mode in ('close', 'refused'):
-                s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+                s = socket.create_connection(('127.0.0.1', PORT))
                 s.settimeout(5)
                 try:
                     if mode == 'close':
@@ -277,12 +276,7 @@ struct LingeringCloseTests {
                     else:
                         s.sendall(b'POST /echo HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 300000\\r\\n\\r\\n' + b'z' * 300000)
                     time.sleep(0.3)  # the server has answered and closed (or shut its output) by now
-                    out = b''
-                    while True:
-                        d = s.recv(65536)
-                        if not d:
-                            break
-                        out += d
+                    out = read_to_end(s)
                     print(mode, out.split(b'\\r\\n')[0].decode(), out.count(b'HTTP/1.1 '))
                 except Exception as e:
                     print(mode, type(e).__name__)
@@ -349,6 +343,13 @@ enum PythonPeer {
         import socket, sys, time
         import h2.connection, h2.config, h2.events
         PORT = int(sys.argv[1])
+        def read_to_end(sock):
+            out = b''
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    return out
+                out += data
         def connect(port, rcvbuf=None):
             sock = socket.socket()
             if rcvbuf:
