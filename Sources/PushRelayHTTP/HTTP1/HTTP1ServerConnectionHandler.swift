@@ -436,8 +436,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
     /// ``reject(_:)`` for the request routed last (`head`), in its route's error format.
     private func rejectForRoute(_ error: HTTPError) {
-        guard let head else { return reject(error) }
-        reject(with: shared.responder.response(for: error, to: head))
+        reject(with: HTTPResponder.response(for: error, to: head, by: shared.responder))
     }
 
     private func reject(with response: HTTPServerResponse) {

@@ -612,10 +612,9 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             return
         }
         // Once the 413 is out, `sessionSentEndStreamBeforePeer` stops the rest of the upload.
-        let response =
-            stream.head.map { shared.responder.response(for: .payloadTooLarge, to: $0) }
-            ?? HTTPResponder.response(for: .payloadTooLarge)
-        respond(stream, streamID: streamID, response: response)
+        respond(
+            stream, streamID: streamID,
+            response: HTTPResponder.response(for: HTTPError.payloadTooLarge, to: stream.head, by: shared.responder))
     }
 
     /// Submits an async handler's answer, if its stream is still open.

@@ -43,11 +43,11 @@ enum HTTPResponder {
     }
 
     /// The response for an error about the request `head`: an ``HTTPError`` in the format of the request's route
-    /// (``HTTPServerResponder/response(for:to:)``), anything else a plain `500`.
-    static func response(for error: any Error, to head: HTTPRequest, by responder: any HTTPServerResponder)
+    /// (``HTTPServerResponder/response(for:to:)``), anything else a plain `500`; plain text too without a head.
+    static func response(for error: any Error, to head: HTTPRequest?, by responder: any HTTPServerResponder)
         -> HTTPServerResponse
     {
-        guard let error = error as? HTTPError else { return response(for: error) }
+        guard let head, let error = error as? HTTPError else { return response(for: error) }
         return responder.response(for: error, to: head)
     }
 
