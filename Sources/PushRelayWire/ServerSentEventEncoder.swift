@@ -72,7 +72,10 @@ public enum ServerSentEventEncoder {
     /// `data: <line>\n` for each line of `data` (split at LF, CR LF or CR); one empty `data:` line for no data.
     @inlinable
     static func appendDataLines(_ data: some Collection<UInt8>, to output: inout some ByteSink) {
-        guard data.contains(where: { $0 == newline || $0 == carriageReturn }) else {
+        let hasLineBreak =
+            data.withContiguousStorageIfAvailable { containsLineBreak(UnsafeRawBufferPointer($0)) }
+            ?? data.contains(where: { $0 == newline || $0 == carriageReturn })
+        guard hasLineBreak else {
             output.appendBytes(dataPrefix)
             output.appendBytes(data)
             output.appendBytes(CollectionOfOne(newline))
@@ -100,6 +103,30 @@ public enum ServerSentEventEncoder {
         output.appendBytes(dataPrefix)
         output.appendBytes(data[lineStart..<data.endIndex])
         output.appendBytes(CollectionOfOne(newline))
+    }
+
+    /// Whether `bytes` holds an LF or a CR, eight bytes at a time: a relay stream scans every event's data (JSON,
+    /// which rarely has one), and the byte-by-byte scan was ≈ 2 % of a delivered send's instructions.
+    @usableFromInline
+    static func containsLineBreak(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            // A byte of `x` is zero exactly when `(x - ones) & ~x & highs` has its high bit (no false positive is
+            // possible in the lowest zero byte; a borrow can only mark bytes above a real zero, so "any" is exact).
+            let lf = word ^ (ones &* UInt64(newline))
+            let cr = word ^ (ones &* UInt64(carriageReturn))
+            if ((lf &- ones) & ~lf & highs) | ((cr &- ones) & ~cr & highs) != 0 { return true }
+            offset += 8
+        }
+        while offset < bytes.count {
+            let byte = bytes[offset]
+            if byte == newline || byte == carriageReturn { return true }
+            offset += 1
+        }
+        return false
     }
 
     // Computed, not stored: a stored `static let` is a lazily initialized global, read through its accessor (a

@@ -22,6 +22,26 @@ struct ServerSentEventEncoderTests {
         }
     }
 
+    @Test("a line break is found at any offset, as the byte-by-byte scan finds it")
+    func lineBreaksAtEveryOffset() {
+        for length in 0...40 {
+            for offset in -1..<length {
+                for lineBreak in [UInt8(ascii: "\n"), UInt8(ascii: "\r")] {
+                    // Bytes next to LF and CR (0x09, 0x0b, 0x0c, 0x0e, 0x8a) must not count as one.
+                    var data = (0..<length).map { [0x09, 0x0b, 0x0c, 0x0e, 0x8a, 0x7b][$0 % 6] as UInt8 }
+                    if offset >= 0 { data[offset] = lineBreak }
+                    var contiguous: [UInt8] = []
+                    var scanned: [UInt8] = []
+                    ServerSentEventEncoder.appendEvent(id: 1, data: data, to: &contiguous)
+                    ServerSentEventEncoder.appendEvent(id: 1, data: data.lazy.map { $0 }, to: &scanned)
+                    #expect(contiguous == scanned, "length \(length), line break \(lineBreak) at \(offset)")
+                    let dataLines = contiguous.split(separator: UInt8(ascii: "\n")).filter { $0.starts(with: Array("data:".utf8)) }.count
+                    #expect(dataLines == (offset >= 0 ? 2 : 1), "length \(length), line break at \(offset)")
+                }
+            }
+        }
+    }
+
     @Test("the relay's stream as the server writes it: connected comment, events, heartbeat")
     func relayStream() throws {
         var bytes: [UInt8] = []
