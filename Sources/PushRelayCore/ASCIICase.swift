@@ -6,7 +6,7 @@ extension StringProtocol {
         let expected = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
         var bytes = self.utf8.makeIterator()
         for byte in expected {
-            guard let next = bytes.next(), Self.lowercasedASCII(next) == byte else { return false }
+            guard let next = bytes.next(), next.lowercasedASCII == byte else { return false }
         }
         return true
     }
@@ -15,15 +15,14 @@ extension StringProtocol {
     public func equalsIgnoringASCIICase(_ other: StaticString) -> Bool {
         self.utf8.count == other.utf8CodeUnitCount && self.hasPrefixIgnoringASCIICase(other)
     }
-
-    private static func lowercasedASCII(_ byte: UInt8) -> UInt8 {
-        byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
-    }
 }
 
 extension UInt8 {
     /// A space or a tab: the blanks HTTP allows around header values and parameters.
     var isSpaceOrTab: Bool { self == UInt8(ascii: " ") || self == UInt8(ascii: "\t") }
+
+    /// The byte with an ASCII capital letter made small.
+    var lowercasedASCII: UInt8 { self &- UInt8(ascii: "A") < 26 ? self | 0x20 : self }
 }
 
 extension Substring {

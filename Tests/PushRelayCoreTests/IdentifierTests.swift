@@ -149,6 +149,11 @@ struct AuthorizationHeaderTests {
         #expect(AuthorizationHeader.serverKey("key=\u{301}") == "\u{301}")
         #expect(AuthorizationHeader.serverKey("key    ") == nil)
         #expect(AuthorizationHeader.serverKey("kex=abc") == nil)
+        #expect(AuthorizationHeader.serverKey("  key=a b\t") == "a b")
+        #expect(AuthorizationHeader.serverKey("key \t=") == nil)
+        #expect(AuthorizationHeader.serverKey("key=\t ") == nil)
+        #expect(AuthorizationHeader.serverKey("key:abc") == nil)
+        #expect(AuthorizationHeader.serverKey("é key=abc") == nil)
     }
 
     @Test func bearer() {
@@ -164,6 +169,9 @@ struct AuthorizationHeaderTests {
         #expect(AuthorizationHeader.bearer("Béarer abc") == nil)
         #expect(AuthorizationHeader.bearer("Bearer\u{301} abc") == nil)
         #expect(AuthorizationHeader.bearer("Bearer a\tb") == "a\tb")
+        #expect(AuthorizationHeader.bearer("\t Bearer x ") == "x")
+        #expect(AuthorizationHeader.bearer("Bearer\t\t ") == nil)
+        #expect(AuthorizationHeader.bearer("Bearer=abc") == nil)
     }
 }
 
