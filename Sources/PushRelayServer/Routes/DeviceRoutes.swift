@@ -91,7 +91,7 @@ struct DeviceRoutes: Sendable {
         }
         sightings.saw(device.id)
         if let lastEventID = request.head.headerFields.firstValue(for: .lastEventID) {
-            guard let id = MessageID(lastEventID.trimmingCharacters(in: .whitespaces)) else {
+            guard let id = MessageID(storable: lastEventID.trimmingCharacters(in: .whitespaces)) else {
                 return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "Last-Event-ID must be a message id")
             }
             let count = try await store.acknowledge(device: device.id, upTo: id)
@@ -157,7 +157,8 @@ struct DeviceRoutes: Sendable {
         var ids: [MessageID] = []
         ids.reserveCapacity(values.count)
         for value in values {
-            guard let id = value.stringValue.flatMap({ MessageID($0) }) ?? value.int64Value.flatMap({ MessageID(String($0)) })
+            guard let id = value.stringValue.flatMap({ MessageID(storable: $0) })
+                ?? value.int64Value.flatMap({ MessageID(storable: String($0)) })
             else { throw JSONResponse.thrown(.badRequest, "INVALID_ARGUMENT", "not a message id: \(value)") }
             ids.append(id)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import PushRelayHTTP
 import PushRelayStore
 import Testing
 
@@ -60,6 +61,9 @@ struct AckRouteTests {
             ("unknown-secret", #"{"ids": ["\#(id)"]}"#, 401, "UNAUTHENTICATED"),
             (device.secret, #"{"ids": "\#(id)"}"#, 400, "INVALID_ARGUMENT"),
             (device.secret, #"{"ids": ["x1"]}"#, 400, "INVALID_ARGUMENT"),
+            // Past the stores' integer: no message has such an id (it wrapped to a negative row value before).
+            (device.secret, #"{"ids": ["\#(id)", "9223372036854775808"]}"#, 400, "INVALID_ARGUMENT"),
+            (device.secret, #"{"ids": [18446744073709551615]}"#, 400, "INVALID_ARGUMENT"),
             (device.secret, "not json", 400, "INVALID_ARGUMENT"),
         ]
         for item in cases {
@@ -69,6 +73,26 @@ struct AckRouteTests {
             #expect(try answer.json()["error"] as? String == item.error, "\(item.body): \(answer.text)")
         }
         #expect(try await pendingIDs(relay, device) == [id])
+        await relay.close()
+    }
+
+    @Test("a Last-Event-ID past the stores' integer is refused, not taken as a cursor past every message")
+    func lastEventIDOutOfRange() async throws {
+        let relay = try RelayHarness()
+        let project = try await relay.createProject()
+        let device = try await relay.registerDevice(project)
+        let id = try await relay.messageID(#"{"to": "\#(device.token)", "data": {"k": "v"}}"#, key: project.serverKey)
+        for lastEventID in ["9223372036854775808", "18446744073709551615", "99999999999999999999", "-1"] {
+            let response = try await relay.respond(
+                .get, "/v1/stream",
+                headers: [.authorization: "Bearer \(device.secret)", HTTPField.Name("Last-Event-ID")!: lastEventID])
+            #expect(response.head.status == .badRequest, "\(lastEventID)")
+        }
+        #expect(try await pendingIDs(relay, device) == [id], "nothing acknowledged")
+        // The largest storable id is a cursor like any other: it acknowledges every pending message.
+        let writer = try await relay.openStream(secret: device.secret, lastEventID: "9223372036854775807")
+        writer.close()
+        #expect(try await pendingIDs(relay, device).isEmpty)
         await relay.close()
     }
 
