@@ -60,8 +60,10 @@ extension HTTPServerResponder {
     }
 }
 
-/// Renders an error the transport answers for a route (``HTTPServerResponder/response(for:to:)``).
-public typealias HTTPErrorRenderer = @Sendable (HTTPError) -> HTTPServerResponse
+/// Renders an error the transport answers for a route (``HTTPServerResponder/response(for:to:)``), given the
+/// request's head: every ``HTTPError`` of the route, whether the transport raised it (a body over the limit, a body
+/// not received in time) or the handler threw it. ``HTTPRouter/errors(_:)`` makes one from an API's error format.
+public typealias HTTPErrorRenderer = @Sendable (HTTPError, HTTPRequest) -> HTTPServerResponse
 
 /// The result of routing a request head.
 public enum HTTPRouteMatch: Sendable {
@@ -108,8 +110,8 @@ public struct HTTPRouter: HTTPServerResponder {
     /// Call before the router is handed to a server; the router is not mutated afterwards. With `gate`, the
     /// transport asks it about each request's head before reading the body (``HTTPGateDecision``). With
     /// `errors`, the errors the transport answers for the route (a body over `maxBodyBytes`, a body not received
-    /// in time) and the ``HTTPError``s its handler throws without a `Content-Type` of their own are rendered by it
-    /// instead of as plain text.
+    /// in time) and the ``HTTPError``s its handler throws are rendered by it instead of as plain text
+    /// (``errors(_:)``: in the API's format unless the error has a `Content-Type` of its own).
     public func add(
         _ method: HTTPRequest.Method,
         _ pattern: String,
@@ -165,13 +167,18 @@ public struct HTTPRouter: HTTPServerResponder {
         return nil
     }
 
-    /// The route's `errors` renderer, unless the error names its own format (a `Content-Type` field: a handler
-    /// built the body already) or the route has none: then the error as it is.
+    /// The route's `errors` renderer, or the error as it is when the route has none.
     public func response(for error: HTTPError, to head: HTTPRequest) -> HTTPServerResponse {
-        if error.headerFields[.contentType] == nil, case .found(let entry, _) = lookup(head), let errors = entry.errors {
-            return errors(error)
+        if case .found(let entry, _) = lookup(head), let errors = entry.errors {
+            return errors(error, head)
         }
         return HTTPResponder.response(for: error)
+    }
+
+    /// A renderer in an API's error format: `format(error)` for an error without a format of its own, and the error
+    /// as it is when it names one (a `Content-Type` field: the handler built the body already).
+    public static func errors(_ format: @escaping @Sendable (HTTPError) -> HTTPServerResponse) -> HTTPErrorRenderer {
+        { error, _ in error.headerFields[.contentType] == nil ? format(error) : HTTPResponder.response(for: error) }
     }
 
     public func route(for head: HTTPRequest) -> HTTPRouteMatch {

@@ -160,13 +160,14 @@ public final class RelayApplication: Sendable {
             maxDevicesPerProject: options.maxDevicesPerProject, sightings: sightings)
         let tickets = StreamTicketRoutes(store: store, devices: devices, logger: logger)
         let cors = CORSPolicy(allowedOrigins: options.corsAllowedOrigins)
-        router.add(.post, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, errors: RouteErrors.json, .collected(cors.wrap(devices.register)))
-        router.add(.delete, "/v1/register", maxBodyBytes: 0, errors: RouteErrors.json, .collected(cors.wrap(devices.unregister)))
-        router.add(.get, "/v1/stream", maxBodyBytes: 0, errors: RouteErrors.json, .collected(cors.wrap(tickets.stream)))
-        router.add(.post, "/v1/ack", maxBodyBytes: options.maxRequestBodyBytes, errors: RouteErrors.json, .promised(cors.wrap(devices.acknowledge)))
-        router.add(.post, "/v1/stream-ticket", maxBodyBytes: 0, errors: RouteErrors.json, .collected(cors.wrap(tickets.issue)))
+        let deviceErrors = cors.errors(RouteErrors.json)
+        router.add(.post, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, errors: deviceErrors, .collected(cors.wrap(devices.register)))
+        router.add(.delete, "/v1/register", maxBodyBytes: 0, errors: deviceErrors, .collected(cors.wrap(devices.unregister)))
+        router.add(.get, "/v1/stream", maxBodyBytes: 0, errors: deviceErrors, .collected(cors.wrap(tickets.stream)))
+        router.add(.post, "/v1/ack", maxBodyBytes: options.maxRequestBodyBytes, errors: deviceErrors, .promised(cors.wrap(devices.acknowledge)))
+        router.add(.post, "/v1/stream-ticket", maxBodyBytes: 0, errors: deviceErrors, .collected(cors.wrap(tickets.issue)))
         for path in ["/v1/register", "/v1/stream", "/v1/ack", "/v1/stream-ticket"] {
-            router.add(.options, path, maxBodyBytes: 0, errors: RouteErrors.json, .collected(cors.preflight))
+            router.add(.options, path, maxBodyBytes: 0, errors: deviceErrors, .collected(cors.preflight))
         }
 
         let iid = InstanceIDRoutes(store: store, logger: logger, maxBodyBytes: options.maxRequestBodyBytes)

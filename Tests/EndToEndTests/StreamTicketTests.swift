@@ -35,7 +35,7 @@ struct StreamTicketTests {
     @Test("preflight and answers carry CORS headers for an allowed origin only; none are allowed by default")
     func cors() async throws {
         let allowed = "https://shop.example.com"
-        let daemon = try Daemon(arguments: ["--cors-allowed-origins", allowed])
+        let daemon = try Daemon(arguments: ["--cors-allowed-origins", allowed, "--max-request-body-size", "16KiB"])
         try await daemon.start()
         let keys = try await daemon.createProject()
         let device = try await daemon.registerDevice(keys)
@@ -66,6 +66,27 @@ struct StreamTicketTests {
         }
         #expect(try await ack(allowed).contains("access-control-allow-origin: \(allowed)\r\n"))
         #expect(!(try await ack("https://evil.example")).contains("access-control-allow-origin"))
+
+        // Errors too, so that a web app's fetch can read them: one the handler throws (an id that is no message
+        // id), and the transport's 413 (a registration over max_request_body_size, 16 KiB here), on both protocols.
+        let failing: [(status: String, arguments: [String])] = [
+            ("400", ["-X", "POST", "\(daemon.baseURL)/v1/ack", "-H", "Authorization: Bearer \(device.secret)",
+                     "-H", "Content-Type: application/json", "--data-binary", #"{"ids": ["x"]}"#]),
+            ("413", ["-X", "POST", "\(daemon.baseURL)/v1/register", "-H", "Authorization: key=\(keys.clientKey)",
+                     "-H", "Content-Type: application/json", "--data-binary",
+                     #"{"pad":"\#(String(repeating: "x", count: 20_000))"}"#]),
+        ]
+        for item in failing {
+            for http in ["--http1.1", "--http2-prior-knowledge"] {
+                for origin in [allowed, "https://evil.example"] {
+                    let answer = try await run("curl", ["-sS", http, "-D", "-", "-o", "/dev/null", "-H", "Origin: \(origin)"]
+                        + item.arguments).stdout.lowercased()
+                    #expect(answer.contains(" \(item.status)"), "\(http) \(origin): \(answer)")
+                    #expect(answer.contains("access-control-allow-origin: \(allowed)\r\n") == (origin == allowed),
+                            "\(item.status) \(http) \(origin): \(answer)")
+                }
+            }
+        }
         try await daemon.terminate()
 
         let closed = try Daemon()  // cors_allowed_origins unset

@@ -24,8 +24,8 @@ struct CORSPolicy: Sendable {
     }
 
     /// The request's `Origin` when it is allowed.
-    func allowedOrigin(of request: HTTPServerRequest) -> String? {
-        guard let origin = request.head.headerFields[.origin], !origin.isEmpty else { return nil }
+    func allowedOrigin(of head: HTTPRequest) -> String? {
+        guard let origin = head.headerFields[.origin], !origin.isEmpty else { return nil }
         return allowedOrigins.contains("*") || allowedOrigins.contains(origin) ? origin : nil
     }
 
@@ -34,7 +34,7 @@ struct CORSPolicy: Sendable {
         _ handler: @escaping @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse
     ) -> @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse {
         guard !allowedOrigins.isEmpty else { return handler }
-        return { request in decorate(try await handler(request), for: request) }
+        return { request in decorate(try await handler(request), for: request.head) }
     }
 
     /// An event-loop (`.promised`) `handler`, with `Access-Control-Allow-Origin` added to its answers to an allowed
@@ -45,15 +45,23 @@ struct CORSPolicy: Sendable {
         guard !allowedOrigins.isEmpty else { return handler }
         return { request, body, promise in
             let answer = promise.futureResult.eventLoop.makePromise(of: HTTPServerResponse.self)
-            answer.futureResult.map { decorate($0, for: request) }.cascade(to: promise)
+            answer.futureResult.map { decorate($0, for: request.head) }.cascade(to: promise)
             handler(request, body, answer)
         }
     }
 
+    /// `renderer`, with `Access-Control-Allow-Origin` added to its answers to an allowed origin: the route's errors
+    /// (a body over the limit, an error its handler throws) reach a web app's `fetch` like its other answers,
+    /// instead of failing as an opaque network error.
+    func errors(_ renderer: @escaping HTTPErrorRenderer) -> HTTPErrorRenderer {
+        guard !allowedOrigins.isEmpty else { return renderer }
+        return { error, head in decorate(renderer(error, head), for: head) }
+    }
+
     /// `response` with `Access-Control-Allow-Origin: <origin>` and `Vary: Origin` when the request's origin is
     /// allowed.
-    private func decorate(_ response: HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
-        guard let origin = allowedOrigin(of: request) else { return response }
+    private func decorate(_ response: HTTPServerResponse, for head: HTTPRequest) -> HTTPServerResponse {
+        guard let origin = allowedOrigin(of: head) else { return response }
         var response = response
         response.head.headerFields[.accessControlAllowOrigin] = origin
         response.head.headerFields.append(HTTPField(name: .vary, value: "Origin"))
@@ -68,7 +76,7 @@ struct CORSPolicy: Sendable {
             fields[.allow] = Self.allowedMethods + ", OPTIONS"
             return HTTPServerResponse(status: .noContent, headerFields: fields)
         }
-        guard let origin = allowedOrigin(of: request) else {
+        guard let origin = allowedOrigin(of: request.head) else {
             return JSONResponse.error(.forbidden, "PERMISSION_DENIED", "origin not allowed (cors_allowed_origins)")
         }
         var fields = HTTPFields()

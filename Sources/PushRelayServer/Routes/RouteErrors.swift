@@ -9,18 +9,18 @@ import PushRelayHTTP
 /// (``HTTPRouter/add(_:_:maxBodyBytes:gate:errors:_:)``). The FCM legacy send keeps plain text, as FCM answers it.
 enum RouteErrors {
     /// The device API and the Instance ID routes: `{"error": "INVALID_ARGUMENT", "message": "…"}`.
-    static let json: HTTPErrorRenderer = { error in
+    static let json: HTTPErrorRenderer = HTTPRouter.errors { error in
         JSONResponse.error(error.status, code(of: error), message(of: error))
     }
 
     /// FCM HTTP v1: a `google.rpc.Status` (`{"error": {"code": 413, "message": "…", "status": "INVALID_ARGUMENT"}}`).
-    static let v1: HTTPErrorRenderer = { error in
+    static let v1: HTTPErrorRenderer = HTTPRouter.errors { error in
         V1ProjectRoutes.answer(FCMv1Error(httpStatus: error.status.code, status: code(of: error), message: message(of: error)))
     }
 
     /// The OAuth 2.0 token endpoint: `{"error": "invalid_request", "error_description": "…"}` (RFC 6749 §5.2), with
     /// the transport's status.
-    static let oauth: HTTPErrorRenderer = { error in
+    static let oauth: HTTPErrorRenderer = HTTPRouter.errors { error in
         let answer = TokenRoute.answer(OAuthError(code: .invalidRequest, message: message(of: error)))
         return HTTPServerResponse(status: error.status, headerFields: answer.head.headerFields, body: answer.body)
     }

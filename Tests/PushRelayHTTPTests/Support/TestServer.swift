@@ -101,7 +101,7 @@ struct TestServer {
         })
         // The echo routes again with an error renderer (`{"error":<status>}` as JSON): the transport's 413 and the
         // plain HTTPErrors handlers throw take the route's format; an error with its own Content-Type does not.
-        let json: HTTPErrorRenderer = { error in
+        let json: HTTPErrorRenderer = HTTPRouter.errors { error in
             HTTPServerResponse(
                 status: error.status, headerFields: [.contentType: "application/json"],
                 body: .bytes(ByteBuffer(string: "{\"error\":\(error.status.code)}")))
