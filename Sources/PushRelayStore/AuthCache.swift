@@ -29,16 +29,18 @@ final class AuthCache: Sendable {
         var devicesBySecret: [KeyHash: Device] = [:]
         var devicesByToken: [String: Device] = [:]
         var projects: [ProjectID: Project] = [:]
+        /// Digests of server keys and device secrets that found a cached entry, by the key as presented: a send's
+        /// credential is looked up from memory without hashing it again (SHA-256 was ≈ 7,000 of the ≈ 255,000
+        /// instructions of a send). A digest is a function of its key, so no invalidation clears them; only keys
+        /// that matched a cached credential get in (a stream of made-up keys adds nothing), at most
+        /// ``AuthCache/maxDigests``. The clear-text keys held here are the ones requests carry in memory anyway;
+        /// nothing is written anywhere.
+        var digests: [String: KeyHash] = [:]
     }
 
     private let state = NIOLockedValueBox(State())
     private let maxEntries: Int
-    /// Digests of server keys and device secrets that found a cached entry, by the key as presented: a send's
-    /// credential is looked up from memory without hashing it again (SHA-256 was ≈ 7,000 of the ≈ 255,000
-    /// instructions of a send). A digest is a function of its key, so no invalidation applies; only keys that
-    /// matched a cached credential get in (a stream of made-up keys adds nothing), at most ``maxDigests`` of them.
-    /// The clear-text keys held here are the ones requests carry in memory anyway; nothing is written anywhere.
-    private let digests = NIOLockedValueBox<[String: KeyHash]>([:])
+    /// The most memoized digests (``State/digests``).
     static let maxDigests = 4096
 
     init(maxEntries: Int) {
@@ -143,23 +145,24 @@ final class AuthCache: Sendable {
         return self.lookUp(secret, in: { state, hash in state.devicesBySecret[hash] })
     }
 
-    /// The cached entry of a presented key: by its memoized digest when it matched before (``digests``), else by
+    /// The cached entry of a presented key: by its memoized digest when it matched before (``State/digests``), else by
     /// hashing it, memoizing the digest when that finds an entry.
     private func lookUp<Entry>(_ key: String, in table: (State, KeyHash) -> Entry?) -> Entry? {
-        if let hash = self.digests.withLockedValue({ $0[key] }) {
-            return self.state.withLockedValue { table($0, hash) }
+        let memoized = self.state.withLockedValue { state -> Entry?? in
+            state.digests[key].map { table(state, $0) }
         }
+        if let memoized { return memoized }
         let hash = KeyHash(of: key)
-        guard let entry = self.state.withLockedValue({ table($0, hash) }) else { return nil }
-        self.digests.withLockedValue { digests in
-            if digests.count >= Self.maxDigests { digests.removeAll() }
-            digests[key] = hash
+        return self.state.withLockedValue { state in
+            guard let entry = table(state, hash) else { return nil }
+            if state.digests.count >= Self.maxDigests { state.digests.removeAll() }
+            state.digests[key] = hash
+            return entry
         }
-        return entry
     }
 
     /// How many presented keys have a memoized digest. For tests.
-    var memoizedDigests: Int { self.digests.withLockedValue { $0.count } }
+    var memoizedDigests: Int { self.state.withLockedValue { $0.digests.count } }
 
     /// The current generation, to pass back when inserting what a database read returned.
     var generation: UInt64 {
