@@ -19,6 +19,15 @@ struct AckRouteTests {
         return try await relay.request(.post, "/v1/ack", headers: headers, body: body)
     }
 
+    /// A relay with one registered device and one message queued for it (its id).
+    private func oneDeviceWithOneMessage() async throws -> (RelayHarness, TestDevice, String) {
+        let relay = try RelayHarness()
+        let project = try await relay.createProject()
+        let device = try await relay.registerDevice(project)
+        let id = try await relay.messageID(#"{"to": "\#(device.token)", "data": {"k": "v"}}"#, key: project.serverKey)
+        return (relay, device, id)
+    }
+
     private func pendingIDs(_ relay: RelayHarness, _ device: TestDevice) async throws -> [String] {
         let found = try #require(try await relay.store.resolveTokens([device.token]).first ?? nil)
         return try await relay.store.pendingMessages(for: found.id, after: nil, limit: 100).map { "\($0.id)" }
@@ -51,10 +60,7 @@ struct AckRouteTests {
 
     @Test("missing secret, unknown secret, malformed body and bad ids are refused in JSON; nothing is deleted")
     func refusals() async throws {
-        let relay = try RelayHarness()
-        let project = try await relay.createProject()
-        let device = try await relay.registerDevice(project)
-        let id = try await relay.messageID(#"{"to": "\#(device.token)", "data": {"k": "v"}}"#, key: project.serverKey)
+        let (relay, device, id) = try await oneDeviceWithOneMessage()
         _ = try await ack(relay, secret: device.secret, #"{"ids": []}"#)  // the secret is in memory from here
         let cases: [(secret: String?, body: String, status: Int, error: String)] = [
             (nil, #"{"ids": ["\#(id)"]}"#, 401, "UNAUTHENTICATED"),
@@ -78,10 +84,7 @@ struct AckRouteTests {
 
     @Test("a Last-Event-ID past the stores' integer is refused, not taken as a cursor past every message")
     func lastEventIDOutOfRange() async throws {
-        let relay = try RelayHarness()
-        let project = try await relay.createProject()
-        let device = try await relay.registerDevice(project)
-        let id = try await relay.messageID(#"{"to": "\#(device.token)", "data": {"k": "v"}}"#, key: project.serverKey)
+        let (relay, device, id) = try await oneDeviceWithOneMessage()
         for lastEventID in ["9223372036854775808", "18446744073709551615", "99999999999999999999", "-1"] {
             let response = try await relay.respond(
                 .get, "/v1/stream",
