@@ -3,18 +3,19 @@
 extension StringProtocol {
     /// Whether the text starts with `prefix` (lowercase ASCII), ignoring the case of ASCII letters.
     public func hasPrefixIgnoringASCIICase(_ prefix: StaticString) -> Bool {
-        let expected = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
-        var bytes = self.utf8.makeIterator()
-        for byte in expected {
-            guard let next = bytes.next(), next.lowercasedASCII == byte else { return false }
-        }
-        return true
+        startsIgnoringASCIICase(self.utf8, prefix)
     }
 
     /// Whether the text is `other` (lowercase ASCII), ignoring the case of ASCII letters.
     public func equalsIgnoringASCIICase(_ other: StaticString) -> Bool {
         self.utf8.count == other.utf8CodeUnitCount && self.hasPrefixIgnoringASCIICase(other)
     }
+}
+
+/// Whether `bytes` start with `prefix` (lowercase ASCII), ignoring the case of ASCII letters.
+func startsIgnoringASCIICase(_ bytes: some Sequence<UInt8>, _ prefix: StaticString) -> Bool {
+    let expected = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+    return bytes.starts(with: expected) { $0.lowercasedASCII == $1 }
 }
 
 extension UInt8 {

@@ -8,7 +8,7 @@ public enum AuthorizationHeader {
     public static func serverKey(_ value: String) -> Substring? {
         self.slice(value) { bytes in
             let (start, end) = Self.trimmed(bytes, 0, bytes.count)
-            guard end - start > 4, Self.hasPrefixIgnoringCase(bytes, start, "key") else { return nil }
+            guard end - start > 4, startsIgnoringASCIICase(bytes[start...], "key") else { return nil }
             var index = start + 3
             while index < end && bytes[index].isSpaceOrTab { index += 1 }
             guard index < end, bytes[index] == UInt8(ascii: "=") else { return nil }
@@ -21,7 +21,7 @@ public enum AuthorizationHeader {
     public static func bearer(_ value: String) -> Substring? {
         self.slice(value) { bytes in
             let (start, end) = Self.trimmed(bytes, 0, bytes.count)
-            guard end - start > 7, Self.hasPrefixIgnoringCase(bytes, start, "bearer"), bytes[start + 6].isSpaceOrTab
+            guard end - start > 7, startsIgnoringASCIICase(bytes[start...], "bearer"), bytes[start + 6].isSpaceOrTab
             else { return nil }
             let token = Self.trimmed(bytes, start + 6, end)
             guard token.0 < token.1 else { return nil }
@@ -49,13 +49,5 @@ public enum AuthorizationHeader {
         while start < end && bytes[start].isSpaceOrTab { start += 1 }
         while end > start && bytes[end - 1].isSpaceOrTab { end -= 1 }
         return (start, end)
-    }
-
-    /// Whether the bytes from `start` begin with `prefix` (lowercase ASCII), ignoring the case of ASCII letters.
-    private static func hasPrefixIgnoringCase(
-        _ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ prefix: StaticString
-    ) -> Bool {
-        let expected = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
-        return bytes[start...].starts(with: expected) { $0.lowercasedASCII == $1 }
     }
 }

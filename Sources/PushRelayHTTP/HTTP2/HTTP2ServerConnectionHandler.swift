@@ -497,12 +497,11 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
                 verify(stream, streamID: streamID, check)
             }
         }
+        stream.head = head
         if !endStream, let length = stream.contentLength, length > maxBodyBytes {
-            stream.phase = .awaitingResponse
-            respond(stream, streamID: streamID, response: shared.responder.response(for: .payloadTooLarge, to: head))
+            bodyTooLarge(stream, streamID: streamID)
             return
         }
-        stream.head = head
         stream.pathParameters = pathParameters
         stream.maxBodyBytes = maxBodyBytes
         switch handler {
