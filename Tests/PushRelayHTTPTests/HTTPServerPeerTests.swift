@@ -51,6 +51,46 @@ import Testing
         }
     }
 
+    /// `Expect: 100-continue` (curl sends it for large bodies, and holds the body back up to a second for the
+    /// answer): a request whose body will be read gets `100 Continue` first, on both protocols, for every kind of
+    /// handler and once a gate's check allowed it; one answered unread (a gate's refusal, a body over the limit by
+    /// its length, no such route) gets its final answer without one.
+    @Test func expectContinueOnBothProtocols() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let body = "hello transport"
+        let refused: [(path: String, gate: String?, size: Int, status: Int)] = [
+            ("/gated-echo", "deny", 15, 403), ("/gated-echo", "check-deny", 15, 403), ("/echo", nil, 2000, 413),
+            ("/no-such-route", nil, 15, 404),
+        ]
+        for (flag, interim) in [("--http1.1", "< HTTP/1.1 100 Continue"), ("--http2-prior-knowledge", "< HTTP/2 100")] {
+            for (path, gate) in [
+                ("/echo", nil), ("/echo-async", nil), ("/echo-collected", nil), ("/echo-promised", nil),
+                ("/gated-echo", "check-allow"), ("/gated-echo", "allow"),
+            ] as [(String, String?)] {
+                let result = try await ExternalPeer.run(
+                    ["curl", "-sS", "-v", flag, "-H", "Expect: 100-continue", "--data-binary", body]
+                        + (gate.map { ["-H", "X-Gate: \($0)"] } ?? []) + ["\(server.baseURL)\(path)"])
+                #expect(result.stdout == body, "\(flag) \(path) \(gate ?? ""): \(result.stderr)")
+                #expect(result.stderr.contains(interim), "\(flag) \(path) \(gate ?? ""): \(result.stderr)")
+            }
+            for (path, gate, size, status) in refused {
+                let result = try await ExternalPeer.run(
+                    ["curl", "-sS", "-v", flag, "-H", "Expect: 100-continue", "-o", "/dev/null", "-w", "%{http_code}",
+                     "--data-binary", String(repeating: "x", count: size)]
+                        + (gate.map { ["-H", "X-Gate: \($0)"] } ?? []) + ["\(server.baseURL)\(path)"])
+                #expect(result.stdout == "\(status)", "\(flag) \(path) \(gate ?? ""): \(result.stderr)")
+                #expect(!result.stderr.contains(interim), "\(flag) \(path) \(gate ?? ""): \(result.stderr)")
+            }
+        }
+        // An HTTP/1.0 client is never sent a 1xx answer (RFC 9110, 15.2).
+        let old = try await ExternalPeer.run(
+            ["curl", "-sS", "-v", "--http1.0", "-H", "Expect: 100-continue", "--data-binary", body,
+             "\(server.baseURL)/echo"])
+        #expect(old.stdout == body, "\(old.stderr)")
+        #expect(!old.stderr.contains(" 100 "), "\(old.stderr)")
+    }
+
     @Test func failedPromiseAnswersLikeAThrownErrorOnBothProtocols() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }

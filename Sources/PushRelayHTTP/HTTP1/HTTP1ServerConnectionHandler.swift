@@ -59,6 +59,9 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     private var streamIsChunked = true
     /// The current request came as HTTP/1.0 (its client cannot read a chunked body).
     private var requestIsHTTP10 = false
+    /// The current request asked `Expect: 100-continue` and has not been told to go on yet: its client holds the
+    /// body back until a `100 Continue` (curl waits a second for one before it sends anyway).
+    private var expectsContinue = false
     private var draining = false
     /// The last response ended with `connection: close`: its output is shut, input is read and dropped until the
     /// peer closes or the linger time passes (``LingeringClose``).
@@ -279,6 +282,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         endedWhileVerifying = false
         requestIsHTTP10 = nioHead.version.major == 1 && nioHead.version.minor == 0
         keepAlive = nioHead.isKeepAlive && !draining
+        expectsContinue = false
         if Self.headSize(nioHead) > shared.configuration.maxHeaderListSize {
             reject(HTTPError(.requestHeaderFieldsTooLarge))
             return
@@ -319,6 +323,9 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
                 verify(check)
             }
         }
+        // Told to go on at once, or once the gate's check allowed the request (a refused one is answered unread).
+        expectsContinue = Self.expectsContinue(head, http10: requestIsHTTP10)
+        if !verifying { sendContinueIfExpected() }
         self.maxBodyBytes = maxBodyBytes
         self.pathParameters = pathParameters
         switch handler {
@@ -407,7 +414,27 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
         if endedWhileVerifying, case .collecting(let handler) = state {
             runCollected(handler)
+        } else {
+            sendContinueIfExpected()
         }
+    }
+
+    /// Writes `100 Continue` if the current request waits for one (RFC 9110, 10.1.1): once per request, before
+    /// its final answer, never to an HTTP/1.0 client.
+    private func sendContinueIfExpected() {
+        guard expectsContinue, let context else { return }
+        expectsContinue = false
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(staticString: Self.continueResponse)), promise: nil)
+    }
+
+    private static let continueResponse: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
+
+    /// Whether `head` asks for a `100 Continue` this server should send: `Expect: 100-continue` (any case) on an
+    /// HTTP/1.1 request that announces a body.
+    static func expectsContinue(_ head: HTTPRequest, http10: Bool) -> Bool {
+        guard !http10, let expect = head.headerFields[.expect], expect.lowercased() == "100-continue" else { return false }
+        if let length = head.headerFields[.contentLength] { return length != "0" }
+        return head.headerFields[.transferEncoding] != nil
     }
 
     /// The whole body has arrived (and the gate, if any, allowed it): runs the handler.

@@ -504,6 +504,9 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         }
         stream.pathParameters = pathParameters
         stream.maxBodyBytes = maxBodyBytes
+        // Invited at once, or once the gate's check allowed the request (a refused one is answered unread).
+        stream.expectsContinue = !endStream && head.headerFields[.expect]?.lowercased() == "100-continue"
+        if !stream.verifying { sendContinueIfExpected(stream, streamID: streamID) }
         switch handler {
         case .immediate, .collected, .promised:
             if endStream && !stream.verifying {
@@ -556,7 +559,17 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         if stream.endedWhileVerifying, case .collecting(let handler) = stream.phase {
             stream.phase = .awaitingResponse
             runCollected(stream, streamID: streamID, handler)
+        } else {
+            sendContinueIfExpected(stream, streamID: streamID)
         }
+    }
+
+    /// Sends `100 Continue` (an informational HEADERS frame) if the stream's client waits for one before its body.
+    private func sendContinueIfExpected(_ stream: HTTP2ServerStream, streamID: Int32) {
+        guard stream.expectsContinue, let session else { return }
+        stream.expectsContinue = false
+        session.submitInformational(streamID: streamID, status: 100)
+        scheduleFlush()
     }
 
     /// Runs an `.immediate` handler here, or starts a `.collected` one, with the body collected so far.

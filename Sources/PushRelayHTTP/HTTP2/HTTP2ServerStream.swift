@@ -58,6 +58,8 @@ final class HTTP2ServerStream {
     var verifying = false
     /// The request ended while the gate was checking it: the handler runs once the check allows it.
     var endedWhileVerifying = false
+    /// The request asked `expect: 100-continue` and its body has not been invited yet.
+    var expectsContinue = false
     /// The task running the route's handler (`.collected`, `.async`): cancelled when the stream closes, so that a
     /// reset (or the connection going away) stops the work done for it.
     var handlerTask: Task<Void, Never>?

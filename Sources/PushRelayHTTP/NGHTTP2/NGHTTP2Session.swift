@@ -237,6 +237,16 @@ final class NGHTTP2Session {
         if rc != 0 { resetStream(streamID: streamID, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue) }
     }
 
+    /// Submits an informational (1xx) head, such as `100 Continue`, before the stream's response.
+    func submitInformational(streamID: Int32, status: Int) {
+        beginHeaderBlock()
+        appendField("status", pseudo: true, String(status))
+        let rc = withHeaderBlock { nva, count in
+            nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, nil, nva, count, nil)
+        }
+        if rc < 0 { resetStream(streamID: streamID, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue) }
+    }
+
     /// Submits a request; returns the new stream id, or `nil` when no stream can be opened (GOAWAY received,
     /// ids exhausted).
     func submitRequest(_ head: HTTPRequest, hasBody: Bool) -> Int32? {

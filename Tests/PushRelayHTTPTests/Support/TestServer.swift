@@ -136,6 +136,19 @@ struct TestServer {
             promise.succeed(
                 HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: request.admission as? String ?? "none"))))
         })
+        // A gate that refuses `X-Gate: deny` at once, checks `X-Gate: check-deny` / `check-allow` off the loop (a
+        // refusal, or nothing), and lets other requests through: the echo behind it.
+        let checking: HTTPGate = { head in
+            switch head.headerFields[HTTPField.Name("X-Gate")!] {
+            case "deny": return .deny(HTTPServerResponse(status: .forbidden))
+            case "check-deny": return .verify { HTTPServerResponse(status: .forbidden) }
+            case "check-allow": return .verify { nil }
+            default: return .allow
+            }
+        }
+        router.add(.post, "/gated-echo", maxBodyBytes: 1024, gate: checking, .immediate { _, body in
+            HTTPServerResponse(status: .ok, body: .bytes(body))
+        })
         // Parks its promise in the probe; the test answers it (`answerParked`).
         router.add(.post, "/deferred", maxBodyBytes: 1024, .promised { _, _, promise in probe.park(promise) })
         router.add(.get, "/fail", .async { _ in throw HTTPError(.badRequest, "nope") })
