@@ -142,7 +142,8 @@ public final class RelayApplication: Sendable {
         router.add(.post, "/token", maxBodyBytes: 64 * 1024, errors: RouteErrors.oauth, .collected(token.handle))
         let v1 = V1ProjectRoutes(
             store: store, dispatcher: dispatcher, metrics: metrics,
-            logger: logger, retryAfterSeconds: options.retryAfterSeconds, readiness: readiness)
+            logger: logger, retryAfterSeconds: options.retryAfterSeconds, maxBodyBytes: options.maxSendBodyBytes,
+            readiness: readiness)
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
             router.add(
                 method, "/v1/projects/{path*}", maxBodyBytes: options.maxSendBodyBytes, gate: v1.gate,

@@ -25,6 +25,8 @@ struct V1ProjectRoutes: Sendable {
     let metrics: RelayMetrics
     let logger: Logger
     let retryAfterSeconds: Int
+    /// `max_send_body_size`: the route's limit, which the transport enforces before the handler runs.
+    let maxBodyBytes: Int
     var readiness: Readiness? = nil
 
     /// The gate of `/v1/projects/{path*}` (issue 12): a `messages:send` is authenticated from its headers before
@@ -105,7 +107,7 @@ struct V1ProjectRoutes: Sendable {
         -> HTTPServerResponse
     {
         if readiness?.current == .draining { return unavailable(nil) }
-        let body = try await request.body.collect(upTo: 256 * 1024)
+        let body = try await request.body.collect(upTo: maxBodyBytes)
         let send: FCMSendRequest
         do {
             let message = try FCMv1Message.parse(json: Array(body.readableBytesView))
