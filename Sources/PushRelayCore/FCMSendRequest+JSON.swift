@@ -77,25 +77,17 @@ extension FCMSendRequest {
         return flag
     }
 
-    /// Parses a body by its `Content-Type`: `application/json` → ``parse(json:limits:)``; anything else →
-    /// ``parse(form:)``, as FCM treats a missing content type as plain text. One leniency: without any
-    /// `Content-Type`, a body whose first non-blank byte is `{` is parsed as JSON (curl users forget the header).
+    /// Parses a body by its `Content-Type`, as ``Encoding/init(contentType:body:)`` reads it: JSON →
+    /// ``parse(json:limits:)``, form → ``parse(form:)``.
     public static func parse(
         body: [UInt8],
         contentType: String?,
         limits: JSONParseLimits = .default
     ) throws(FCMError) -> FCMSendRequest {
-        if let contentType {
-            let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
-            if mediaType.trimmingASCIIWhitespace().equalsIgnoringASCIICase("application/json") {
-                return try parse(json: body, limits: limits)
-            }
-            return try parse(form: body)
+        switch Encoding(contentType: contentType, body: body) {
+        case .json: try parse(json: body, limits: limits)
+        case .form: try parse(form: body)
         }
-        if body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{") {
-            return try parse(json: body, limits: limits)
-        }
-        return try parse(form: body)
     }
 }
 

@@ -23,6 +23,22 @@ public struct FCMSendRequest: Sendable, Hashable {
         case json
         /// `application/x-www-form-urlencoded` (or no content type), answered in plain text.
         case form
+
+        /// The one rule for how a send's body is read and answered (its errors too): the media type
+        /// `application/json` (any case, parameters ignored) is JSON; any other is plain text, as FCM treats a
+        /// missing content type. One leniency: without a `Content-Type`, a body whose first non-blank byte is `{`
+        /// is JSON (curl users forget the header). `body` nil: the body is not read yet (an answer from the head
+        /// alone), so no `Content-Type` means plain text.
+        public init(contentType: String?, body: [UInt8]?) {
+            if let contentType {
+                let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+                self = mediaType.trimmingASCIIWhitespace().equalsIgnoringASCIICase("application/json") ? .json : .form
+            } else if let body, body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{") {
+                self = .json
+            } else {
+                self = .form
+            }
+        }
     }
 
     /// How the body was encoded.

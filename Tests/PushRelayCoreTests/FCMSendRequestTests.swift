@@ -254,6 +254,20 @@ struct FCMSendRequestTests {
 
     // MARK: Content type dispatch
 
+    @Test func encodingRule() {
+        let json = Array(" \n{}".utf8), form = Array("to=x".utf8)
+        let cases: [(String?, [UInt8]?, FCMSendRequest.Encoding)] = [
+            ("application/json", form, .json), ("Application/JSON; charset=UTF-8", form, .json),
+            (" application/json ;charset=utf-8", form, .json), ("application/jsonx", json, .form),
+            ("application/json-seq", json, .form), ("text/plain", json, .form),
+            ("application/x-www-form-urlencoded", json, .form), (nil, json, .json), (nil, form, .form),
+            (nil, [], .form), (nil, nil, .form),
+        ]
+        for (contentType, body, expected) in cases {
+            #expect(FCMSendRequest.Encoding(contentType: contentType, body: body) == expected, "\(contentType ?? "nil")")
+        }
+    }
+
     @Test func dispatchByContentType() throws {
         let json = Array(#"{"to": "\#(token)"}"#.utf8)
         #expect(try FCMSendRequest.parse(body: json, contentType: "application/json").encoding == .json)

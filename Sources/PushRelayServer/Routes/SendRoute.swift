@@ -176,15 +176,14 @@ struct SendRoute: Sendable {
     }
 
     private func parse(_ body: ByteBuffer, _ head: HTTPRequest) -> Parsed {
+        let bytes = Array(body.readableBytesView)
+        let contentType = head.headerFields.firstValue(for: .contentType)
         do {
-            return .send(
-                try FCMSendRequest.parse(
-                    body: Array(body.readableBytesView),
-                    contentType: head.headerFields.firstValue(for: .contentType)
-                ))
+            return .send(try FCMSendRequest.parse(body: bytes, contentType: contentType))
         } catch {
             metrics.sendRejected(error.code)
-            return .answer(Self.answer(FCMHTTPAnswer(error: error, encoding: Self.encoding(of: head))))
+            let encoding = FCMSendRequest.Encoding(contentType: contentType, body: bytes)
+            return .answer(Self.answer(FCMHTTPAnswer(error: error, encoding: encoding)))
         }
     }
 
@@ -197,9 +196,9 @@ struct SendRoute: Sendable {
         )
     }
 
+    /// The answer's format before the body is read (``FCMSendRequest/Encoding/init(contentType:body:)``).
     static func encoding(of head: HTTPRequest) -> FCMSendRequest.Encoding {
-        guard let contentType = head.headerFields.firstValue(for: .contentType) else { return .json }
-        return contentType.hasPrefixIgnoringASCIICase("application/json") ? .json : .form
+        FCMSendRequest.Encoding(contentType: head.headerFields.firstValue(for: .contentType), body: nil)
     }
 
     static func answer(_ answer: FCMHTTPAnswer) -> HTTPServerResponse {

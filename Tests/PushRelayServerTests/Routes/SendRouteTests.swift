@@ -113,6 +113,37 @@ struct SendRouteTests {
         await f.close()
     }
 
+    /// A refusal comes in the format the body was read in (one rule, `FCMSendRequest.Encoding`): a form without
+    /// `Content-Type`, or under a type that only starts like JSON's, is refused in plain text; JSON without
+    /// `Content-Type` in JSON.
+    @Test("a refused send is answered in the format its body was read in")
+    func refusalFollowsTheBodysFormat() async throws {
+        let f = try await Fixture()
+        let cases: [(contentType: String?, body: String, json: Bool)] = [
+            (nil, "registration_id=\(f.device.token)&priority=x", false),
+            (nil, "to=/topics/x!", false),
+            ("application/jsonx", "registration_id=\(f.device.token)&priority=x", false),
+            ("application/json-seq", "registration_id=\(f.device.token)&priority=x", false),
+            (nil, #"{"to": "\#(f.device.token)", "priority": "x"}"#, true),
+            ("application/json; charset=UTF-8", #"{"to": "\#(f.device.token)", "priority": "x"}"#, true),
+        ]
+        for (contentType, body, json) in cases {
+            var headers: HTTPFields = [.authorization: "key=\(f.key)"]
+            if let contentType { headers[.contentType] = contentType }
+            let answer = try await f.relay.request(.post, "/fcm/send", headers: headers, body: body)
+            let what = "\(contentType ?? "no Content-Type"): \(body)"
+            #expect(answer.status == 400, "\(what): \(answer.text)")
+            if json {
+                #expect(answer.contentType?.hasPrefix("application/json") == true, "\(what): \(answer.text)")
+                #expect(answer.text.hasPrefix(#"{"error":"InvalidParameters"#), "\(what): \(answer.text)")
+            } else {
+                #expect(answer.contentType?.hasPrefix("text/plain") == true, "\(what): \(answer.text)")
+                #expect(answer.text.hasPrefix("Error=InvalidParameters"), "\(what): \(answer.text)")
+            }
+        }
+        await f.close()
+    }
+
     @Test("malformed requests get FCM's 400 plain-text answers")
     func malformedRequestsGetFCMPlainTextAnswers() async throws {
         let f = try await Fixture()
