@@ -3,9 +3,7 @@ import Foundation
 extension SQLiteStore {
     /// See ``PushStore/createProject(name:)``.
     public func createProject(name: String) async throws -> ProjectCredentials {
-        guard !name.isEmpty, name.utf8.count <= 256 else {
-            throw StoreError.invalidArgument("a project name has 1 to 256 bytes")
-        }
+        try ProjectName.validate(name)
         let credentials = self.context.configuration.credentials
         return try await self.writer.write(isolated: true) { transaction in
             let connection = transaction.connection

@@ -23,7 +23,10 @@ struct ProjectCommand: AsyncParsableCommand {
             abstract: "Create a project and print its sender id, server key and client key (shown only once)."
         )
 
-        @Argument(help: "The project's name (unique).")
+        @Argument(
+            help: ArgumentHelp(
+                "The project's name (unique): 1 to 63 letters, digits, '-', '_' and '.', starting with a letter or a "
+                    + "digit; it is the FCM v1 project_id."))
         var name: String
 
         @OptionGroup var store: StoreOptions

@@ -39,11 +39,21 @@ struct ProjectStoreTests {
                 } catch let error as StoreError {
                     #expect(error.code == .alreadyExists)
                 }
-                do {
-                    _ = try await store.createProject(name: "")
-                    Issue.record("an empty name was accepted")
-                } catch let error as StoreError {
-                    #expect(error.code == .invalidArgument)
+                // The name is the v1 project_id in request paths: nothing a path or an e-mail domain would break on.
+                let refused = [
+                    "", "a/b", "x?y", "my shop", "Shop%x", "-a", ".a", "a:b", "é", String(repeating: "p", count: 64),
+                ]
+                for name in refused {
+                    do {
+                        _ = try await store.createProject(name: name)
+                        Issue.record("\(name) was accepted")
+                    } catch let error as StoreError {
+                        #expect(error.code == .invalidArgument, "\(name)")
+                    }
+                }
+                for name in ["Shop-2_eu.prod", String(repeating: "p", count: 63)] {
+                    _ = try await store.createProject(name: name)
+                    #expect(try await store.deleteProject(named: name))
                 }
                 #expect(try await store.projects().map(\.name) == ["a", "b"])
             }

@@ -5,9 +5,7 @@ import PostgresNIO
 extension PostgresStore {
     /// See ``PushStore/createProject(name:)``.
     public func createProject(name: String) async throws -> ProjectCredentials {
-        guard !name.isEmpty, name.utf8.count <= 256 else {
-            throw StoreError.invalidArgument("a project name has 1 to 256 bytes")
-        }
+        try ProjectName.validate(name)
         let credentials = self.context.configuration.credentials
         return try await self.writer.write { write in
             guard try await write.rows("SELECT 1 FROM projects WHERE name = \(name)").isEmpty else {
