@@ -5,7 +5,7 @@ import Testing
 /// Stream tickets and CORS on the device routes, with curl: what a browser relies on, without the browser.
 @Suite("Stream tickets and CORS with curl", .serialized, .tags(.endToEnd))
 struct StreamTicketTests {
-    @Test("a ticket opens the stream once; a used or unknown ticket, or a ticket request without the secret, is 401")
+    @Test("a ticket opens the stream once (a refused request leaves it unused); a used or unknown ticket, or a ticket request without the secret, is 401")
     func ticketOnce() async throws {
         let daemon = try Daemon()
         try await daemon.start()
@@ -14,6 +14,10 @@ struct StreamTicketTests {
         let id = try await ClientLibraryTests.sendScenario(daemon, keys, to: device.token)
         let ticket = try await daemon.streamTicket(secret: device.secret)
         #expect(ticket.hasPrefix("tkt_"))
+        // A request refused for what it carries (a Last-Event-ID that is no message id) leaves the ticket unused.
+        let badResume = try await run("curl", ["-sS", "-w", "\n%{http_code}", "-H", "Last-Event-ID: abc",
+                                               "\(daemon.baseURL)/v1/stream?ticket=\(ticket)"])
+        #expect(badResume.stdout.hasSuffix("\n400") && badResume.stdout.contains("INVALID_ARGUMENT"), "\(badResume.stdout)")
         let stream = try StreamingProcess("curl", ["-sSN", "\(daemon.baseURL)/v1/stream?ticket=\(ticket)"])
         defer { stream.stop() }
         try await stream.waitFor("the scenario over the ticket's stream") { parseEvents($0).contains { $0.id == id } }

@@ -90,10 +90,12 @@ struct DeviceRoutes: Sendable {
             return JSONResponse.unauthorized("unknown device secret")
         }
         sightings.saw(device.id)
-        if let lastEventID = request.head.headerFields.firstValue(for: .lastEventID) {
-            guard let id = MessageID(storable: lastEventID.trimmingCharacters(in: .whitespaces)) else {
-                return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "Last-Event-ID must be a message id")
-            }
+        switch LastEventID(request) {
+        case .none:
+            break
+        case .invalid:
+            return LastEventID.refusal
+        case .id(let id):
             let count = try await store.acknowledge(device: device.id, upTo: id)
             metrics.messagesAcked(count: count)
         }
@@ -115,6 +117,27 @@ struct DeviceRoutes: Sendable {
         return HTTPServerResponse(status: .ok, headerFields: fields, body: .detachedStream { writer in
             stream.start(writer: writer)
         })
+    }
+
+    /// The `Last-Event-ID` of a stream request: the id up to which the device has everything (acknowledged as the
+    /// stream opens).
+    enum LastEventID: Equatable {
+        case none
+        case id(MessageID)
+        /// Not a storable message id: the request is refused and changes nothing.
+        case invalid
+
+        init(_ request: HTTPServerRequest) {
+            guard let value = request.head.headerFields.firstValue(for: .lastEventID) else {
+                self = .none
+                return
+            }
+            self = MessageID(storable: value.trimmingCharacters(in: .whitespaces)).map { .id($0) } ?? .invalid
+        }
+
+        static var refusal: HTTPServerResponse {
+            JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "Last-Event-ID must be a message id")
+        }
     }
 
     /// `POST /v1/ack` with `Authorization: Bearer <secret>` and `{"ids": ["<message id>", …]}` (strings or numbers),

@@ -51,6 +51,8 @@ struct StreamTicketRoutes: Sendable {
         guard let ticket = request.queryParameter(DeviceAPI.ticketParameter) else {
             return try await devices.stream(request)
         }
+        // A request refused for what it carries leaves the ticket unused.
+        if DeviceRoutes.LastEventID(request) == .invalid { return DeviceRoutes.LastEventID.refusal }
         guard let secret = book.withLockedValue({ $0.redeem(ticket, now: .now) }) else {
             return JSONResponse.unauthorized("unknown, used or expired stream ticket")
         }
