@@ -40,8 +40,9 @@ struct DeviceRoutes: Sendable {
         guard let projectName = object["project"]?.stringValue, !projectName.isEmpty else {
             return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "\"project\" must be a non-empty string")
         }
-        let app = object["app"]?.stringValue ?? ""
-        let platform = object["platform"]?.stringValue ?? ""
+        guard let app = Self.optionalString(object["app"]), let platform = Self.optionalString(object["platform"]) else {
+            return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "\"app\" and \"platform\" must be strings")
+        }
         guard app.utf8.count <= 255, platform.utf8.count <= 32 else {
             return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "\"app\" or \"platform\" too long")
         }
@@ -70,6 +71,15 @@ struct DeviceRoutes: Sendable {
                 "sender_id": .string(String(project.senderID)),
             ]
         )
+    }
+
+    /// An optional string member: "" when absent or null, nil when it is another type (the request is refused).
+    private static func optionalString(_ value: JSONValue?) -> String? {
+        switch value {
+        case nil, .null?: ""
+        case .string(let string)?: string
+        default: nil
+        }
     }
 
     /// `DELETE /v1/register` with `Authorization: Bearer <secret>`: later sends to the token answer `NotRegistered`.
