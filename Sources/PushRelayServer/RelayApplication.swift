@@ -222,10 +222,29 @@ public final class RelayApplication: Sendable {
         }
     }
 
+    /// Every `heartbeat_interval`: a heartbeat on every stream, and the end of the streams whose device no longer
+    /// exists — removed by another process (`pushrelay project delete`), another node, or device expiry; this
+    /// node's own unregistrations end their stream at once.
     private func heartbeatLoop() async {
         while !Task.isCancelled {
             do { try await Task.sleep(for: options.heartbeatInterval) } catch { return }
             hub.heartbeat()
+            await endStreamsOfRemovedDevices()
+        }
+    }
+
+    private func endStreamsOfRemovedDevices() async {
+        let connected = hub.connectedDeviceIDs
+        guard !connected.isEmpty else { return }
+        do {
+            let existing = try await store.existingDevices(connected)
+            let removed = connected.filter { !existing.contains($0) }
+            if !removed.isEmpty {
+                logger.info("ending the streams of removed devices", metadata: ["relay.devices": "\(removed.count)"])
+                hub.end(devices: removed)
+            }
+        } catch {
+            logger.warning("could not check the devices holding streams", metadata: ["relay.error": "\(error)"])
         }
     }
 

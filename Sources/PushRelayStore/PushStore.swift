@@ -81,6 +81,10 @@ public protocol PushStore: Sendable {
     func registerDevice(project: ProjectID, app: String, platform: String, deviceLimit: Int?) async throws
         -> DeviceRegistration
 
+    /// Which of these devices still exist (not unregistered, expired, or gone with their project). The daemon asks
+    /// it for the devices holding a stream, so that a removed device's stream ends whichever process removed it.
+    func existingDevices(_ devices: [DeviceID]) async throws -> Set<DeviceID>
+
     /// Notes that these devices were seen now (opened their stream, acknowledged): they are not expired by
     /// ``expireDevices(unseenFor:limit:)`` until they have been unseen that long again. Unknown ids are ignored.
     func recordDevicesSeen(_ devices: [DeviceID]) async throws

@@ -75,6 +75,24 @@ extension SQLiteStore {
         }
     }
 
+    /// See ``PushStore/existingDevices(_:)``.
+    public func existingDevices(_ devices: [DeviceID]) async throws -> Set<DeviceID> {
+        var existing = Set<DeviceID>()
+        for start in stride(from: 0, to: devices.count, by: 500) {
+            let chunk = devices[start..<min(start + 500, devices.count)]
+            let found = try self.readers.read { connection throws(StoreError) -> [DeviceID] in
+                let select = try connection.statement(
+                    "SELECT id FROM devices WHERE id IN (SELECT value FROM json_each(?1))")
+                try select.bind("[" + chunk.map { String($0.rawValue) }.joined(separator: ",") + "]", at: 1)
+                var ids: [DeviceID] = []
+                while try select.step() { ids.append(DeviceID(rawValue: select.int64(0))) }
+                return ids
+            }
+            existing.formUnion(found)
+        }
+        return existing
+    }
+
     /// See ``PushStore/recordDevicesSeen(_:)``.
     public func recordDevicesSeen(_ devices: [DeviceID]) async throws {
         guard !devices.isEmpty else { return }

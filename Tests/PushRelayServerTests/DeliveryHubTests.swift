@@ -129,6 +129,18 @@ struct DeliveryHubTests {
         #expect(isEnded(new))
     }
 
+    @Test("ending removed devices ends their streams only, which then leave the registry as they detach")
+    func endRemovedDevices() {
+        let hub = DeliveryHub()
+        let (gone, _) = hub.attach(device: DeviceID(rawValue: 1)) {}
+        let (kept, _) = hub.attach(device: DeviceID(rawValue: 2)) {}
+        hub.end(devices: [DeviceID(rawValue: 1), DeviceID(rawValue: 3)])
+        #expect(isEnded(gone))
+        #expect(!isEnded(kept))
+        #expect(hub.detach(gone))
+        #expect(hub.connectedDeviceIDs == [DeviceID(rawValue: 2)])
+    }
+
     @Test("a draining hub ends every stream and refuses new ones")
     func drain() {
         let hub = DeliveryHub()

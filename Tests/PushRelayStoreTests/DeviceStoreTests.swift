@@ -107,6 +107,26 @@ struct DeviceStoreTests {
         }
     }
 
+    @Test("existingDevices keeps the devices that exist: not unregistered, not gone with their project", arguments: StoreKind.allCases)
+    func existingDevices(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory) { store in
+                let shop = try await store.createProject(name: "shop")
+                let news = try await store.createProject(name: "news")
+                let kept = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS")
+                let unregistered = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS")
+                let deleted = try await store.registerDevice(project: news.project.id, app: "a", platform: "IOS")
+                var many = (0..<1_200).map { DeviceID(rawValue: 1_000_000 + Int64($0)) }  // past one chunk of ids
+                many.append(contentsOf: [kept, unregistered, deleted].map(\.device.id))
+                #expect(try await store.existingDevices(many) == Set([kept, unregistered, deleted].map(\.device.id)))
+                _ = try await store.unregisterDevice(secret: unregistered.secret)
+                #expect(try await store.deleteProject(named: "news"))
+                #expect(try await store.existingDevices(many) == [kept.device.id])
+                #expect(try await store.existingDevices([]).isEmpty)
+            }
+        }
+    }
+
     @Test("devices unseen for the expiry are removed with their queues; seen ones stay; the project's count follows", arguments: StoreKind.allCases)
     func deviceExpiry(kind: StoreKind) async throws {
         let clock = FakeClock()

@@ -197,6 +197,13 @@ final class DeliveryHub: Sendable {
         }
     }
 
+    /// Ends the live streams of these devices (on this node): they no longer exist (unregistered, expired, their
+    /// project deleted), and a removed device's stream must not outlive it. Each stream detaches as it ends.
+    func end(devices: some Sequence<DeviceID>) {
+        let subscriptions = state.withLockedValue { state in devices.compactMap { state.subscriptions[$0] } }
+        for subscription in subscriptions { subscription.end() }
+    }
+
     /// Tells every live stream on this node to read the store (commits of other nodes may have been missed).
     func wakeAll() {
         let devices = state.withLockedValue { Array($0.subscriptions.keys) }

@@ -88,7 +88,7 @@ struct DeviceRoutes: Sendable {
         guard let device = try await store.unregisterDevice(secret: secret) else {
             return JSONResponse.unauthorized("unknown device secret")
         }
-        hub.wake(devices: [device.id])  // its stream, if any, reads nothing more and ends on the next write.
+        hub.end(devices: [device.id])  // its stream here, if any, ends now (on other nodes: at their next heartbeat)
         logger.info("device unregistered", metadata: ["relay.device": "\(device.id)"])
         return JSONResponse.ok([:])
     }

@@ -59,6 +59,14 @@ extension PostgresStore {
         }
     }
 
+    /// See ``PushStore/existingDevices(_:)``.
+    public func existingDevices(_ devices: [DeviceID]) async throws -> Set<DeviceID> {
+        guard !devices.isEmpty else { return [] }
+        let rows = try await self.rows(
+            "SELECT id FROM devices WHERE id = ANY(\(devices.map(\.rawValue))::bigint[])")
+        return Set(try rows.map { DeviceID(rawValue: try $0.decode(Int64.self)) })
+    }
+
     /// See ``PushStore/recordDevicesSeen(_:)``.
     public func recordDevicesSeen(_ devices: [DeviceID]) async throws {
         guard !devices.isEmpty else { return }
