@@ -88,6 +88,7 @@ import TestSupport
         return types
     }
 
+    /// A head over the header-list limit: 431, in the route's error format when the head names a route.
     @Test func oversizedHeadersGet431OnBothProtocols() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
@@ -96,6 +97,11 @@ import TestSupport
             let result = try await ExternalPeer.run(
                 ["curl", "-sS", flag, "-o", "/dev/null", "-w", "%{http_code}", "-H", "x-big: \(big)", "\(server.baseURL)/healthz"])
             #expect(result.stdout == "431", "\(flag): \(result.stderr)")
+            // On a route with its own error format, the 431 comes in that format.
+            let routed = try await ExternalPeer.run(
+                ["curl", "-sS", flag, "-w", " %{http_code} %{content_type}", "-H", "x-big: \(big)",
+                 "--data-binary", "x", "\(server.baseURL)/json/echo"])
+            #expect(routed.stdout == #"{"error":431} 431 application/json"#, "\(flag): \(routed.stderr)")
         }
         #expect(try await Self.stillServes(server))
     }

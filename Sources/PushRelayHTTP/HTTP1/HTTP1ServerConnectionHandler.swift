@@ -284,7 +284,9 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         keepAlive = nioHead.isKeepAlive && !draining
         expectsContinue = false
         if Self.headSize(nioHead) > shared.configuration.maxHeaderListSize {
-            reject(HTTPError(.requestHeaderFieldsTooLarge))
+            // In the route's error format (and with its CORS headers) when the head names one.
+            reject(with: HTTPResponder.response(
+                for: HTTPError(.requestHeaderFieldsTooLarge), to: Self.makeRequest(nioHead), by: shared.responder))
             return
         }
         guard let head = Self.makeRequest(nioHead) else {

@@ -316,8 +316,11 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     func sessionHeadersComplete(streamID: Int32, endStream: Bool) {
         guard let stream = streams[streamID], case .headers = stream.phase else { return }
         if stream.headerTooLarge {
+            // In the route's error format (and with its CORS headers) when the fields kept so far name one.
             stream.phase = .awaitingResponse
-            respond(stream, streamID: streamID, response: HTTPResponder.response(for: HTTPError(.requestHeaderFieldsTooLarge)))
+            let response = HTTPResponder.response(
+                for: HTTPError(.requestHeaderFieldsTooLarge), to: stream.makeHead(), by: shared.responder)
+            respond(stream, streamID: streamID, response: response)
             return
         }
         guard let head = stream.makeHead() else {
