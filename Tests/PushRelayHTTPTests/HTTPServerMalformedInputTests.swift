@@ -77,6 +77,44 @@ import TestSupport
         #expect(try await Self.stillServes(server))
     }
 
+    /// A header block split over `continuations` CONTINUATION frames of one 5-byte field each (libnghttp2 allows 8):
+    /// past the limit the connection ends with `GOAWAY ENHANCE_YOUR_CALM`, not a silent close.
+    @Test func continuationFloodGetsGoAway() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let script = #"""
+            import socket, struct, sys
+            def frame(kind, flags, stream, payload):
+                return struct.pack('>I', len(payload))[1:] + bytes([kind, flags]) + struct.pack('>I', stream) + payload
+            s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+            s.settimeout(1)
+            # HEADERS: GET http / localhost, END_STREAM, no END_HEADERS
+            block = frame(1, 0x1, 1, bytes([0x82, 0x86, 0x84, 0x41, 9]) + b'localhost')
+            block += b''.join(frame(9, 0, 1, b'\x00\x01x\x01y') for _ in range(int(sys.argv[2])))
+            s.sendall(b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n' + frame(4, 0, 0, b'') + block + frame(9, 0x4, 1, b''))
+            out = b''
+            try:
+                while True:
+                    d = s.recv(65536)
+                    if not d:
+                        break
+                    out += d
+            except Exception:
+                pass
+            i, seen = 0, []
+            while i + 9 <= len(out):
+                length, kind = int.from_bytes(out[i:i + 3], 'big'), out[i + 3]
+                seen.append(f'goaway:{int.from_bytes(out[i + 13:i + 17], "big")}' if kind == 7 else str(kind))
+                i += 9 + length
+            print(' '.join(seen))
+            """#
+        let few = try await ExternalPeer.run(["python3", "-c", script, String(server.port), "3"])
+        #expect(few.stdout.contains(" 1 ") || few.stdout.hasSuffix(" 1\n"), "an answer (HEADERS) to 3 CONTINUATIONs: \(few.stdout)")
+        let many = try await ExternalPeer.run(["python3", "-c", script, String(server.port), "20"])
+        #expect(many.stdout.contains("goaway:11"), "\(many.stdout) \(many.stderr)")
+        #expect(try await Self.stillServes(server))
+    }
+
     static func frameTypes(_ bytes: [UInt8]) -> [UInt8] {
         var types: [UInt8] = []
         var index = 0

@@ -108,6 +108,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             shared.logger.debug(
                 "closing HTTP/2 connection",
                 metadata: ["http.error": "\(error)", "http.remote": "\(remoteAddress.map { "\($0)" } ?? "?")"])
+            if error.isPeerExcess { session.submitGoAway(errorCode: HTTP2ErrorCode.enhanceYourCalm) }
             flushOutput()
             closeConnection()
         }

@@ -105,6 +105,12 @@ struct NGHTTP2Error: Error, CustomStringConvertible {
     var isFlooded: Bool { code == NGHTTP2_ERR_FLOODED.rawValue }
     /// A callback failed the connection (a frame flood, a header block far past its limit).
     var isCallbackFailure: Bool { code == NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+    /// libnghttp2 stopped reading a peer that sends too much: frames that need answers (`NGHTTP2_ERR_FLOODED`) or
+    /// a header block in too many CONTINUATION frames. It queues no GOAWAY for these; the connection owes one
+    /// (`ENHANCE_YOUR_CALM`) before it closes.
+    var isPeerExcess: Bool {
+        code == NGHTTP2_ERR_FLOODED.rawValue || code == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue
+    }
 }
 
 /// One `nghttp2_session`: a server or a client side of one HTTP/2 connection. Not thread-safe: used only on the
