@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PushRelayClient
 import PushRelayClientNIO
+import PushRelayTLS
 import PushRelayWire
 
 /// `pushrelay listen`: a device on the command line. Registers (or reuses credentials), prints state changes, and
@@ -66,6 +67,9 @@ struct ListenCommand: AsyncParsableCommand {
     @Option(help: "How to talk HTTP: nio (SwiftNIO and libnghttp2: HTTP/2, HTTP/1.1 fallback) or urlsession.")
     var transport: ListenTransport = .nio
 
+    @Option(name: .customLong("ca-file"), help: "Trust only the CA certificates in this PEM file (https, --transport nio).")
+    var caFile: String?
+
     @Flag(help: "Log debug details to standard error.")
     var verbose = false
 
@@ -88,6 +92,9 @@ struct ListenCommand: AsyncParsableCommand {
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be positive") }
         if timeout != nil && count == nil { throw ValidationError("--timeout needs --count") }
         if !(heartbeatTimeout > 0) { throw ValidationError("--heartbeat-timeout must be positive") }
+        if caFile != nil && transport == .urlsession {
+            throw ValidationError("--ca-file works with --transport nio (URLSession trusts the system's roots)")
+        }
     }
 
     func run() async throws {
@@ -97,9 +104,10 @@ struct ListenCommand: AsyncParsableCommand {
         let client: PushClient
         do {
             let kind = self.transport
+            let tlsHandlerFactory = try makeTLSHandlerFactory(logger: logger)
             let make = { (configuration: PushClientConfiguration) throws -> any PushTransport in
                 switch kind {
-                case .nio: try HTTP2Transport(configuration: configuration)
+                case .nio: try HTTP2Transport(configuration: configuration, tlsHandlerFactory: tlsHandlerFactory)
                 case .urlsession: try URLSessionTransport(configuration: configuration)
                 }
             }
@@ -181,6 +189,19 @@ struct ListenCommand: AsyncParsableCommand {
 }
 
 /// The client library's transports, as `--transport` names them.
+extension ListenCommand {
+    /// For `https` servers with the nio transport: OpenSSL (PushRelayTLS), ALPN `h2` then `http/1.1`, the system's
+    /// roots or only `--ca-file`'s; one context for every `--server`. Nil when no server is `https`.
+    func makeTLSHandlerFactory(logger: Logger) throws -> HTTP2Transport.TLSHandlerFactory? {
+        guard transport == .nio, server.contains(where: { $0.lowercased().hasPrefix("https:") }) else { return nil }
+        let context = try TLSClientContext(
+            configuration: TLSClientConfiguration(
+                trustRoots: caFile.map { .certificateFile($0) } ?? .system, applicationProtocols: ["h2", "http/1.1"]),
+            logger: logger)
+        return { host in context.makeHandler(serverHostname: host) }
+    }
+}
+
 enum ListenTransport: String, ExpressibleByArgument, CaseIterable, Sendable {
     case nio, urlsession
 }

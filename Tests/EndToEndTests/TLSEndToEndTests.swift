@@ -192,6 +192,29 @@ import Testing
         }
     }
 
+    /// `pushrelay listen` on an `https://` server: OpenSSL with ALPN, trusting only `--ca-file` (without it, the
+    /// test CA is unknown and the certificate refused). Both ends use HTTP/2 and the stream sees the scenario.
+    @Test func listenOverHTTPS() async throws {
+        let (daemon, pki) = try await Self.startTLSDaemon()
+        let keys = try await daemon.createProject()
+        let device = try await pki.registerDevice(daemon, keys)
+        let listener = try StreamingProcess(Daemon.binary, [
+            "listen", "--server", daemon.tlsURL, "--ca-file", pki.caFile, "--secret", device.secret,
+            "--count", "1", "--timeout", "60",
+        ])
+        defer { listener.stop() }
+        let id = try await ClientLibraryTests.sendScenario(daemon, keys, to: device.token)
+        #expect(await listener.waitForExit() == 0, "\(listener.text)")
+        #expect(listener.text == ListenCommandTests.screen(id), "\(listener.text)")
+        // Trusting the system's roots only, the test CA's certificate is refused: verification is on.
+        let untrusted = try StreamingProcess(Daemon.binary, [
+            "listen", "--server", daemon.tlsURL, "--secret", device.secret, "--count", "1", "--timeout", "3",
+        ])
+        defer { untrusted.stop() }
+        #expect(await untrusted.waitForExit() != 0)
+        try await daemon.terminate()
+    }
+
     // MARK: Helpers
 
     /// A daemon with a cleartext and a TLS listener, serving a fresh certificate (serial 1001) from a fresh CA.

@@ -82,7 +82,8 @@ struct DeviceRoutes: Sendable {
         }
     }
 
-    /// `DELETE /v1/register` with `Authorization: Bearer <secret>`: later sends to the token answer `NotRegistered`.
+    /// `DELETE /v1/register` with `Authorization: Bearer <secret>`: later sends to the token answer `NotRegistered`,
+    /// and the device's open stream on this node ends at once (other nodes end theirs at their next heartbeat).
     func unregister(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
         guard let secret = Self.bearer(request) else { return JSONResponse.unauthorized("missing Bearer secret") }
         guard let device = try await store.unregisterDevice(secret: secret) else {
