@@ -75,9 +75,12 @@ extension PushClient {
                 await publisher.publish(.reconnecting(attempt: attempt, after: delay))
                 try await Task.sleep(for: delay)
                 machine.reconnecting()
-            case .fail(let reason):
+            case .fail(let reason, let exhausted):
                 await publisher.publish(.failed(message: reason))
-                throw PushClientError(code: lastError?.code ?? .gaveUp, message: reason, status: lastError?.status)
+                // Spent attempts are `gaveUp` whatever the last failure was (its status stays readable); a refusal
+                // keeps its own code (`unauthorized`, `notRegistered`).
+                throw PushClientError(
+                    code: exhausted ? .gaveUp : lastError?.code ?? .gaveUp, message: reason, status: lastError?.status)
             }
             await publisher.publish(.connecting)
             let request = api.streamRequest(secret: credentials.secret, lastEventID: machine.resumeEventID)

@@ -16,8 +16,8 @@ struct ReconnectStateMachine: Sendable {
         case connect
         /// Wait `delay`, then open the stream; this is consecutive attempt `attempt` (from 1).
         case reconnect(after: Duration, attempt: Int)
-        /// Stop: the failure cannot be cured by retrying, or the attempts are exhausted.
-        case fail(reason: String)
+        /// Stop: the failure cannot be cured by retrying, or (`exhausted`) the attempts are spent.
+        case fail(reason: String, exhausted: Bool)
     }
 
     /// Why a connection ended or could not be made.
@@ -86,7 +86,7 @@ struct ReconnectStateMachine: Sendable {
     ) -> Action {
         if case .permanent(let reason) = failure {
             state = .failed
-            return .fail(reason: reason)
+            return .fail(reason: reason, exhausted: false)
         }
         if let connectedFor, connectedFor >= policy.stableAfter {
             attempt = 0
@@ -100,7 +100,7 @@ struct ReconnectStateMachine: Sendable {
             case .heartbeatTimeout: "heartbeat timeout"
             case .permanent(let reason): reason
             }
-            return .fail(reason: "gave up after \(maximum) attempts: \(why)")
+            return .fail(reason: "gave up after \(maximum) attempts: \(why)", exhausted: true)
         }
         state = .waiting
         let delay = nextDelay(using: &random)

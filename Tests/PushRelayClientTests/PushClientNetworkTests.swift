@@ -220,6 +220,29 @@ struct PushClientNetworkTests {
         try await relay.shutdown()
     }
 
+    @Test("spent attempts end run() with gaveUp (the last failure is in the message) and failed(message:)")
+    func gaveUp() async throws {
+        // A relay that is gone (its port refuses connections): every attempt fails with connectionClosed.
+        let relay = try await FakeRelayServer.start()
+        let serverURL = relay.serverURL
+        try await relay.shutdown()
+        var configuration = PushClientConfiguration(
+            serverURL: serverURL, credentials: PushCredentials(token: nil, secret: "s"))
+        configuration.backoff = BackoffPolicy(base: .milliseconds(1), maximum: .milliseconds(2), maximumAttempts: 2)
+        let client = try Self.makeClient(configuration)
+        await #expect {
+            try await client.run()
+        } throws: { error in
+            guard let error = error as? PushClientError else { return false }
+            return error.code == .gaveUp && error.description.contains("2 attempts")
+        }
+        guard case .failed(let message) = client.state else {
+            Issue.record("expected failed, got \(client.state)")
+            return
+        }
+        #expect(message.contains("gave up after 2 attempts"))
+    }
+
     @Test("a wrong client key is refused at registration")
     func refusedClientKey() async throws {
         let relay = try await FakeRelayServer.start()

@@ -106,16 +106,16 @@ struct ReconnectStateMachineTests {
         var machine = ReconnectStateMachine(policy: policy(.none, maximumAttempts: 2))
         var random = FixedRandomNumberGenerator(0)
         _ = machine.start()
-        #expect(machine.connectionLost(.permanent("401"), connectedFor: nil, using: &random) == .fail(reason: "401"))
+        #expect(machine.connectionLost(.permanent("401"), connectedFor: nil, using: &random) == .fail(reason: "401", exhausted: false))
 
         var bounded = ReconnectStateMachine(policy: policy(.none, maximumAttempts: 2))
         _ = bounded.start()
         _ = delays(&bounded, count: 2, random: &random)
-        guard case .fail(let reason) = bounded.connectionLost(lost, connectedFor: nil, using: &random) else {
+        guard case .fail(let reason, let exhausted) = bounded.connectionLost(lost, connectedFor: nil, using: &random) else {
             Issue.record("expected to give up")
             return
         }
-        #expect(reason.contains("2 attempts"))
+        #expect(reason.contains("2 attempts") && exhausted)
     }
 
     @Test("the resume id follows handled messages and freezes after a failed one until the next connection")
