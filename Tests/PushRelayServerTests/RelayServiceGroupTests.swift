@@ -1,4 +1,6 @@
 import Logging
+import NIOCore
+import PushRelayHTTP
 import NIOConcurrencyHelpers
 import ServiceLifecycle
 import TestSupport
@@ -30,6 +32,22 @@ struct RelayServiceGroupTests {
         var configuration = PushRelayConfiguration()
         configuration.shutdownDrainTimeout = drain
         return configuration
+    }
+
+    @Test("the transport gets the timeouts whole, fractions of a second included, and the connection limits")
+    func serverConfigurationFromSettings() {
+        var configuration = PushRelayConfiguration()
+        configuration.idleTimeout = .milliseconds(1500)
+        configuration.shutdownDrainTimeout = .milliseconds(500)
+        configuration.requestTimeout = .milliseconds(2250)
+        configuration.maxConnections = 77
+        configuration.maxConnectionsPerAddress = 0
+        let server = RelayService.serverConfiguration(configuration)
+        #expect(server.idleTimeout == .milliseconds(1500))
+        #expect(server.drainTimeout == .milliseconds(500))
+        #expect(server.requestTimeout == .milliseconds(2250))
+        #expect(server.maxConnections == 77)
+        #expect(server.maxConnectionsPerAddress == nil, "0 is no per-address limit")
     }
 
     @Test("graceful shutdown stops services in reverse order; the watchdog pings while they run")

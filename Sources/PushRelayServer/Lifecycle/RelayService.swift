@@ -53,16 +53,7 @@ public final class RelayService: Service {
             })
         }
 
-        var serverConfiguration = HTTPServer.Configuration()
-        serverConfiguration.idleTimeout = .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000)
-        serverConfiguration.drainTimeout = .seconds(configuration.shutdownDrainTimeout.components.seconds)
-        serverConfiguration.requestTimeout = .nanoseconds(
-            Int64(configuration.requestTimeout.components.seconds) * 1_000_000_000
-                + configuration.requestTimeout.components.attoseconds / 1_000_000_000)
-        serverConfiguration.maxConnections = configuration.maxConnections
-        serverConfiguration.maxBufferedBodyBytes = configuration.maxBufferedBodySize
-        serverConfiguration.maxConnectionsPerAddress =
-            configuration.maxConnectionsPerAddress == 0 ? nil : configuration.maxConnectionsPerAddress
+        var serverConfiguration = Self.serverConfiguration(configuration)
         serverConfiguration.connectionEvents = { [metrics = relay.metrics] event in metrics.connection(event) }
         var listeners = configuration.listen.map { HTTPServer.Listener(host: $0.host, port: $0.port) }
         if let tlsContext {
@@ -80,6 +71,20 @@ public final class RelayService: Service {
         self.notifier = options.notifier
         self.onListening = options.onListening
         self.logger = logger
+    }
+
+    /// The transport's settings from the configuration: timeouts (whole durations, fractions of a second included:
+    /// `1500ms` is 1.5 s) and connection and body limits.
+    static func serverConfiguration(_ configuration: PushRelayConfiguration) -> HTTPServer.Configuration {
+        var serverConfiguration = HTTPServer.Configuration()
+        serverConfiguration.idleTimeout = TimeAmount(configuration.idleTimeout)
+        serverConfiguration.drainTimeout = TimeAmount(configuration.shutdownDrainTimeout)
+        serverConfiguration.requestTimeout = TimeAmount(configuration.requestTimeout)
+        serverConfiguration.maxConnections = configuration.maxConnections
+        serverConfiguration.maxBufferedBodyBytes = configuration.maxBufferedBodySize
+        serverConfiguration.maxConnectionsPerAddress =
+            configuration.maxConnectionsPerAddress == 0 ? nil : configuration.maxConnectionsPerAddress
+        return serverConfiguration
     }
 
     /// Binds, reports the listeners, serves until graceful shutdown, drains, closes the store.

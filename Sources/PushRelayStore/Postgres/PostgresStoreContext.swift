@@ -50,9 +50,7 @@ final class PostgresStoreContext: Sendable {
                 host: url.host ?? "localhost", port: url.port, username: url.user, password: url.password,
                 database: url.database, tls: .disable)
         }
-        configuration.options.connectTimeout = .nanoseconds(
-            Int64(self.configuration.connectTimeout.components.seconds) * 1_000_000_000
-                + self.configuration.connectTimeout.components.attoseconds / 1_000_000_000)
+        configuration.options.connectTimeout = TimeAmount(self.configuration.connectTimeout)
         configuration.options.additionalStartupParameters = [
             ("synchronous_commit", "on"), ("application_name", "pushrelay"),
         ]
