@@ -94,7 +94,7 @@ let fieldCases: [FieldCase] = [
         file: ("1048576", #""1MiB""#),
         environment: ("64KiB", #""64KiB""#),
         flag: ("4097", #""4097""#),
-        invalid: ["-1", "0", "1TiB", "3GiB", "big"]
+        invalid: ["-1", "0", "1TiB", "3GiB", "2GiB", "2147483648", "big"]
     ),
     FieldCase(
         field: .maxRequestBodySize,
@@ -357,5 +357,18 @@ struct ConfigurationFieldTests {
             #expect(!field.summary.isEmpty)
         }
         #expect(Set(ConfigurationField.allCases.map(\.flag)).count == ConfigurationField.allCases.count)
+    }
+}
+
+@Suite("Configuration values: sizes")
+struct ConfigurationSizeTests {
+    @Test("the largest size is 2 GiB − 1 byte, and the refusal says so")
+    func largestSize() throws {
+        #expect(try ConfigurationValueParser.size(.string("2147483647")) == Int(Int32.max))
+        #expect(try ConfigurationValueParser.size(.string("1GiB")) == 1 << 30)
+        #expect(throws: ConfigurationValueParser.Failure(
+            "size '2GiB' is too large: less than 2GiB (at most 2147483647 bytes)")) {
+            try ConfigurationValueParser.size(.string("2GiB"))
+        }
     }
 }

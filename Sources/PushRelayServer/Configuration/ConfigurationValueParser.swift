@@ -140,7 +140,9 @@ enum ConfigurationValueParser {
             throw Failure("invalid size '\(text)': write bytes, or e.g. 64KiB, 1MiB")
         }
         let (bytes, overflow) = amount.multipliedReportingOverflow(by: multiplier)
-        guard !overflow, bytes <= Int(Int32.max) else { throw Failure("size '\(text)' is too large (max 2GiB)") }
+        guard !overflow, bytes <= Int(Int32.max) else {
+            throw Failure("size '\(text)' is too large: less than 2GiB (at most 2147483647 bytes)")
+        }
         guard bytes > 0 else { throw Failure("size '\(text)' must be greater than zero") }
         return bytes
     }
