@@ -45,7 +45,8 @@ import Testing
         let before = try await Self.get("\(daemon.baseURL)/metrics")
         #expect(before.status == 200)
         #expect((Self.sample("pushrelay_sends_accepted_total", in: before.body) ?? 0) >= 1, "\(before.body)")
-        #expect(before.body.contains("pushrelay_sends_rejected_total{"))
+        // The 401 above, under the label operations.md names for it.
+        #expect(before.body.contains(#"pushrelay_sends_rejected_total{error="Authentication"} 1"#), "\(before.body)")
         #expect(before.body.contains("pushrelay_store_commit_duration_seconds_bucket"))
         // The histograms are recorded, not just declared: each commit and each delivery counts.
         #expect((Self.sample("pushrelay_store_commit_duration_seconds_count", in: before.body) ?? 0) >= 1)

@@ -5,7 +5,7 @@ public enum RelayMetricNames {
     /// store. No labels.
     public static let sendsAccepted = "pushrelay_sends_accepted_total"
     /// Counter: sends rejected, label `error` = the FCM error string (`InvalidRegistration`, `NotRegistered`,
-    /// `MessageTooBig`, `Unavailable`, …) or `Unauthorized` for a 401, `BadRequest` for an unparsable request.
+    /// `MessageTooBig`, `Unavailable`, …) or `Authentication` for a 401, `BadRequest` for an unparsable request.
     public static let sendsRejected = "pushrelay_sends_rejected_total"
     /// Counter: messages written to a device stream (redeliveries count again).
     public static let messagesDelivered = "pushrelay_messages_delivered_total"
