@@ -48,6 +48,41 @@ import Testing
         return try StreamingProcess("python3", ["-u", "-c", script])
     }
 
+    /// operations.md: "from acceptance to the first write on the device's stream (online devices only)". A backlog
+    /// written as the device comes online, or a message written again after a reconnection, is no sample: it would
+    /// measure how long the device was away.
+    @Test("send-to-deliver latency counts first writes to online devices only")
+    func sendToDeliverOnlineOnly() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let count = { () async throws -> Double in
+            OperationsTests.sample(
+                "pushrelay_send_to_deliver_duration_seconds_count",
+                in: try await OperationsTests.get("\(daemon.baseURL)/metrics").body) ?? 0
+        }
+        func send() async throws -> String {
+            let body = #"{"to":"\#(device.token)","data":{"n":"1"}}"#
+            return try messageID(ofSendResponse: try await daemon.send(body, serverKey: keys.serverKey).body)
+        }
+        let queued = try await send()
+        try await Task.sleep(for: .milliseconds(300))  // the device was away
+        let first = try daemon.openStream(secret: device.secret)
+        _ = try await first.waitFor("the backlog") { parseEvents($0).contains { $0.id == queued } }
+        #expect(try await count() == 0, "the backlog counted")
+        let live = try await send()
+        _ = try await first.waitFor("the live message") { parseEvents($0).contains { $0.id == live } }
+        #expect(try await count() == 1)
+        first.stop()
+        // Nothing acknowledged: a new stream gets both again, and neither counts a second time.
+        let second = try daemon.openStream(secret: device.secret)
+        defer { second.stop() }
+        _ = try await second.waitFor("the redelivery") { text in Set(parseEvents(text).compactMap(\.id)).isSuperset(of: [queued, live]) }
+        #expect(try await count() == 1, "a redelivery counted")
+        try await daemon.terminate()
+    }
+
     @Test("every metric on the dashboard moves: sends, deliveries, acks, expiry, each drop reason, gauges, latencies, TLS, refused connections")
     func everyDashboardMetricMoves() async throws {
         var names = try Self.dashboardMetricNames()

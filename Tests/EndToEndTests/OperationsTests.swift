@@ -71,6 +71,9 @@ import Testing
         // A connected device moves the gauges, and they come back when it goes.
         let stream = try daemon.openStream(secret: device.secret)
         try await stream.waitFor("the message") { !parseEvents($0).isEmpty }
+        // One sent while the device is online: the send-to-deliver latency (the backlog above is not one).
+        let live = try await messageID(ofSendResponse: daemon.send(body, serverKey: keys.serverKey).body)
+        try await stream.waitFor("the live message") { parseEvents($0).contains { $0.id == live } }
         let connected = try await Self.get("\(daemon.baseURL)/metrics").body
         #expect(Self.sample("pushrelay_connected_devices", in: connected) == 1, "\(connected)")
         #expect(Self.sample("pushrelay_open_streams", in: connected) == 1)

@@ -32,6 +32,9 @@ final class DeviceStream: @unchecked Sendable {
 
     // Confined to the writer's event loop once `start(writer:)` ran.
     private var writer: (any HTTPResponseBodyWriter)?
+    /// When the stream opened (µs since the epoch, as message ids count): rows accepted before it are backlog or
+    /// redeliveries, outside the send-to-deliver latency.
+    private var openedAtMicros: UInt64 = 0
     private var subscription: DeliveryHub.Subscription?
     /// The stream's decisions (``DeviceStreamMachine``); this class carries out its actions.
     private var machine = DeviceStreamMachine(readBatch: DeviceStream.readBatch)
@@ -53,6 +56,7 @@ final class DeviceStream: @unchecked Sendable {
     func start(writer: any HTTPResponseBodyWriter) {
         let eventLoop = writer.eventLoop
         self.writer = writer
+        openedAtMicros = WallClock.microsecondsSinceEpoch()
         metrics.streamOpened()
         logger.debug("stream opened", metadata: logMetadata)
         // A comment first, so that the client sees the response start at once.
@@ -223,9 +227,12 @@ final class DeviceStream: @unchecked Sendable {
 
     /// Message ids are the accept time in microseconds (bumped to stay increasing), so the id tells how long a
     /// message waited between its acceptance and its delivery.
+    /// The latency from acceptance to the first write, for messages accepted while this stream was open (a message
+    /// id is its acceptance time in µs): a backlog written as a device comes online, or a message written again to
+    /// a new stream, would measure how long the device was away.
     private func recordSendToDeliver(_ id: MessageID) {
         let now = WallClock.microsecondsSinceEpoch()
-        guard now >= id.rawValue else { return }
+        guard id.rawValue >= openedAtMicros, now >= id.rawValue else { return }
         metrics.recordSendToDeliver(duration: .microseconds(Int64(now - id.rawValue)))
     }
 
