@@ -15,7 +15,8 @@ public enum RelayStore {
     }
 
     /// Opens the store. Throws ``StoreError``: ``StoreError/Code/notFound`` for a missing or empty SQLite store
-    /// unless `createIfMissing` (the CLI's commands create one, `serve` only with `--init`),
+    /// unless `createIfMissing` (`project create` and `store init` create one, `serve` only with `--init`; the
+    /// directory too),
     /// ``StoreError/Code/corrupt`` for a damaged one, ``StoreError/Code/unavailable`` when PostgreSQL cannot be
     /// reached or the file cannot be opened, ``StoreError/Code/invalidArgument`` for a malformed URL.
     public static func open(
@@ -26,7 +27,9 @@ public enum RelayStore {
     ) async throws -> any PushStore {
         switch location {
         case .sqlite(let directory):
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            if createIfMissing {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            }
             var configuration = SQLiteStore.Configuration.relay(directory: directory)
             configuration.queuePolicy = queuePolicy
             configuration.createIfMissing = createIfMissing

@@ -35,7 +35,7 @@ struct ProjectCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let credentials = try await store.withStore { try await $0.createProject(name: name) }
+            let credentials = try await store.withStore(createIfMissing: true) { try await $0.createProject(name: name) }
             if json {
                 let value: JSONValue = [
                     "project": .string(credentials.project.name),

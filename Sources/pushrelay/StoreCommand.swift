@@ -33,7 +33,7 @@ struct StoreCommand: AsyncParsableCommand {
             if store.store == "sqlite" {
                 try FileManager.default.createDirectory(atPath: store.dataDir, withIntermediateDirectories: true)
             }
-            let opened = try await store.open()
+            let opened = try await store.open(createIfMissing: true)
             await opened.close()
             switch (file, existed) {
             case (let file?, false?): print("created \(file)")

@@ -51,9 +51,10 @@ struct StoreOptions: ParsableArguments {
     /// Runs `body` on the opened store and closes it, whether `body` returns or throws; a store error (an unknown
     /// project, a name taken) becomes a validation error (exit 64) with its message.
     func withStore<Result>(
-        queuePolicy: QueuePolicy = QueuePolicy(), _ body: (any PushStore) async throws -> Result
+        createIfMissing: Bool = false, queuePolicy: QueuePolicy = QueuePolicy(),
+        _ body: (any PushStore) async throws -> Result
     ) async throws -> Result {
-        let store = try await self.open(queuePolicy: queuePolicy)
+        let store = try await self.open(createIfMissing: createIfMissing, queuePolicy: queuePolicy)
         do {
             let result = try await body(store)
             await store.close()
@@ -67,12 +68,21 @@ struct StoreOptions: ParsableArguments {
         }
     }
 
-    /// Opens the store (close it when done); a store error becomes a validation error (exit 64) with its message.
-    func open(queuePolicy: QueuePolicy = QueuePolicy()) async throws -> any PushStore {
+    /// Opens the store (close it when done). Only `createIfMissing` (`project create`, `store init`) creates a
+    /// missing one: any other command on a missing or empty store exits 66, as `serve` does, instead of leaving an
+    /// empty store behind for a daemon to serve (a wrong `--data-dir`, an unmounted disk). Another store error
+    /// becomes a validation error (exit 64) with its message.
+    func open(createIfMissing: Bool = false, queuePolicy: QueuePolicy = QueuePolicy()) async throws -> any PushStore {
         var logger = Logger(label: "pushrelay.cli")
         logger.logLevel = .warning
         do {
-            return try await RelayStore.open(self.location, queuePolicy: queuePolicy, logger: logger)
+            return try await RelayStore.open(
+                self.location, createIfMissing: createIfMissing, queuePolicy: queuePolicy, logger: logger)
+        } catch let error as StoreError where error.code == .notFound {
+            let hint = "create it with `pushrelay project create NAME --data-dir \(self.dataDir)`"
+                + " or `pushrelay store init --data-dir \(self.dataDir)`"
+            FileHandle.standardError.write(Data("pushrelay: \(error.message): \(hint)\n".utf8))
+            throw ExitCode(66)
         } catch let error as StoreError {
             throw ValidationError("cannot open the store: \(error.message)")
         }

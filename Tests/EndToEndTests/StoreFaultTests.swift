@@ -77,6 +77,19 @@ import Testing
         let projects = try await Daemon.cli(["project", "list", "--data-dir", initialized])
         #expect(projects.status == 0 && projects.stdout.isEmpty, "\(projects)")
 
+        // Only `store init` and `project create` create a store: the other commands on a wrong --data-dir exit 66,
+        // as serve does, and leave nothing behind for a daemon to serve empty.
+        let nowhere = try Self.temporaryDirectory("nowhere") + "/missing"
+        for command in [["project", "list"], ["project", "rotate-key", "shop"], ["project", "delete", "shop"],
+                        ["project", "service-account", "shop"]] {
+            let refused = try await Daemon.cli(command + ["--data-dir", nowhere])
+            #expect(refused.status == 66, "\(command): \(refused)")
+            #expect(refused.stderr.contains("pushrelay store init"), "\(command): \(refused.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: nowhere), "\(command) created \(nowhere)")
+        }
+        let created = try await Daemon.cli(["project", "create", "shop", "--data-dir", nowhere])
+        #expect(created.status == 0 && FileManager.default.fileExists(atPath: nowhere + "/pushrelay.sqlite"), "\(created)")
+
         // --init creates a missing store and serves.
         let fresh = try Daemon()
         try await fresh.start()
