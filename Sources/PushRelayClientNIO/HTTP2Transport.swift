@@ -11,7 +11,9 @@ import PushRelayHTTP
 ///
 /// `http://` URLs speak h2c with prior knowledge; `https://` URLs put the configuration's TLS handler first and
 /// need ALPN `h2`. When the server offers no HTTP/2 (ALPN settles on `http/1.1`, or a cleartext server answers the
-/// HTTP/2 preface with something that is not HTTP/2), the transport switches to ``HTTP1Transport`` for good.
+/// HTTP/2 preface with something that is not HTTP/2, or does not answer it at all), the transport switches to
+/// ``HTTP1Transport`` for good. Once a connection has answered over HTTP/2, later failures (a server restarting or
+/// stalled) never switch it.
 ///
 /// A connection is opened on the first request and replaced when it is lost. Leaving a stream before its body
 /// ended resets just that stream (`RST_STREAM`), so the connection serves the next one without a new handshake;
@@ -283,6 +285,9 @@ extension HTTP2Transport {
         private(set) var opened = 0
         /// Failures of connections that never answered, in a row.
         private var unconfirmedFailures = 0
+        /// A connection of this transport has answered over HTTP/2: the server speaks it, and a later connection
+        /// that fails (a restarting or stalled server) is no reason to fall back.
+        private var spokeHTTP2 = false
 
         var negotiatedProtocol: String? {
             switch state {
@@ -352,20 +357,22 @@ extension HTTP2Transport {
             if case .connected(let current, false) = state, current === client {
                 state = .connected(client, confirmed: true)
                 unconfirmedFailures = 0
+                spokeHTTP2 = true
             }
         }
 
         enum FailureAction { case retry, fallBack, fail }
 
-        /// A request on `client` failed before its response head. On a connection that never answered
-        /// (`confirmed` false), a timeout means the server does not speak HTTP/2; another failure asks for a retry on
-        /// a new connection the first time and falls back the second time. On an answering connection, a closed
-        /// connection is retried and anything else fails.
+        /// A request on `client` failed before its response head. On an answering connection — or any connection
+        /// once one has answered over HTTP/2 — a closed connection is retried and anything else fails (the client's
+        /// reconnection takes it from there). On a connection to a server never heard over HTTP/2, a timeout means
+        /// it does not speak HTTP/2; another failure asks for a retry on a new connection the first time and falls
+        /// back the second time.
         func failed(_ client: HTTP2Client, error: HTTPTransportError, confirmed: Bool) async -> FailureAction {
             if case .connected(let current, _) = state, current === client { state = .idle }
             await client.close()
             if case .shutDown = state { return .fail }
-            if confirmed { return error == .connectionClosed() ? .retry : .fail }
+            if confirmed || spokeHTTP2 { return error == .connectionClosed() ? .retry : .fail }
             unconfirmedFailures += 1
             guard error == .timeout("") || unconfirmedFailures >= 2 else { return .retry }
             state = .http1

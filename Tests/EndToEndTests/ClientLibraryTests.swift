@@ -159,6 +159,33 @@ struct ClientLibraryTests {
         try await daemon.terminate()
     }
 
+    /// A relay heard over HTTP/2 that stalls (here SIGSTOP while the client opens a new connection) is still an
+    /// HTTP/2 relay: the transport fails that request and goes on with HTTP/2, not HTTP/1.1 for the rest of its life.
+    @Test("a relay that spoke HTTP/2 and then stalled is not taken for an HTTP/1.1 server")
+    func stallDoesNotDowngrade() async throws {
+        let daemon = try Daemon(arguments: ["--idle-timeout", "1s"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        var configuration = PushClientConfiguration(
+            serverURL: URL(string: daemon.baseURL)!,
+            registration: .init(project: keys.project, app: "br.com.siecola.shop", clientKey: keys.clientKey))
+        configuration.connectTimeout = .seconds(1)  // how long a new connection has to answer
+        let transport = try HTTP2Transport(configuration: configuration)
+        let client = try PushClient(configuration: configuration, transport: transport)
+        _ = try await client.register()
+        #expect(await transport.negotiatedProtocol == "h2")
+        try await Task.sleep(for: .milliseconds(1500))  // the daemon closes the idle connection
+        let pid = try #require(daemon.process?.processIdentifier)
+        kill(pid, SIGSTOP)
+        let stalled = Task { try await client.register() }
+        try await Task.sleep(for: .seconds(2))  // past the new connection's second to answer
+        kill(pid, SIGCONT)
+        _ = try? await stalled.value
+        _ = try await client.register()
+        #expect(await transport.negotiatedProtocol == "h2")
+        try await daemon.terminate()
+    }
+
     @Test("a stream silent for the heartbeat timeout is replaced; messages still arrive once",
           arguments: ClientTransport.allCases)
     func heartbeatTimeout(transport: ClientTransport) async throws {
