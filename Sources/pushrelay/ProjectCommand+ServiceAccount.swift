@@ -26,13 +26,17 @@ extension ProjectCommand {
         @Option(help: "Write the file here (mode 0600) instead of standard output.") var out: String?
         @Option(help: "The relay's public base URL, e.g. https://push.example.com (default: from the configuration).")
         var publicURL: String?
-        @Option(help: "The daemon's configuration file, for public_url and listen.") var config: String?
         @Flag(help: "Print a JSON summary {\"project\", \"private_key_id\", \"client_email\", \"file\"} (with --out).")
         var json = false
 
         func run() async throws {
             let baseURL: String
-            if let publicURL { baseURL = publicURL } else { baseURL = try await Self.configuredPublicURL(configFile: config) }
+            if let publicURL {
+                baseURL = publicURL
+            } else {
+                // public_url (else listen) of the configuration: --config's file, the environment.
+                baseURL = try await store.configuration().effectivePublicURL()
+            }
             let key = try RSAPrivateKey.generate()
             let publicPEM = try key.publicKey.pem
             let keyID = ServiceAccountFile.newPrivateKeyID()
@@ -62,16 +66,6 @@ extension ProjectCommand {
                     wrote \(out): service account \(email), key \(keyID), token_uri \(file.tokenURI)
                     It holds the only copy of the private key: keep it secret.
                     """)
-            }
-        }
-
-        static func configuredPublicURL(configFile: String?) async throws -> String {
-            let arguments = configFile.map { ["--config", $0] } ?? []
-            do {
-                return try await ConfigurationLoader.load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
-                    .configuration.effectivePublicURL()
-            } catch {
-                throw ValidationError("cannot read the configuration for public_url: \(error)")
             }
         }
 

@@ -89,8 +89,6 @@ struct ProjectCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
         @Option(help: "How long the old key stays valid, in seconds (default: server_key_rotation_grace, 24 h).")
         var graceSeconds: Int?
-        @Option(help: "The configuration file whose server_key_rotation_grace applies (or $PUSHRELAY_CONFIG).")
-        var config: String?
         @Flag(help: "Print JSON: {\"project\", \"server_key\"}.") var json = false
 
         func run() async throws {
@@ -99,16 +97,9 @@ struct ProjectCommand: AsyncParsableCommand {
                 guard explicit >= 0 else { throw ValidationError("--grace-seconds must not be negative") }
                 graceSeconds = explicit
             } else {
-                // The configured `server_key_rotation_grace` (file, PUSHRELAY_SERVER_KEY_ROTATION_GRACE), as the
-                // daemon reads it.
-                let arguments = config.map { [ConfigurationLoader.configFileFlag, $0] } ?? []
-                do {
-                    let loaded = try await ConfigurationLoader.load(
-                        arguments: arguments, environment: ProcessInfo.processInfo.environment)
-                    graceSeconds = Int(loaded.configuration.serverKeyRotationGrace.components.seconds)
-                } catch {
-                    throw ValidationError("invalid configuration: \(error.problems.map(\.description).joined(separator: "; "))")
-                }
+                // The configured `server_key_rotation_grace` (--config's file, PUSHRELAY_SERVER_KEY_ROTATION_GRACE),
+                // as the daemon reads it.
+                graceSeconds = Int(try await store.configuration().serverKeyRotationGrace.components.seconds)
             }
             let key = try await store.withStore {
                 try await $0.rotateServerKey(project: name, gracePeriod: .seconds(graceSeconds))

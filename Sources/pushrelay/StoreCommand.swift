@@ -27,12 +27,11 @@ struct StoreCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            let file = store.store == "sqlite"
-                ? (store.dataDir.hasSuffix("/") ? store.dataDir : store.dataDir + "/") + "pushrelay.sqlite" : nil
+            let configuration = try await store.configuration()
+            let directory = configuration.dataDirectory
+            let file = configuration.store == .sqlite
+                ? (directory.hasSuffix("/") ? directory : directory + "/") + "pushrelay.sqlite" : nil
             let existed = file.map { ((try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int) ?? 0) > 0 }
-            if store.store == "sqlite" {
-                try FileManager.default.createDirectory(atPath: store.dataDir, withIntermediateDirectories: true)
-            }
             let opened = try await store.open(createIfMissing: true)
             await opened.close()
             switch (file, existed) {

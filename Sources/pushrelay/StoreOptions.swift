@@ -5,47 +5,59 @@ import PushRelayCore
 import PushRelayServer
 import PushRelayStore
 
-/// Where a CLI command finds the store, as `serve` does: `--data-dir` for SQLite, or `--store postgres` with
-/// `--postgres-url` (defaults from `PUSHRELAY_DATA_DIR`, `PUSHRELAY_STORE`, `PUSHRELAY_POSTGRES_URL`). The store
-/// is shared with running daemons, which see changes at once.
+/// Where a CLI command finds the store, as `serve` does, read by the same loader: `--data-dir` for SQLite, or
+/// `--store postgres` with `--postgres-url`; else the `PUSHRELAY_DATA_DIR`, `PUSHRELAY_STORE`,
+/// `PUSHRELAY_POSTGRES_URL` variables; else the configuration file's `data_dir`, `store` and `postgres_url`
+/// (`--config FILE` or `PUSHRELAY_CONFIG`); else the defaults. The store is shared with running daemons, which see
+/// changes at once.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .long, help: "The daemon's data directory (holds pushrelay.sqlite).")
-    var dataDir: String = ProcessInfo.processInfo.environment["PUSHRELAY_DATA_DIR"] ?? "/var/lib/pushrelay"
+    @Option(name: .long, help: "The daemon's data directory (holds pushrelay.sqlite). Default: data_dir.")
+    var dataDir: String?
 
-    @Option(name: .long, help: "The store engine: sqlite or postgres.")
-    var store: String = ProcessInfo.processInfo.environment["PUSHRELAY_STORE"] ?? "sqlite"
+    @Option(name: .long, help: "The store engine: sqlite or postgres. Default: store.")
+    var store: String?
 
     /// No default value in the declaration: ArgumentParser prints a default in `--help`, and this one holds the
-    /// database password. The environment is read by ``postgresURL``.
+    /// database password.
     @Option(
         name: .customLong("postgres-url"),
         help: "The PostgreSQL URL with --store postgres (a secret: prefer PUSHRELAY_POSTGRES_URL)."
     )
     var postgresURLOption: String?
 
-    /// `--postgres-url`, else `PUSHRELAY_POSTGRES_URL`.
-    var postgresURL: String? {
-        self.postgresURLOption ?? ProcessInfo.processInfo.environment["PUSHRELAY_POSTGRES_URL"]
-    }
+    @Option(
+        name: .customLong("config"),
+        help: "The daemon's configuration file (or $PUSHRELAY_CONFIG): its data_dir, store and postgres_url apply."
+    )
+    var configFile: String?
 
     func validate() throws {
-        guard self.store == "sqlite" || self.store == "postgres" else {
+        if let store = self.store, store != "sqlite" && store != "postgres" {
             throw ValidationError("--store must be sqlite or postgres")
-        }
-        if self.store == "postgres" {
-            guard let url = self.postgresURL else { throw ValidationError("--store postgres needs --postgres-url") }
-            do {
-                _ = try PostgresURL(url)
-            } catch {
-                throw ValidationError("--postgres-url: \(error.message)")
-            }
         }
     }
 
-    /// Where the options point.
-    var location: RelayStore.Location {
-        if self.store == "postgres", let url = self.postgresURL { return .postgres(url: url) }
-        return .sqlite(directory: self.dataDir)
+    /// The configuration as `serve` would read it with these flags (the file, the environment, the flags given
+    /// here); its other fields are there for commands that use them (`rotate-key`'s grace).
+    func configuration() async throws -> PushRelayConfiguration {
+        var arguments: [String] = []
+        if let configFile { arguments += [ConfigurationLoader.configFileFlag, configFile] }
+        if let dataDir { arguments += ["--data-dir", dataDir] }
+        if let store { arguments += ["--store", store] }
+        if let postgresURLOption { arguments += ["--postgres-url", postgresURLOption] }
+        do {
+            return try await ConfigurationLoader.load(
+                arguments: arguments, environment: ProcessInfo.processInfo.environment
+            ).configuration
+        } catch {
+            throw ValidationError("invalid configuration: \(error.problems.map(\.description).joined(separator: "; "))")
+        }
+    }
+
+    /// Where the configuration points.
+    static func location(of configuration: PushRelayConfiguration) -> RelayStore.Location {
+        if configuration.store == .postgres, let url = configuration.postgresURL { return .postgres(url: url) }
+        return .sqlite(directory: configuration.dataDirectory)
     }
 
     /// Runs `body` on the opened store and closes it, whether `body` returns or throws; a store error (an unknown
@@ -75,12 +87,15 @@ struct StoreOptions: ParsableArguments {
     func open(createIfMissing: Bool = false, queuePolicy: QueuePolicy = QueuePolicy()) async throws -> any PushStore {
         var logger = Logger(label: "pushrelay.cli")
         logger.logLevel = .warning
+        let configuration = try await self.configuration()
         do {
             return try await RelayStore.open(
-                self.location, createIfMissing: createIfMissing, queuePolicy: queuePolicy, logger: logger)
+                Self.location(of: configuration), createIfMissing: createIfMissing, queuePolicy: queuePolicy,
+                logger: logger)
         } catch let error as StoreError where error.code == .notFound {
-            let hint = "create it with `pushrelay project create NAME --data-dir \(self.dataDir)`"
-                + " or `pushrelay store init --data-dir \(self.dataDir)`"
+            let directory = configuration.dataDirectory
+            let hint = "create it with `pushrelay project create NAME --data-dir \(directory)`"
+                + " or `pushrelay store init --data-dir \(directory)`"
             FileHandle.standardError.write(Data("pushrelay: \(error.message): \(hint)\n".utf8))
             throw ExitCode(66)
         } catch let error as StoreError {

@@ -90,6 +90,18 @@ import Testing
         let created = try await Daemon.cli(["project", "create", "shop", "--data-dir", nowhere])
         #expect(created.status == 0 && FileManager.default.fileExists(atPath: nowhere + "/pushrelay.sqlite"), "\(created)")
 
+        // The CLI finds the store as serve does: --config's (or PUSHRELAY_CONFIG's) data_dir, unless --data-dir says
+        // otherwise.
+        let configured = try Self.temporaryDirectory("configured")
+        let configFile = configured + "/pushrelay.conf"
+        try "data_dir = \"\(configured)/data\"\n".write(toFile: configFile, atomically: true, encoding: .utf8)
+        let viaFlag = try await Daemon.cli(["project", "create", "news", "--config", configFile])
+        #expect(viaFlag.status == 0 && FileManager.default.fileExists(atPath: configured + "/data/pushrelay.sqlite"), "\(viaFlag)")
+        let viaEnvironment = try await run(Daemon.binary, ["project", "list"], environment: ["PUSHRELAY_CONFIG": configFile])
+        #expect(viaEnvironment.status == 0 && viaEnvironment.stdout.hasPrefix("news\t"), "\(viaEnvironment)")
+        let overridden = try await Daemon.cli(["project", "list", "--config", configFile, "--data-dir", nowhere])
+        #expect(overridden.status == 0 && overridden.stdout.hasPrefix("shop\t"), "\(overridden)")
+
         // --init creates a missing store and serves.
         let fresh = try Daemon()
         try await fresh.start()
