@@ -239,7 +239,7 @@ struct PostgresOutageTests {
         #expect(result.stdout.lowercased().contains("retry-after:"), "\(result.stdout)")
         // Out of a load balancer's rotation while it cannot commit, back in by itself once PostgreSQL is.
         let down = try await StoreFaultTests.waitForReadiness(daemon, 503)
-        #expect(down.status == 503 && down.body.contains("store"), "\(down)")
+        #expect(down.status == 503 && down.body.contains("store") && down.body.contains(#""reason":"#), "\(down)")
 
         try await cluster.restart()
         let up = try await StoreFaultTests.waitForReadiness(daemon, 200)

@@ -39,8 +39,9 @@ struct OperationsRoutes: Sendable {
         case .draining:
             return JSONResponse.ok(["status": "draining"], status: .serviceUnavailable)
         case .ready:
-            guard snapshot.storeReadable else {
-                return JSONResponse.ok(["status": "store unavailable"], status: .serviceUnavailable)
+            if let failure = snapshot.readFailure {
+                return JSONResponse.ok(
+                    ["status": "store unavailable", "reason": .string(failure)], status: .serviceUnavailable)
             }
             if let failure = store.commitFailure {
                 // The reason is the engine's (e.g. "database or disk is full"): never a key, secret or URL password.

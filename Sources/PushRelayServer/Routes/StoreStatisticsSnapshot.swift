@@ -7,7 +7,8 @@ import PushRelayStore
 final class StoreStatisticsSnapshot: Sendable {
     private struct State {
         var statistics: QueueStatistics?
-        var storeReadable = true
+        /// Why the last refresh could not read the store (nil: it could).
+        var readFailure: String?
     }
 
     private let state = NIOLockedValueBox(State())
@@ -15,8 +16,9 @@ final class StoreStatisticsSnapshot: Sendable {
     /// The figures of the last successful refresh, if any.
     var statistics: QueueStatistics? { state.withLockedValue { $0.statistics } }
 
-    /// Whether the last refresh could read the store.
-    var storeReadable: Bool { state.withLockedValue { $0.storeReadable } }
+    /// Why the last refresh could not read the store; nil when it could. The store's own words (`StoreError`
+    /// messages never hold a key, a secret or a URL's password).
+    var readFailure: String? { state.withLockedValue { $0.readFailure } }
 
     /// Takes one snapshot: reads the statistics, records them in `metrics`, and notes whether the store answered.
     func refresh(store: any PushStore, metrics: RelayMetrics) async {
@@ -26,10 +28,11 @@ final class StoreStatisticsSnapshot: Sendable {
             metrics.setWALPages(store.walPages ?? 0)
             state.withLockedValue {
                 $0.statistics = statistics
-                $0.storeReadable = true
+                $0.readFailure = nil
             }
         } catch {
-            state.withLockedValue { $0.storeReadable = false }
+            let reason = (error as? StoreError)?.message ?? "the store could not be read"
+            state.withLockedValue { $0.readFailure = reason }
         }
     }
 }
