@@ -262,4 +262,47 @@ struct PostgresOutageTests {
         _ = try await daemon.terminate()
         try await cluster.stop()
     }
+
+    /// PostgreSQL that stops answering without closing its connections (every server process stopped: a network
+    /// black hole looks the same): sends answer Unavailable with Retry-After (the writer drops a connection that
+    /// does not commit within its commit timeout) instead of hanging until the request timeout, `/readyz` fails
+    /// (reads give up after their timeout), and the node recovers by itself when PostgreSQL answers again.
+    @Test("sends answer Unavailable and /readyz fails while PostgreSQL does not answer at all; then the node recovers")
+    func unresponsive() async throws {
+        let cluster = try await TestPostgres.start()
+        let url = try await cluster.database(named: "frozen")
+        let daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url, "--metrics-interval", "1s"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
+        #expect(try await daemon.send(body, serverKey: keys.serverKey).status == 200)
+
+        let postmaster = try String(contentsOfFile: cluster.directory + "/data/postmaster.pid", encoding: .utf8)
+            .split(separator: "\n").first.map(String.init) ?? ""
+        let children = try await run("pgrep", ["-P", postmaster]).stdout.split(separator: "\n").map(String.init)
+        let processes = ([postmaster] + children).compactMap { pid_t($0) }
+        #expect(processes.count > 1, "postmaster \(postmaster), children \(children)")
+        for process in processes { kill(process, SIGSTOP) }
+        let frozen = try await run("curl", [
+            "-sS", "-i", "--http1.1", "-X", "POST", "\(daemon.baseURL)/fcm/send", "-H", "Authorization: key=\(keys.serverKey)",
+            "-H", "Content-Type: application/json", "--data-binary", body, "--max-time", "60",
+        ])
+        let down = try await StoreFaultTests.waitForReadiness(daemon, 503)
+        for process in processes { kill(process, SIGCONT) }
+        #expect(frozen.stdout.hasPrefix("HTTP/1.1 503"), "\(frozen.stdout)")
+        #expect(frozen.stdout.lowercased().contains("retry-after:"), "\(frozen.stdout)")
+        #expect(down.status == 503 && down.body.contains(#""reason":"#), "\(down)")
+
+        let up = try await StoreFaultTests.waitForReadiness(daemon, 200)
+        #expect(up.status == 200, "\(up)")
+        var status = 0
+        for _ in 0..<300 where status != 200 {
+            status = try await daemon.send(body, serverKey: keys.serverKey).status
+            if status != 200 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(status == 200)
+        _ = try await daemon.terminate()
+        try await cluster.stop()
+    }
 }

@@ -12,8 +12,13 @@ extension PostgresStore {
         public var readConnections: Int = 4
         /// How long a connection attempt may take before ``StoreError/Code/unavailable``. Default 5 s.
         public var connectTimeout: Duration = .seconds(5)
-        /// How long a read waits for the pool (PostgreSQL away) before ``StoreError/Code/unavailable``. Default 5 s.
+        /// How long a read may take (PostgreSQL away, or not answering) before ``StoreError/Code/unavailable``.
+        /// Default 5 s.
         public var readTimeout: Duration = .seconds(5)
+        /// How long a group of sends and acknowledgements may take to commit: past it the writer drops its
+        /// connection (PostgreSQL stopped answering without closing it) and the group is answered
+        /// ``StoreError/Code/unavailable``. Default 10 s.
+        public var commitTimeout: Duration = .seconds(10)
         /// The per-device queue limits. Default FCM's: 100 non-collapsible, 4 collapse keys.
         public var queuePolicy: QueuePolicy = QueuePolicy()
         /// How long a `deleted_messages` marker stays pending. Default 4 weeks.

@@ -144,23 +144,49 @@ public final class PostgresStore: PushStore {
         let client = self.client
         let timeout = self.context.configuration.readTimeout
         do {
-            // The pool waits for a connection as long as PostgreSQL is away: a read gives up after `readTimeout`
-            // (the route answers Unavailable) instead of holding the request.
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { try await body(client) }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let value = first else {
-                    throw StoreError.unavailable("PostgreSQL did not answer a read within \(timeout)")
-                }
-                return value
-            }
+            // The pool waits for a connection as long as PostgreSQL is away, and a query on a server that stopped
+            // answering never ends: a read gives up after `readTimeout` (the route answers Unavailable) instead of
+            // holding the request. Not a task group, which could return only once the stuck query did: the caller
+            // is answered at the deadline and the query is cancelled (it ends when its connection does).
+            return try await Self.race(timeout: timeout) { try await body(client) }
         } catch {
             if self.closed.withLockedValue({ $0 }) { throw StoreError.closed }
             throw PostgresStoreContext.storeError(error)
+        }
+    }
+
+    /// `body`'s result, or ``StoreError/Code/unavailable`` once `timeout` has passed without it; either way at the
+    /// first of the two, whatever `body` does with its cancellation.
+    static func race<T: Sendable>(
+        timeout: Duration, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let outcome = NIOLockedValueBox<CheckedContinuation<T, any Error>?>(nil)
+        let work = NIOLockedValueBox<Task<Void, Never>?>(nil)
+        let timer = NIOLockedValueBox<Task<Void, Never>?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                outcome.withLockedValue { $0 = continuation }
+                let finish = { @Sendable (result: Result<T, any Error>) in
+                    outcome.withLockedValue { continuation -> CheckedContinuation<T, any Error>? in
+                        defer { continuation = nil }
+                        return continuation
+                    }?.resume(with: result)
+                    timer.withLockedValue { $0 }?.cancel()
+                }
+                let task = Task {
+                    do { finish(.success(try await body())) } catch { finish(.failure(error)) }
+                }
+                work.withLockedValue { $0 = task }
+                timer.withLockedValue {
+                    $0 = Task {
+                        guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                        task.cancel()
+                        finish(.failure(StoreError.unavailable("PostgreSQL did not answer a read within \(timeout)")))
+                    }
+                }
+            }
+        } onCancel: {
+            work.withLockedValue { $0 }?.cancel()
         }
     }
 

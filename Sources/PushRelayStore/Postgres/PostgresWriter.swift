@@ -113,9 +113,13 @@ final class PostgresWriter: @unchecked Sendable {
         return connection
     }
 
-    /// `BEGIN`, `body`, the notification and `COMMIT`; afterwards the observers. Rolls back on error.
+    /// `BEGIN`, `body`, the notification and `COMMIT`; afterwards the observers. Rolls back on error. With a
+    /// `deadline`, a transaction still running after it has its connection closed under it (a PostgreSQL that
+    /// stopped answering without closing the connection would hold the writer, and every caller, forever): its
+    /// statement fails as a lost connection, and the next request connects anew (within the connect timeout).
     private func transaction(
         counted: Bool = true,
+        deadline: Duration? = nil,
         _ body: (PostgresWriteContext) async throws -> Void
     ) async throws(StoreError) -> PostgresWriteContext {
         let connection: PostgresConnection
@@ -125,6 +129,15 @@ final class PostgresWriter: @unchecked Sendable {
             self.context.health.failed(error)
             throw error
         }
+        let watchdog = deadline.map { deadline in
+            Task {
+                try await Task.sleep(for: deadline)
+                self.context.logger.warning(
+                    "PostgreSQL did not commit within \(deadline); dropping the writer's connection")
+                try? await connection.close()
+            }
+        }
+        defer { watchdog?.cancel() }
         let write = PostgresWriteContext(
             connection: connection, logger: self.context.logger, nowMicros: self.context.nowMicros)
         var newEpoch: Int64?
@@ -217,7 +230,7 @@ final class PostgresWriter: @unchecked Sendable {
     private func runHotGroup(_ requests: [PostgresHotRequest]) async {
         var results: [PostgresHotRequest.Result] = []
         do {
-            _ = try await self.transaction { write in
+            _ = try await self.transaction(deadline: self.context.configuration.commitTimeout) { write in
                 results = try await self.applyHot(requests, in: write)
             }
         } catch {
