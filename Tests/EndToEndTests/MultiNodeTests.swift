@@ -214,15 +214,40 @@ struct MultiNodeTests {
 /// PostgreSQL stopped under a node and started again, on a cluster of the test's own.
 @Suite("A node while PostgreSQL is down", .tags(.endToEnd))
 struct PostgresOutageTests {
+    /// A node on a database of a cluster of the test's own, with a project and a device; `body` sends the scenario
+    /// to that device.
+    struct Node {
+        let cluster: TestPostgres
+        let daemon: Daemon
+        let keys: ProjectKeys
+        let device: DeviceKeys
+        let body: String
+
+        init(database: String) async throws {
+            cluster = try await TestPostgres.start()
+            let url = try await cluster.database(named: database)
+            daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url, "--metrics-interval", "1s"])
+            try await daemon.start()
+            keys = try await daemon.createProject()
+            device = try await daemon.registerDevice(keys)
+            body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
+        }
+
+        /// Sends until one is accepted (the node reconnects by itself: a bounded wait, no fixed sleep); its id.
+        func sendUntilAccepted() async throws -> String? {
+            for _ in 0..<300 {
+                let answer = try await daemon.send(body, serverKey: keys.serverKey)
+                if answer.status == 200 { return try messageID(ofSendResponse: answer.body) }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return nil
+        }
+    }
+
     @Test("sends answer Unavailable with Retry-After while PostgreSQL is down; after it is back the node accepts again, and nothing accepted before is lost")
     func outage() async throws {
-        let cluster = try await TestPostgres.start()
-        let url = try await cluster.database(named: "outage")
-        let daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url, "--metrics-interval", "1s"])
-        try await daemon.start()
-        let keys = try await daemon.createProject()
-        let device = try await daemon.registerDevice(keys)
-        let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
+        let node = try await Node(database: "outage")
+        let (cluster, daemon, keys, device, body) = (node.cluster, node.daemon, node.keys, node.device, node.body)
         var accepted: [String] = []
         for _ in 0..<5 {
             let answer = try await daemon.send(body, serverKey: keys.serverKey)
@@ -244,16 +269,9 @@ struct PostgresOutageTests {
         try await cluster.restart()
         let up = try await StoreFaultTests.waitForReadiness(daemon, 200)
         #expect(up.status == 200, "\(up)")
-        // The node reconnects by itself: a later send is accepted (bounded wait, no fixed sleep).
-        var status = 0
-        for _ in 0..<300 where status != 200 {
-            let answer = try await daemon.send(body, serverKey: keys.serverKey)
-            status = answer.status
-            if status == 200 { accepted.append(try messageID(ofSendResponse: answer.body)) } else {
-                try await Task.sleep(for: .milliseconds(100))
-            }
-        }
-        #expect(status == 200)
+        let later = try await node.sendUntilAccepted()
+        #expect(later != nil)
+        accepted += later.map { [$0] } ?? []
         let stream = try daemon.openStream(secret: device.secret)
         defer { stream.stop() }
         let last = try #require(accepted.last)
@@ -269,13 +287,8 @@ struct PostgresOutageTests {
     /// (reads give up after their timeout), and the node recovers by itself when PostgreSQL answers again.
     @Test("sends answer Unavailable and /readyz fails while PostgreSQL does not answer at all; then the node recovers")
     func unresponsive() async throws {
-        let cluster = try await TestPostgres.start()
-        let url = try await cluster.database(named: "frozen")
-        let daemon = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url, "--metrics-interval", "1s"])
-        try await daemon.start()
-        let keys = try await daemon.createProject()
-        let device = try await daemon.registerDevice(keys)
-        let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
+        let node = try await Node(database: "frozen")
+        let (cluster, daemon, keys, body) = (node.cluster, node.daemon, node.keys, node.body)
         #expect(try await daemon.send(body, serverKey: keys.serverKey).status == 200)
 
         let postmaster = try String(contentsOfFile: cluster.directory + "/data/postmaster.pid", encoding: .utf8)
@@ -296,12 +309,7 @@ struct PostgresOutageTests {
 
         let up = try await StoreFaultTests.waitForReadiness(daemon, 200)
         #expect(up.status == 200, "\(up)")
-        var status = 0
-        for _ in 0..<300 where status != 200 {
-            status = try await daemon.send(body, serverKey: keys.serverKey).status
-            if status != 200 { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        #expect(status == 200)
+        #expect(try await node.sendUntilAccepted() != nil)
         _ = try await daemon.terminate()
         try await cluster.stop()
     }
