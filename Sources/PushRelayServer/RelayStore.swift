@@ -12,6 +12,12 @@ public enum RelayStore {
         case sqlite(directory: String)
         /// A PostgreSQL database shared by every node (the URL is a secret: never log it unmasked).
         case postgres(url: String)
+
+        /// The store the configuration names: SQLite in `data_dir` (the default) or PostgreSQL at `postgres_url`.
+        public init(_ configuration: PushRelayConfiguration) {
+            self = configuration.store == .postgres
+                ? .postgres(url: configuration.postgresURL ?? "") : .sqlite(directory: configuration.dataDirectory)
+        }
     }
 
     /// Opens the store. Throws ``StoreError``: ``StoreError/Code/notFound`` for a missing or empty SQLite store

@@ -194,10 +194,7 @@ extension ListenCommand {
     /// roots or only `--ca-file`'s; one context for every `--server`. Nil when no server is `https`.
     func makeTLSHandlerFactory(logger: Logger) throws -> HTTP2Transport.TLSHandlerFactory? {
         guard transport == .nio, server.contains(where: { $0.lowercased().hasPrefix("https:") }) else { return nil }
-        let context = try TLSClientContext(
-            configuration: TLSClientConfiguration(
-                trustRoots: caFile.map { .certificateFile($0) } ?? .system, applicationProtocols: ["h2", "http/1.1"]),
-            logger: logger)
+        let context = try CLITLS.context(caFile: caFile, applicationProtocols: ["h2", "http/1.1"], logger: logger)
         return { host in context.makeHandler(serverHostname: host) }
     }
 }

@@ -30,18 +30,14 @@ extension ProjectCommand {
         var json = false
 
         func run() async throws {
-            let baseURL: String
-            if let publicURL {
-                baseURL = publicURL
-            } else {
-                // public_url (else listen) of the configuration: --config's file, the environment.
-                baseURL = try await store.configuration().effectivePublicURL()
-            }
+            // One read of the configuration: the store it names and, unless given, its public_url (else listen).
+            let configuration = try await store.configuration()
+            let baseURL = publicURL ?? configuration.effectivePublicURL()
             let key = try RSAPrivateKey.generate()
             let publicPEM = try key.publicKey.pem
             let keyID = ServiceAccountFile.newPrivateKeyID()
             let email = ServiceAccountFile.clientEmail(project: name)
-            _ = try await store.withStore {
+            _ = try await store.withStore(configuration: configuration) {
                 try await $0.addServiceAccountKey(project: name, keyID: keyID, clientEmail: email, publicKeyPEM: publicPEM)
             }
             let file = ServiceAccountFile(

@@ -92,16 +92,17 @@ struct ProjectCommand: AsyncParsableCommand {
         @Flag(help: "Print JSON: {\"project\", \"server_key\"}.") var json = false
 
         func run() async throws {
+            // One read of the configuration: the store it names and, unless given, its `server_key_rotation_grace`
+            // (--config's file, PUSHRELAY_SERVER_KEY_ROTATION_GRACE), as the daemon reads them.
+            let configuration = try await store.configuration()
             let graceSeconds: Int
             if let explicit = self.graceSeconds {
                 guard explicit >= 0 else { throw ValidationError("--grace-seconds must not be negative") }
                 graceSeconds = explicit
             } else {
-                // The configured `server_key_rotation_grace` (--config's file, PUSHRELAY_SERVER_KEY_ROTATION_GRACE),
-                // as the daemon reads it.
-                graceSeconds = Int(try await store.configuration().serverKeyRotationGrace.components.seconds)
+                graceSeconds = Int(configuration.serverKeyRotationGrace.components.seconds)
             }
-            let key = try await store.withStore {
+            let key = try await store.withStore(configuration: configuration) {
                 try await $0.rotateServerKey(project: name, gracePeriod: .seconds(graceSeconds))
             }
             if json {

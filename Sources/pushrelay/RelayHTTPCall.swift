@@ -39,9 +39,7 @@ struct RelayHTTPCall {
         logger.logLevel = .warning
         var configuration = HTTP2Client.Configuration()
         if scheme == "https" {
-            let trust: TLSClientConfiguration.TrustRoots = caFile.map { .certificateFile($0) } ?? .system
-            let context = try TLSClientContext(
-                configuration: TLSClientConfiguration(trustRoots: trust, applicationProtocols: ["h2"]), logger: logger)
+            let context = try CLITLS.context(caFile: caFile, applicationProtocols: ["h2"], logger: logger)
             configuration.tlsHandlerFactory = { context.makeHandler(serverHostname: host) }
         }
         let client = try await HTTP2Client.connect(host: host, port: port, configuration: configuration, logger: logger)

@@ -32,7 +32,7 @@ struct StoreCommand: AsyncParsableCommand {
             let file = configuration.store == .sqlite
                 ? (directory.hasSuffix("/") ? directory : directory + "/") + "pushrelay.sqlite" : nil
             let existed = file.map { ((try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int) ?? 0) > 0 }
-            let opened = try await store.open(createIfMissing: true)
+            let opened = try await store.open(createIfMissing: true, configuration: configuration)
             await opened.close()
             switch (file, existed) {
             case (let file?, false?): print("created \(file)")

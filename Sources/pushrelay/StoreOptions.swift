@@ -54,19 +54,14 @@ struct StoreOptions: ParsableArguments {
         }
     }
 
-    /// Where the configuration points.
-    static func location(of configuration: PushRelayConfiguration) -> RelayStore.Location {
-        if configuration.store == .postgres, let url = configuration.postgresURL { return .postgres(url: url) }
-        return .sqlite(directory: configuration.dataDirectory)
-    }
-
     /// Runs `body` on the opened store and closes it, whether `body` returns or throws; a store error (an unknown
     /// project, a name taken) becomes a validation error (exit 64) with its message.
     func withStore<Result>(
         createIfMissing: Bool = false, queuePolicy: QueuePolicy = QueuePolicy(),
-        _ body: (any PushStore) async throws -> Result
+        configuration: PushRelayConfiguration? = nil, _ body: (any PushStore) async throws -> Result
     ) async throws -> Result {
-        let store = try await self.open(createIfMissing: createIfMissing, queuePolicy: queuePolicy)
+        let store = try await self.open(
+            createIfMissing: createIfMissing, queuePolicy: queuePolicy, configuration: configuration)
         do {
             let result = try await body(store)
             await store.close()
@@ -84,13 +79,18 @@ struct StoreOptions: ParsableArguments {
     /// missing one: any other command on a missing or empty store exits 66, as `serve` does, instead of leaving an
     /// empty store behind for a daemon to serve (a wrong `--data-dir`, an unmounted disk). Another store error
     /// becomes a validation error (exit 64) with its message.
-    func open(createIfMissing: Bool = false, queuePolicy: QueuePolicy = QueuePolicy()) async throws -> any PushStore {
+    /// `configuration`: one the command has loaded already (``configuration()``), not read again.
+    func open(
+        createIfMissing: Bool = false, queuePolicy: QueuePolicy = QueuePolicy(),
+        configuration loaded: PushRelayConfiguration? = nil
+    ) async throws -> any PushStore {
         var logger = Logger(label: "pushrelay.cli")
         logger.logLevel = .warning
-        let configuration = try await self.configuration()
+        let configuration: PushRelayConfiguration
+        if let loaded { configuration = loaded } else { configuration = try await self.configuration() }
         do {
             return try await RelayStore.open(
-                Self.location(of: configuration), createIfMissing: createIfMissing, queuePolicy: queuePolicy,
+                RelayStore.Location(configuration), createIfMissing: createIfMissing, queuePolicy: queuePolicy,
                 logger: logger)
         } catch let error as StoreError where error.code == .notFound {
             let directory = configuration.dataDirectory

@@ -147,11 +147,8 @@ public final class RelayService: Service {
     /// The store engine the configuration names: SQLite in `data_dir` (the default) or PostgreSQL at `postgres_url`.
     /// A missing SQLite store is created only when `create` is true.
     static func openStore(_ configuration: PushRelayConfiguration, create: Bool) async throws -> any PushStore {
-        let location: RelayStore.Location =
-            configuration.store == .postgres
-            ? .postgres(url: configuration.postgresURL ?? "") : .sqlite(directory: configuration.dataDirectory)
         return try await RelayStore.open(
-            location,
+            RelayStore.Location(configuration),
             createIfMissing: create,
             queuePolicy: QueuePolicy(
                 maxPendingNonCollapsible: configuration.maxPendingMessages,
