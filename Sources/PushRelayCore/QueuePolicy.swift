@@ -5,8 +5,8 @@
 ///   ``maxCollapseKeys`` distinct keys are pending per device; a fifth key evicts the **oldest** pending
 ///   collapsible message (the one with the smallest id).
 /// - More than ``maxPendingNonCollapsible`` pending non-collapsible messages: all of them are dropped, one
-///   `deleted_messages` marker is queued (unless one is already pending), then the new message is queued
-///   after the marker.
+///   `deleted_messages` marker is queued in place of any earlier one (so that it comes after every id the
+///   device has seen), then the new message is queued after the marker.
 /// - A time to live of 0 means "deliver now or drop": such a message is never stored.
 /// - Expired messages are not pending: they count toward no limit and are removed when met.
 ///
@@ -48,18 +48,11 @@ public struct QueuePolicy: Sendable, Hashable {
         public var pendingNonCollapsible: Int
         /// Every stored collapsible message, expired or not, in any order.
         public var collapsible: [CollapsibleEntry]
-        /// Whether a `deleted_messages` marker is stored and not yet acknowledged.
-        public var hasDeletedMessagesMarker: Bool
 
         /// Creates a state; the default is an empty queue.
-        public init(
-            pendingNonCollapsible: Int = 0,
-            collapsible: [CollapsibleEntry] = [],
-            hasDeletedMessagesMarker: Bool = false
-        ) {
+        public init(pendingNonCollapsible: Int = 0, collapsible: [CollapsibleEntry] = []) {
             self.pendingNonCollapsible = pendingNonCollapsible
             self.collapsible = collapsible
-            self.hasDeletedMessagesMarker = hasDeletedMessagesMarker
         }
     }
 
@@ -85,8 +78,8 @@ public struct QueuePolicy: Sendable, Hashable {
         /// as the oldest when a key past ``QueuePolicy/maxCollapseKeys`` arrives. They are dropped undelivered
         /// (counted as `collapsed`).
         case collapse(ids: [Int64])
-        /// Delete every stored non-collapsible message of the device (the overflow rule); `count` of them were
-        /// pending and unexpired (counted as `overflow`).
+        /// Delete every stored non-collapsible message of the device (the overflow rule), an earlier
+        /// `deleted_messages` marker included; `count` of them were pending and unexpired (counted as `overflow`).
         case removeAllNonCollapsible(count: Int)
         /// Store a `deleted_messages` marker with this id.
         case storeDeletedMessagesMarker(id: Int64)
@@ -129,12 +122,12 @@ public struct QueuePolicy: Sendable, Hashable {
         private mutating func enqueueNonCollapsible(nextID: () -> Int64) -> [Action] {
             var actions: [Action] = []
             if self.state.pendingNonCollapsible >= self.policy.maxPendingNonCollapsible {
+                // The earlier marker goes with the rest and a new one takes its place, after every id the device
+                // has seen: a device that received the earlier marker (and acknowledges up to a later id when it
+                // reconnects) must still hear of this drop.
                 actions.append(.removeAllNonCollapsible(count: self.state.pendingNonCollapsible))
+                actions.append(.storeDeletedMessagesMarker(id: nextID()))
                 self.state.pendingNonCollapsible = 0
-                if !self.state.hasDeletedMessagesMarker {
-                    actions.append(.storeDeletedMessagesMarker(id: nextID()))
-                    self.state.hasDeletedMessagesMarker = true
-                }
             }
             actions.append(.store(id: nextID()))
             self.state.pendingNonCollapsible += 1

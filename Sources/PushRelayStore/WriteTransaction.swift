@@ -98,7 +98,7 @@ final class WriteTransaction {
                 }
             case .removeAllNonCollapsible:
                 let delete = try self.connection.statement(
-                    "DELETE FROM messages WHERE device_id = ?1 AND collapse_key IS NULL AND kind = 0"
+                    "DELETE FROM messages WHERE device_id = ?1 AND collapse_key IS NULL"
                 )
                 try delete.bind(device.rawValue, at: 1)
                 try delete.run()
@@ -162,7 +162,6 @@ final class WriteTransaction {
             SELECT
                 (SELECT count(*) FROM messages
                     WHERE device_id = ?1 AND collapse_key IS NULL AND kind = 0 AND expires_at > ?2),
-                EXISTS (SELECT 1 FROM messages WHERE device_id = ?1 AND collapse_key IS NULL AND kind = 1),
                 (SELECT min(expires_at) FROM messages
                     WHERE device_id = ?1 AND collapse_key IS NULL AND expires_at > ?2)
             FROM devices WHERE id = ?1
@@ -173,11 +172,8 @@ final class WriteTransaction {
         guard try summary.step() else {
             return nil
         }
-        var state = QueuePolicy.State(
-            pendingNonCollapsible: Int(summary.int64(0)),
-            hasDeletedMessagesMarker: summary.int64(1) != 0
-        )
-        let validUntil = summary.isNull(2) ? Int64.max : summary.int64(2)
+        var state = QueuePolicy.State(pendingNonCollapsible: Int(summary.int64(0)))
+        let validUntil = summary.isNull(1) ? Int64.max : summary.int64(1)
         try summary.run()
         let collapsible = try self.connection.statement(
             "SELECT id, collapse_key, expires_at FROM messages WHERE device_id = ?1 AND collapse_key IS NOT NULL"

@@ -85,19 +85,19 @@ struct QueuePolicyTests {
         let actions = machine.enqueue(.init(collapseKey: nil, timeToLiveSeconds: 60), nowMicros: self.now, nextID: ids.next)
         #expect(actions == [.removeAllNonCollapsible(count: 100), .storeDeletedMessagesMarker(id: 1), .store(id: 2)])
         #expect(machine.state.pendingNonCollapsible == 1)
-        #expect(machine.state.hasDeletedMessagesMarker)
     }
 
-    @Test("a second overflow keeps the pending marker: the device is told once")
-    func secondOverflowKeepsOneMarker() {
-        var machine = self.machine(.init(pendingNonCollapsible: 1, hasDeletedMessagesMarker: true))
+    @Test("a second overflow stores a new marker in place of the first: a device that saw the first hears of it")
+    func secondOverflowReplacesTheMarker() {
+        var machine = self.machine(.init(pendingNonCollapsible: 1))
         let ids = Counter()
         for _ in 0..<99 {
             _ = machine.enqueue(.init(collapseKey: nil, timeToLiveSeconds: 60), nowMicros: self.now, nextID: ids.next)
         }
         #expect(machine.state.pendingNonCollapsible == 100)
         let actions = machine.enqueue(.init(collapseKey: nil, timeToLiveSeconds: 60), nowMicros: self.now, nextID: ids.next)
-        #expect(actions == [.removeAllNonCollapsible(count: 100), .store(id: 100)])
+        #expect(actions == [.removeAllNonCollapsible(count: 100), .storeDeletedMessagesMarker(id: 100), .store(id: 101)])
+        #expect(machine.state.pendingNonCollapsible == 1)
     }
 
     @Test("collapsible messages do not count toward the 100 limit")

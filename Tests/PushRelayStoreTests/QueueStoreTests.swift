@@ -88,6 +88,32 @@ struct QueueStoreTests {
         }
     }
 
+    /// A device that received the first overflow's marker and dropped its connection before acknowledging it
+    /// reconnects acknowledging up to the last message it saw (what `Last-Event-ID` does): a second overflow
+    /// meanwhile must leave a marker past that id, or the device never hears that messages were dropped again.
+    @Test("a second overflow after the device saw the first marker queues a marker past the ids it saw", arguments: StoreKind.allCases)
+    func secondOverflowAfterTheMarkerWasSeen(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory) { store in
+                let fixture = try await makeFixture(store)
+                for index in 0..<101 {
+                    _ = try await store.enqueue([NewMessage(device: fixture.device, body: [UInt8(index)])])
+                }
+                let seen = try await store.pendingMessages(for: fixture.device, after: nil, limit: 1000)
+                #expect(seen.map(\.kind) == [.deletedMessages, .message])
+                let lastSeen = try #require(seen.last?.id)
+                for index in 0..<100 {
+                    _ = try await store.enqueue([NewMessage(device: fixture.device, body: [UInt8(index)])])
+                }
+                #expect(try await store.acknowledge(device: fixture.device, upTo: lastSeen) == 0)
+                let pending = try await store.pendingMessages(for: fixture.device, after: nil, limit: 1000)
+                #expect(pending.map(\.kind) == [.deletedMessages, .message])
+                #expect(pending.allSatisfy { $0.id > lastSeen })
+                #expect(pending.last?.body == [99])
+            }
+        }
+    }
+
     /// PostgreSQL: the writer locks a batch's devices and then reads their queues; a node that waited for another
     /// node's lock must see the rows that node committed meanwhile, or its queue policy works on a stale model.
     /// Another session holds the device's row lock while it adds the 100th message; the send that waited for the

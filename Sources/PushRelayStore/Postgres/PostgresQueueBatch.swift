@@ -78,7 +78,7 @@ struct PostgresQueueBatch {
             case .remove(let ids), .collapse(let ids):
                 for id in ids { self.remove(id, from: &queue) }
             case .removeAllNonCollapsible:
-                for (id, row) in queue.rows where row.kind == 0 && row.collapseKey == nil {
+                for (id, row) in queue.rows where row.collapseKey == nil {
                     queue.rows[id] = nil
                 }
                 self.clearedDevices.insert(device)
@@ -147,9 +147,7 @@ struct PostgresQueueBatch {
             if let key = row.collapseKey {
                 state.collapsible.append(
                     QueuePolicy.CollapsibleEntry(id: id, collapseKey: key, expiresAtMicros: row.expiresAt))
-            } else if row.kind == 1 {
-                state.hasDeletedMessagesMarker = true
-            } else if row.expiresAt > self.nowMicros {
+            } else if row.kind == 0 && row.expiresAt > self.nowMicros {
                 state.pendingNonCollapsible += 1
             }
         }

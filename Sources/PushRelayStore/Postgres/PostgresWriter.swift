@@ -432,7 +432,7 @@ final class PostgresWriter: @unchecked Sendable {
             try await write.run(
                 """
                 WITH removed AS (DELETE FROM messages WHERE id = ANY(\(deletions)))
-                DELETE FROM messages WHERE device_id = ANY(\(cleared)) AND collapse_key IS NULL AND kind = 0
+                DELETE FROM messages WHERE device_id = ANY(\(cleared)) AND collapse_key IS NULL
                 """
             )
             return 0
@@ -456,7 +456,7 @@ final class PostgresWriter: @unchecked Sendable {
             ), removed AS (
                 DELETE FROM messages WHERE id = ANY(\(deletions))
             ), cleared AS (
-                DELETE FROM messages WHERE device_id = ANY(\(cleared)) AND collapse_key IS NULL AND kind = 0
+                DELETE FROM messages WHERE device_id = ANY(\(cleared)) AND collapse_key IS NULL
             ), inserted AS (
                 INSERT INTO messages (id, device_id, kind, collapse_key, expires_at, body)
                 SELECT block.base + r.offset_id, r.device_id, r.kind::smallint,
