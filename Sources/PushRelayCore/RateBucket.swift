@@ -26,25 +26,32 @@ public struct RateBucket: Sendable, Equatable {
     }
 
     /// Takes `count` sends at `now`, all or none: `false` (nothing taken) when the bucket holds fewer. A count above
-    /// the burst never fits.
+    /// the burst takes the whole burst (it fits once the bucket is full): a request larger than the quota's burst is
+    /// slowed to the quota's rate, not refused for ever.
     public mutating func take(count: Int, now: UInt64) -> Bool {
         refill(now: now)
-        let (needed, overflow) = Self.scale.multipliedReportingOverflow(by: UInt64(max(count, 0)))
-        guard !overflow, nanoTokens >= needed else { return false }
+        let needed = needed(count)
+        guard nanoTokens >= needed else { return false }
         nanoTokens -= needed
         return true
     }
 
-    /// Whole seconds until the bucket holds one send again at the rate it refills (0 when it holds one now): the
-    /// `Retry-After` of a refusal.
-    public func secondsUntilAvailable(now: UInt64) -> Int {
+    /// Whole seconds until the bucket holds `count` sends (the whole burst when `count` is above it) at the rate it
+    /// refills, 0 when it holds them now: the `Retry-After` of a refusal.
+    public func secondsUntilAvailable(count: Int = 1, now: UInt64) -> Int {
         var copy = self
         copy.refill(now: now)
-        guard copy.nanoTokens < Self.scale else { return 0 }
-        // perMinute units arrive per nanosecond: the missing part of one token, in whole seconds rounded up.
-        let missing = Self.scale - copy.nanoTokens
+        let needed = needed(count)
+        guard copy.nanoTokens < needed else { return 0 }
+        // perMinute units arrive per nanosecond: the missing part, in whole seconds rounded up.
+        let missing = needed - copy.nanoTokens
         let nanoseconds = (missing + UInt64(perMinute) - 1) / UInt64(perMinute)
         return Int((nanoseconds + 999_999_999) / 1_000_000_000)
+    }
+
+    /// The units `count` sends take: at most the burst.
+    private func needed(_ count: Int) -> UInt64 {
+        UInt64(min(max(count, 0), perMinute)) * Self.scale
     }
 
     /// Whether the bucket has refilled completely by `now`: it then holds nothing a new bucket would not, and can be

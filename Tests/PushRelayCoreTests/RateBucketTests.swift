@@ -36,6 +36,20 @@ import Testing
         #expect(fast.secondsUntilAvailable(now: 0) == 1, "10 ms away is still a whole second")
     }
 
+    @Test func aCountAboveTheBurstTakesAFullBucket() {
+        var bucket = RateBucket(perMinute: 6, now: 0)
+        let two = bucket.take(count: 2, now: 0)
+        #expect(two)
+        let tenEarly = bucket.take(count: 10, now: 0)
+        #expect(!tenEarly, "ten need the whole burst of 6: 4 are there")
+        #expect(bucket.secondsUntilAvailable(count: 10, now: 0) == 20, "two more at one every 10 s")
+        #expect(bucket.secondsUntilAvailable(count: 3, now: 0) == 0)
+        let tenWhenFull = bucket.take(count: 10, now: 20 * Self.second)
+        #expect(tenWhenFull, "a full bucket takes a count above its burst")
+        let oneMore = bucket.take(now: 20 * Self.second)
+        #expect(!oneMore, "and is empty after it")
+    }
+
     @Test func aQuietBucketRefillsToItsBurstAndNoFurther() {
         var bucket = RateBucket(perMinute: 240, now: 0)
         _ = take(&bucket, 240, at: 0)

@@ -12,8 +12,8 @@ struct RateTable<Key: Hashable & Sendable>: Sendable {
 
     init() {}
 
-    /// Takes one for `key` at `now` from a bucket of `perMinute`: `nil` when taken, else the whole seconds until
-    /// the bucket holds one again (nothing taken).
+    /// Takes `count` for `key` at `now` from a bucket of `perMinute`: `nil` when taken, else the whole seconds until
+    /// the bucket holds them (nothing taken; ``RateBucket/take(count:now:)``).
     mutating func take(_ key: Key, count: Int = 1, perMinute: Int, now: UInt64) -> Int? {
         if buckets.count >= pruneAt {
             buckets = buckets.filter { !$0.value.isFull(now: now) }
@@ -21,7 +21,7 @@ struct RateTable<Key: Hashable & Sendable>: Sendable {
         }
         var bucket = buckets[key] ?? RateBucket(perMinute: perMinute, now: now)
         defer { buckets[key] = bucket }
-        return bucket.take(count: count, now: now) ? nil : max(1, bucket.secondsUntilAvailable(now: now))
+        return bucket.take(count: count, now: now) ? nil : max(1, bucket.secondsUntilAvailable(count: count, now: now))
     }
 
     /// Whether `key` could take one now, without taking it: `nil` when it could, else the seconds to wait.
@@ -50,7 +50,7 @@ final class RateLimiter<Key: Hashable & Sendable>: Sendable {
     var tracked: Int { table.withLockedValue { $0.buckets.count } }
 
     /// Takes `count` for `key`, all or none: `nil` when taken (or no quota), else the whole seconds until the bucket
-    /// holds one again.
+    /// holds them.
     func admit(_ key: Key, count: Int = 1) -> Int? {
         guard perMinute > 0 else { return nil }
         let now = self.now(), perMinute = self.perMinute

@@ -30,12 +30,14 @@ struct SendDispatcher: Sendable {
     /// Sends a validated request for `project`. Throws ``FCMError/invalidParameters(_:)`` for a condition that a
     /// device subscribed to none of its topics would satisfy, and the store's errors (`unavailable`, `closed`).
     func dispatch(_ send: FCMSendRequest, project: Project) async throws -> Outcome {
-        try admitProject(send, project: project)
         let senderID = SenderID(UInt64(project.senderID))
         switch send.addressing {
         case .tokens(let recipients):
-            return .tokens(try await sendToTokens(send, recipients: recipients, project: project, senderID: senderID))
+            let tokenSend = TokenSend(recipients: recipients)
+            try admitProject(send, project: project, count: tokenSend.lookups.count)
+            return .tokens(try await sendToTokens(send, tokenSend, project: project))
         case .topic(let topic):
+            try admitProject(send, project: project, count: 1)
             return .topic(try await sendToTopic(send, target: .topic(topic.name), project: project, senderID: senderID))
         case .condition(let condition):
             // The fan-out looks only at the subscribers of the topics a condition names; a condition that a
@@ -45,6 +47,7 @@ struct SendDispatcher: Sendable {
                 metrics.sendRejected(error.code)
                 throw error
             }
+            try admitProject(send, project: project, count: 1)
             return .topic(
                 try await sendToTopic(send, target: .condition(condition.text), project: project, senderID: senderID))
         }
@@ -64,7 +67,7 @@ struct SendDispatcher: Sendable {
         var tokenSend = TokenSend(recipients: recipients)
         guard let devices = store.cachedDevices(tokens: tokenSend.tokens) else { return false }
         do {
-            try admitProject(send, project: project)
+            try admitProject(send, project: project, count: tokenSend.lookups.count)
         } catch {
             completion(.failure(error))
             return true
@@ -81,15 +84,10 @@ struct SendDispatcher: Sendable {
         return true
     }
 
-    /// Counts the send against `project_message_rate` (one message per recipient, one for a topic or condition;
-    /// a dry run counts nothing), or throws ``ProjectQuotaExceeded``.
-    private func admitProject(_ send: FCMSendRequest, project: Project) throws {
-        guard !send.dryRun else { return }
-        let count: Int
-        switch send.addressing {
-        case .tokens(let recipients): count = recipients.count
-        case .topic, .condition: count = 1
-        }
+    /// Counts `count` messages of the send against `project_message_rate` (its distinct well-formed tokens, one for
+    /// a topic or condition; a dry run counts nothing), or throws ``ProjectQuotaExceeded``.
+    private func admitProject(_ send: FCMSendRequest, project: Project, count: Int) throws {
+        guard !send.dryRun, count > 0 else { return }
         if let wait = quotas.admit(project: project.id, count: count) {
             metrics.sendRejected(FCMError.Code.quotaExceeded)
             throw ProjectQuotaExceeded(retryAfterSeconds: wait)
@@ -98,11 +96,10 @@ struct SendDispatcher: Sendable {
 
     private func sendToTokens(
         _ send: FCMSendRequest,
-        recipients: [FCMRecipient],
-        project: Project,
-        senderID: SenderID
+        _ tokenSend: TokenSend,
+        project: Project
     ) async throws -> FCMSendResponse {
-        var tokenSend = TokenSend(recipients: recipients)
+        var tokenSend = tokenSend
         let devices = tokenSend.lookups.isEmpty ? [] : try await store.resolveTokens(tokenSend.tokens)
         tokenSend.resolve(devices, send: send, project: project, quotas: quotas)
         let outcomes = tokenSend.messages.isEmpty ? [] : try await path.commit(tokenSend.messages)

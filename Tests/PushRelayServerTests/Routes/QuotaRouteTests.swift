@@ -104,7 +104,7 @@ struct QuotaRouteTests {
         #expect(refused.status == 429, "\(refused.text)")
         #expect(refused.text.hasPrefix("QuotaExceeded"), "\(refused.text)")
         let retryAfter = try #require(refused.headers[.retryAfter].flatMap { Int($0) })
-        #expect((1...15).contains(retryAfter), "4 per minute: one every 15 s: \(retryAfter)")
+        #expect((16...30).contains(retryAfter), "two more of three at 4 per minute, one every 15 s: \(retryAfter)")
         for device in devices {
             let stored = try #require(try await relay.store.resolveTokens([device.token]).first ?? nil)
             #expect(try await relay.store.pendingMessages(for: stored.id, after: nil, limit: 10).count == 1)
@@ -125,6 +125,31 @@ struct QuotaRouteTests {
         let otherDevice = try await relay.registerDevice(other)
         let elsewhere = try await relay.messageID(#"{"to": "\#(otherDevice.token)", "data": {"k": "v"}}"#, key: other.serverKey)
         #expect(!elsewhere.isEmpty)
+        await relay.close()
+    }
+
+    @Test("project_message_rate counts a send's distinct well-formed tokens; a send above the burst is told to wait for a full bucket")
+    func projectRateCountsRecipientsThatGetACopy() async throws {
+        let relay = try Self.relay(devicePerMinute: 0, topicPerMinute: 0, projectPerMinute: 4)
+        let project = try await relay.createProject()
+        let devices = try await relay.registerDevices(project, count: 5)
+        // Six malformed tokens store nothing and count nothing, twice (a count of 6 would never fit a burst of 4).
+        for _ in 1...2 {
+            let malformed = try await relay.results(#"{"registration_ids": ["a", "a", "a", "a", "a", "a"]}"#, key: project.serverKey)
+            #expect(malformed.count == 6 && malformed.allSatisfy { $0["error"] as? String == "InvalidRegistration" }, "\(malformed)")
+        }
+        // Three devices named twice each are three messages.
+        let three = devices[0..<3].map { "\"\($0.token)\"" }
+        let repeated = try await relay.results(
+            #"{"registration_ids": [\#((three + three).joined(separator: ", "))], "data": {"n": "1"}}"#, key: project.serverKey)
+        #expect(repeated.count == 6 && repeated.allSatisfy { $0["message_id"] is String }, "\(repeated)")
+        // One left; five recipients are more than the whole burst: the wait is until the bucket is full (3 × 15 s),
+        // not until it holds one more (15 s), after which the same send would be refused again.
+        let five = devices.map { "\"\($0.token)\"" }.joined(separator: ", ")
+        let refused = try await relay.send(#"{"registration_ids": [\#(five)], "data": {"n": "2"}}"#, key: project.serverKey)
+        #expect(refused.status == 429, "\(refused.text)")
+        let retryAfter = try #require(refused.headers[.retryAfter].flatMap { Int($0) })
+        #expect((31...45).contains(retryAfter), "three sends at 4 per minute: \(retryAfter)")
         await relay.close()
     }
 
