@@ -3,12 +3,14 @@ import PushRelayHTTP
 import PushRelayStore
 
 extension RelayMetrics {
-    /// Counts a send's per-target outcomes: message ids as accepted, errors by their FCM code.
+    /// Counts a send's per-target outcomes: message ids as accepted, errors by their FCM code; a dry run's fake
+    /// ids are neither (nothing was committed).
     func sendAnswered(_ results: [FCMSendResponse.Result]) {
         var accepted = 0
         for result in results {
             switch result {
-            case .messageID, .dryRun: accepted += 1
+            case .messageID: accepted += 1
+            case .dryRun: break
             case .error(let error): sendsRejected(error: error.code.wireName)
             }
         }

@@ -123,7 +123,6 @@ struct SendDispatcher: Sendable {
             return .error(error)
         }
         if send.dryRun {
-            metrics.sendsAccepted()
             return .dryRun
         }
         guard quotas.admit(topic: target, project: project.id) else {

@@ -308,11 +308,18 @@ struct SendRouteTests {
         await f.close()
     }
 
-    @Test("dry_run validates, answers fake_message_id and stores nothing")
+    @Test("dry_run validates, answers fake_message_id, stores nothing and counts as no accepted send")
     func dryRunValidatesWithoutDelivering() async throws {
         let f = try await Fixture()
         let results = try await f.results(#"{"to": "\#(f.device.token)", "dry_run": true, "data": {"n": "dry"}}"#)
         #expect(results.first?["message_id"] as? String == "fake_message_id")
+        let topic = try await f.relay.send(#"{"to": "/topics/news", "dry_run": true}"#, key: f.key)
+        #expect(try topic.json()["message_id"] as? Int == -1, "\(topic.text)")
+        // Nothing was committed: pushrelay_sends_accepted_total ("messages committed and answered with a message
+        // id") has not moved.
+        let metrics = try await f.relay.request(.get, "/metrics")
+        #expect(!metrics.text.contains("pushrelay_sends_accepted_total 1"), "\(metrics.text)")
+        #expect(metrics.text.contains("pushrelay_sends_accepted_total 0"), "\(metrics.text)")
         #expect(try await f.deliveredUpToMarker().isEmpty)
         await f.close()
     }
