@@ -39,7 +39,15 @@ struct CheckConfigCommand: AsyncParsableCommand {
         }
         var loaderArguments = arguments
         if let first = loaderArguments.first, !first.hasPrefix("-") {
-            loaderArguments = [ConfigurationLoader.configFileFlag, first] + loaderArguments.dropFirst()
+            // One file: as FILE or as --config FILE, not both and not two FILEs.
+            let rest = loaderArguments.dropFirst()
+            let second = rest.first.flatMap { $0.hasPrefix("-") ? nil : $0 }
+            if second != nil || rest.contains(where: { $0 == ConfigurationLoader.configFileFlag || $0.hasPrefix("--config=") }) {
+                printError("pushrelay: invalid configuration (1 problem):")
+                printError("  check-config reads one configuration file: give it as FILE or as --config FILE, once")
+                throw ExitCode(78)
+            }
+            loaderArguments = [ConfigurationLoader.configFileFlag, first] + rest
         }
         let loaded: LoadedConfiguration
         do {

@@ -23,7 +23,7 @@ struct SendCommand: AsyncParsableCommand {
 
             Exit status: 0 when the relay answered 2xx and no result failed; 1 when it answered HTTP 400 or \
             above (e.g. 400 malformed, 401 wrong key, 503 Unavailable) or when `failure` is greater than 0 \
-            (e.g. NotRegistered); 2 (or an ArgumentParser usage error) when the flags are wrong; 1 when the \
+            (e.g. NotRegistered); 64 (a usage error) when the flags are wrong; 1 when the \
             relay cannot be reached.
             """
     )

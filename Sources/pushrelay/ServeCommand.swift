@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import PushRelayHTTP
 import PushRelayServer
 import PushRelayStore
 import PushRelayTLS
@@ -84,9 +85,16 @@ struct ServeCommand: AsyncParsableCommand {
         } catch let error as StoreError {
             // The message never contains the URL's password.
             FileHandle.standardError.write(Data("pushrelay: cannot open the store: \(error)\n".utf8))
-            throw ExitCode(error.code == .corrupt ? 65 : 69)
+            throw ExitCode(error.exitStatus)
         }
-        try await group.run()
+        do {
+            try await group.run()
+        } catch let error as HTTPServerListenError {
+            // One line naming the address (the port is taken, or the address is not this host's): 69, as for a
+            // store that cannot be opened.
+            FileHandle.standardError.write(Data("pushrelay: \(error)\n".utf8))
+            throw ExitCode(69)
+        }
         logger.info("stopped")
     }
 }

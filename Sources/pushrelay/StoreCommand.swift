@@ -85,7 +85,7 @@ struct StoreCommand: AsyncParsableCommand {
             do {
                 source = try SQLiteStore(configuration: sqlite, logger: logger)
             } catch let error as StoreError {
-                throw ValidationError("cannot open the SQLite store: \(error.message)")
+                throw error.exit("cannot open the SQLite store")
             }
             let target: PostgresStore
             do {
@@ -94,7 +94,7 @@ struct StoreCommand: AsyncParsableCommand {
                 target = try await PostgresStore.open(configuration: postgres, logger: logger)
             } catch let error as StoreError {
                 await source.close()
-                throw ValidationError("cannot open the PostgreSQL store: \(error.message)")
+                throw error.exit("cannot open the PostgreSQL store")
             }
             let report: StoreMigrationReport
             do {
@@ -104,7 +104,7 @@ struct StoreCommand: AsyncParsableCommand {
             } catch let error as StoreError {
                 await target.close()
                 await source.close()
-                throw ValidationError("nothing was copied: \(error.message)")
+                throw error.exit("nothing was copied")
             }
             await target.close()
             await source.close()

@@ -77,8 +77,8 @@ struct StoreOptions: ParsableArguments {
 
     /// Opens the store (close it when done). Only `createIfMissing` (`project create`, `store init`) creates a
     /// missing one: any other command on a missing or empty store exits 66, as `serve` does, instead of leaving an
-    /// empty store behind for a daemon to serve (a wrong `--data-dir`, an unmounted disk). Another store error
-    /// becomes a validation error (exit 64) with its message.
+    /// empty store behind for a daemon to serve (a wrong `--data-dir`, an unmounted disk). A store that cannot be
+    /// opened otherwise exits as `serve` does too: one line, 65 when it is damaged, else 69 (``StoreError/exitStatus``).
     /// `configuration`: one the command has loaded already (``configuration()``), not read again.
     func open(
         createIfMissing: Bool = false, queuePolicy: QueuePolicy = QueuePolicy(),
@@ -99,7 +99,27 @@ struct StoreOptions: ParsableArguments {
             FileHandle.standardError.write(Data("pushrelay: \(error.message): \(hint)\n".utf8))
             throw ExitCode(66)
         } catch let error as StoreError {
-            throw ValidationError("cannot open the store: \(error.message)")
+            throw error.exit("cannot open the store")
         }
+    }
+}
+
+extension StoreError {
+    /// The exit status of a command stopped by this error, the same for `serve` and every CLI command (sysexits):
+    /// 66 (`EX_NOINPUT`) for a missing or empty store, 65 (`EX_DATAERR`) for a damaged one, 69 (`EX_UNAVAILABLE`)
+    /// for any other (unreachable, refused, read-only).
+    var exitStatus: Int32 {
+        switch code {
+        case .notFound: 66
+        case .corrupt: 65
+        default: 69
+        }
+    }
+
+    /// Writes `pushrelay: <context>: <message>` to standard error and returns the exit to throw. The message never
+    /// holds a URL's password.
+    func exit(_ context: String) -> ExitCode {
+        FileHandle.standardError.write(Data("pushrelay: \(context): \(message)\n".utf8))
+        return ExitCode(exitStatus)
     }
 }

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `pushrelay serve` as a process: it prints the address it bound, answers /healthz on HTTP/1.1 and HTTP/2, and
-/// exits cleanly on SIGTERM.
+/// exits cleanly on SIGTERM; a second daemon on its port says so and exits 69.
 @Suite(.tags(.endToEnd)) struct ServeHealthzTests {
     @Test
     func serveAnswersHealthzAndStopsOnSIGTERM() async throws {
@@ -25,6 +25,12 @@ import Testing
             let curl = try await ChildProcess.run("curl", ["-sS", flag, url])
             #expect(curl.stdout == #"{"status":"ok"}"#, "\(flag): \(curl.stderr)")
         }
+
+        // A second daemon on the same port stops at once with one line naming the address, exit 69.
+        let address = String(line.dropFirst("pushrelay listening on http://".count))
+        let second = try await Daemon.cli(["serve", "--listen", address, "--log-level", "warning", "--data-dir", dataDir.path])
+        #expect(second.status == 69, "\(second)")
+        #expect(second.stderr.contains("pushrelay: cannot listen on \(address): Address already in use"), "\(second.stderr)")
 
         process.terminate()  // SIGTERM: graceful shutdown
         #expect(await ChildProcess.waitForExit(process))

@@ -45,6 +45,10 @@ import Testing
         let notADatabase = try await Self.serveWithoutInit(garbled)
         #expect(notADatabase.status == 65, "\(notADatabase)")
         #expect(notADatabase.stderr.contains("cannot open the store: corrupt"), "\(notADatabase.stderr)")
+        // The CLI's commands stop on it as serve does: one line, 65, not a usage error (64 with a usage banner).
+        let listed = try await Daemon.cli(["project", "list", "--data-dir", garbled])
+        #expect(listed.status == 65, "\(listed)")
+        #expect(listed.stderr.contains("pushrelay: cannot open the store:") && !listed.stderr.contains("Usage:"), "\(listed.stderr)")
 
         // A store with a damaged table page: PRAGMA quick_check finds it.
         let damaged = try Self.temporaryDirectory("damaged")

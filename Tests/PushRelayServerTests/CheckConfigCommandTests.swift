@@ -40,11 +40,18 @@ struct CheckConfigCommandTests {
         #expect(errors.contains("flag --heartbeat-interval: heartbeat_interval: duration '-5s' is negative"))
     }
 
-    @Test("a missing file: exit 78 naming the path; --help lists every field")
+    @Test("a missing file, or two: exit 78 naming the problem; --help lists every field")
     func missingFileAndHelp() async throws {
         let missing = try await run(["/nonexistent/pushrelay.conf"])
         #expect(missing.status == 78)
         #expect(missing.stderr.contains("/nonexistent/pushrelay.conf"))
+        // Two files (or FILE and --config FILE): named as such, not as a --config without a path.
+        let file = ConfigurationTestFixtures.configFile("listen = [\"127.0.0.1:0\"]\n")
+        for twice in [[file, file], [file, "--config", file]] {
+            let result = try await run(twice)
+            #expect(result.status == 78, "\(result)")
+            #expect(result.stderr.contains("reads one configuration file") && !result.stderr.contains("needs"), "\(result.stderr)")
+        }
         let help = try await run(["--help"])
         #expect(help.status == 0)
         for key in ["listen_tls", "heartbeat_interval", "max_connections", "shutdown_drain_timeout"] {

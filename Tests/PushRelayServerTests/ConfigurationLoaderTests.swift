@@ -207,6 +207,8 @@ struct ConfigurationLoaderTests {
     func masking() {
         #expect(PushRelayConfiguration.maskSecret("postgres://u:p@h/d") == "postgres://u:****@h/d")
         #expect(PushRelayConfiguration.maskSecret("postgres://u@h/d") == "postgres://u:****@h/d")
+        #expect(PushRelayConfiguration.maskSecret("postgres://:s3cr3t@h/d") == "postgres://:****@h/d", "no user name: the password is not taken for one")
+        #expect(PushRelayConfiguration.maskSecret("postgres://u:p:q@h/d") == "postgres://u:****@h/d")
         #expect(PushRelayConfiguration.maskSecret("postgres://h/d?sslmode=require&password=x") == "postgres://h/d?sslmode=require&password=****")
         #expect(PushRelayConfiguration.maskSecret("plain-secret") == "****")
     }

@@ -2,6 +2,9 @@ public import Logging
 public import NIOCore
 import NIOConcurrencyHelpers
 public import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An HTTP server: HTTP/2 (prior knowledge, `Upgrade: h2c`, or `h2` after TLS) and HTTP/1.1 on the same
 /// listeners, serving one `HTTPServerResponder`.
@@ -184,7 +187,8 @@ public final class HTTPServer: Sendable {
 
     private func bind(_ listener: Listener) async throws -> any Channel {
         let connectionShared = self.connectionShared
-        return try await ServerBootstrap(group: group)
+        do {
+            return try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: Int32(clamping: configuration.backlog))
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // At the open-file limit accept(2) fails with EMFILE while the listener stays readable: without a pause
@@ -213,6 +217,9 @@ public final class HTTPServer: Sendable {
             }
             .bind(host: listener.host, port: listener.port)
             .get()
+        } catch {
+            throw HTTPServerListenError(host: listener.host, port: listener.port, underlying: error)
+        }
     }
 
     /// How long the listener pauses accepting after accept(2) failed for lack of descriptors or memory.
@@ -292,5 +299,20 @@ public final class HTTPServer: Sendable {
             total += bytes ?? 0
         }
         return total
+    }
+}
+
+/// A listener that could not be opened (the port is taken, the address is not this host's, a privileged port):
+/// names the address and the reason, e.g. `cannot listen on 127.0.0.1:8080: Address already in use`.
+public struct HTTPServerListenError: Error, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    /// The socket layer's error.
+    public var underlying: any Error
+
+    public var description: String {
+        let reason = (underlying as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(underlying)"
+        let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        return "cannot listen on \(address): \(reason)"
     }
 }

@@ -88,7 +88,7 @@ struct ConfigurationInputs: Sendable {
                 code: .missingValue,
                 field: nil,
                 source: .commandLine(flag: ConfigurationLoader.configFileFlag),
-                message: "--config needs a file path"
+                message: "--config needs one file path (none, or more than one, was given)"
             ))
         }
         self.problems = problems

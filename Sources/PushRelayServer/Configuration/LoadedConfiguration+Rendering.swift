@@ -67,7 +67,8 @@ extension PushRelayConfiguration {
             return String(secret[..<schemeEnd.upperBound]) + Self.maskQuery(String(afterScheme))
         }
         let credentials = afterScheme[..<at]
-        let user = credentials.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+        // What comes before the first colon, possibly nothing (`postgres://:password@host` has no user).
+        let user = credentials.firstIndex(of: ":").map { String(credentials[..<$0]) } ?? String(credentials)
         let rest = Self.maskQuery(String(afterScheme[afterScheme.index(after: at)...]))
         return String(secret[..<schemeEnd.upperBound]) + user + ":****@" + rest
     }
