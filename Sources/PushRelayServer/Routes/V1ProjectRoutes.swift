@@ -135,7 +135,10 @@ struct V1ProjectRoutes: Sendable {
         switch result {
         case .messageID(let messageID, _): id = messageID.description
         case .dryRun: id = "fake_message_id"
-        case .error(let error): return Self.answer(.from(error, retryAfterSeconds: retryAfterSeconds))
+        case .error(let error):
+            // A device or topic past its rate says when it has room again; anything else waits the node's default.
+            let wait = dispatcher.quotas.retryAfterSeconds(for: error.code) ?? retryAfterSeconds
+            return Self.answer(.from(error, retryAfterSeconds: wait))
         }
         let answer: JSONValue = ["name": .string("projects/\(projectID)/messages/\(id)")]
         return JSONResponse.ok(answer)

@@ -37,6 +37,19 @@ final class SendQuotas: Sendable {
         self.projects = RateLimiter(perMinute: projectPerMinute, now: now)
     }
 
+    /// The `Retry-After` of a device or topic past its rate (HTTP v1's `QUOTA_EXCEEDED`): the time one message takes
+    /// to refill, in whole seconds — a refused bucket holds less than one, so it holds one again within this.
+    func retryAfterSeconds(for error: FCMError.Code) -> Int? {
+        let perMinute: Int
+        switch error {
+        case .deviceMessageRateExceeded: perMinute = devices.perMinute
+        case .topicsMessageRateExceeded: perMinute = topics.perMinute
+        default: return nil
+        }
+        guard perMinute > 0 else { return nil }
+        return max(1, (60 + perMinute - 1) / perMinute)
+    }
+
     /// Devices with a bucket in the table (test hook).
     var trackedDevices: Int { devices.tracked }
 
@@ -51,7 +64,7 @@ final class SendQuotas: Sendable {
     }
 
     /// Whether `project` may send `count` more messages now: `nil` when it may (they are counted), else the seconds
-    /// until the bucket holds one again (a send larger than the whole burst is refused outright).
+    /// until the bucket holds them (a count above the whole burst waits for a full bucket).
     func admit(project: ProjectID, count: Int) -> Int? {
         projects.admit(project, count: count)
     }

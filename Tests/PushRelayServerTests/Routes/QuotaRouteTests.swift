@@ -79,7 +79,8 @@ struct QuotaRouteTests {
         #expect(first.status == 200, "\(first.text)")
         let second = try await relay.request(.post, path, headers: headers, body: body)
         #expect(second.status == 429, "\(second.text)")
-        #expect(second.headers[.retryAfter] != nil, "a quota answer says when to retry")
+        // One message a minute: the device has room again within 60 s (not the node's Unavailable default, 10 s).
+        #expect(second.headers[.retryAfter] == "60", "a quota answer says when to retry: \(second.headers)")
         let error = try #require(try second.json()["error"] as? [String: Any], "\(second.text)")
         #expect(error["status"] as? String == "RESOURCE_EXHAUSTED", "\(second.text)")
         #expect(second.text.contains(#""errorCode":"QUOTA_EXCEEDED""#) || second.text.contains(#""errorCode": "QUOTA_EXCEEDED""#),
