@@ -167,10 +167,21 @@ public struct HTTPRouter: HTTPServerResponder {
         return nil
     }
 
-    /// The route's `errors` renderer, or the error as it is when the route has none.
+    /// The route's `errors` renderer, or the error as it is when the route has none. A path served for other
+    /// methods than the request's answers its `405` in the format of that path's routes, with `Allow` listing them
+    /// (RFC 9110 §15.5.6).
     public func response(for error: HTTPError, to head: HTTPRequest) -> HTTPServerResponse {
-        if case .found(let entry, _) = lookup(head), let errors = entry.errors {
-            return errors(error, head)
+        switch lookup(head) {
+        case .found(let entry, _):
+            if let errors = entry.errors { return errors(error, head) }
+        case .methodNotAllowed(let methods):
+            let allowed = Self.allowHeader(methods.keys)
+            let renderer = methods.sorted { $0.key.rawValue < $1.key.rawValue }.lazy.compactMap(\.value.errors).first
+            var response = renderer.map { $0(error, head) } ?? HTTPResponder.response(for: error)
+            if error.status == .methodNotAllowed { response.head.headerFields[.allow] = allowed }
+            return response
+        case .notFound:
+            break
         }
         return HTTPResponder.response(for: error)
     }
@@ -193,7 +204,15 @@ public struct HTTPRouter: HTTPServerResponder {
     private enum Lookup {
         case found(Entry, [String: String])
         case notFound
-        case methodNotAllowed
+        /// The path is served, for these methods.
+        case methodNotAllowed([HTTPRequest.Method: Entry])
+    }
+
+    /// `Allow`'s value for a path served for `methods`: sorted, `HEAD` with `GET` (served by it).
+    static func allowHeader(_ methods: some Sequence<HTTPRequest.Method>) -> String {
+        var names = Set(methods.map(\.rawValue))
+        if names.contains("GET") { names.insert("HEAD") }
+        return names.sorted().joined(separator: ", ")
     }
 
     private func lookup(_ head: HTTPRequest) -> Lookup {
@@ -230,6 +249,6 @@ public struct HTTPRouter: HTTPServerResponder {
         if let entry = methods[method] ?? (method == .head ? methods[.get] : nil) {
             return .found(entry, parameters)
         }
-        return .methodNotAllowed
+        return .methodNotAllowed(methods)
     }
 }

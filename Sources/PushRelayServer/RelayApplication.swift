@@ -163,12 +163,15 @@ public final class RelayApplication: Sendable {
         let cors = CORSPolicy(allowedOrigins: options.corsAllowedOrigins)
         let deviceErrors = cors.errors(RouteErrors.json)
         router.add(.post, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, errors: deviceErrors, .collected(cors.wrap(devices.register)))
-        router.add(.delete, "/v1/register", maxBodyBytes: 0, errors: deviceErrors, .collected(cors.wrap(devices.unregister)))
+        router.add(.delete, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, errors: deviceErrors, .collected(cors.wrap(devices.unregister)))
         router.add(.get, "/v1/stream", maxBodyBytes: 0, errors: deviceErrors, .collected(cors.wrap(tickets.stream)))
         router.add(.post, "/v1/ack", maxBodyBytes: options.maxRequestBodyBytes, errors: deviceErrors, .promised(cors.wrap(devices.acknowledge)))
-        router.add(.post, "/v1/stream-ticket", maxBodyBytes: 0, errors: deviceErrors, .collected(cors.wrap(tickets.issue)))
-        for path in ["/v1/register", "/v1/stream", "/v1/ack", "/v1/stream-ticket"] {
-            router.add(.options, path, maxBodyBytes: 0, errors: deviceErrors, .collected(cors.preflight))
+        router.add(.post, "/v1/stream-ticket", maxBodyBytes: options.maxRequestBodyBytes, errors: deviceErrors, .collected(cors.wrap(tickets.issue)))
+        let deviceRoutes: [(path: String, methods: [HTTPRequest.Method])] = [
+            ("/v1/register", [.post, .delete]), ("/v1/stream", [.get]), ("/v1/ack", [.post]), ("/v1/stream-ticket", [.post]),
+        ]
+        for route in deviceRoutes {
+            router.add(.options, route.path, maxBodyBytes: 0, errors: deviceErrors, .collected(cors.preflight(allowing: route.methods)))
         }
 
         let iid = InstanceIDRoutes(store: store, logger: logger, maxBodyBytes: options.maxRequestBodyBytes)

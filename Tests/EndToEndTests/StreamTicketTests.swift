@@ -36,7 +36,7 @@ struct StreamTicketTests {
         try await daemon.terminate()
     }
 
-    @Test("preflight and answers carry CORS headers for an allowed origin only; none are allowed by default")
+    @Test("preflight and answers (a 405 too, with Allow) carry CORS headers for an allowed origin only; none are allowed by default")
     func cors() async throws {
         let allowed = "https://shop.example.com"
         let daemon = try Daemon(arguments: ["--cors-allowed-origins", allowed, "--max-request-body-size", "16KiB"])
@@ -50,12 +50,12 @@ struct StreamTicketTests {
                 "-H", "Access-Control-Request-Headers: authorization, content-type",
             ]).stdout.lowercased()
         }
-        for path in ["/v1/stream", "/v1/ack", "/v1/register", "/v1/stream-ticket"] {
+        for (path, methods) in [("/v1/stream", "get"), ("/v1/ack", "post"), ("/v1/register", "post, delete"), ("/v1/stream-ticket", "post")] {
             let ok = try await preflight(daemon, allowed, path)
             #expect(ok.hasPrefix("http/1.1 204"), "\(path): \(ok)")
             #expect(ok.contains("access-control-allow-origin: \(allowed)\r\n"))
             #expect(ok.contains("access-control-allow-headers: authorization, content-type, last-event-id\r\n"))
-            #expect(ok.contains("access-control-allow-methods: get, post, delete\r\n"))
+            #expect(ok.contains("access-control-allow-methods: \(methods)\r\n"), "\(path): \(ok)")
             let refused = try await preflight(daemon, "https://evil.example", path)
             #expect(refused.hasPrefix("http/1.1 403"), "\(path): \(refused)")
             #expect(!refused.contains("access-control-allow-origin"))
@@ -79,6 +79,7 @@ struct StreamTicketTests {
             ("413", ["-X", "POST", "\(daemon.baseURL)/v1/register", "-H", "Authorization: key=\(keys.clientKey)",
                      "-H", "Content-Type: application/json", "--data-binary",
                      #"{"pad":"\#(String(repeating: "x", count: 20_000))"}"#]),
+            ("405", ["-X", "GET", "\(daemon.baseURL)/v1/register"]),
         ]
         for item in failing {
             for http in ["--http1.1", "--http2-prior-knowledge"] {
@@ -91,6 +92,16 @@ struct StreamTicketTests {
                 }
             }
         }
+        // A method the path is not served for: 405 in the device API's JSON, with Allow naming the path's methods
+        // (the same list a preflight without Origin gives).
+        for http in ["--http1.1", "--http2-prior-knowledge"] {
+            let wrong = try await run("curl", ["-sS", http, "-D", "-", "-X", "GET", "\(daemon.baseURL)/v1/register"]).stdout
+            #expect(wrong.lowercased().contains("allow: delete, options, post\r\n"), "\(http): \(wrong)")
+            #expect(wrong.lowercased().contains("content-type: application/json"), "\(http): \(wrong)")
+            #expect(wrong.contains(#""error":"INVALID_ARGUMENT""#) || wrong.contains(#""error": "INVALID_ARGUMENT""#), "\(http): \(wrong)")
+        }
+        let plain = try await run("curl", ["-sS", "-D", "-", "-o", "/dev/null", "-X", "OPTIONS", "\(daemon.baseURL)/v1/ack"]).stdout
+        #expect(plain.lowercased().contains("allow: post, options\r\n"), "\(plain)")
         try await daemon.terminate()
 
         let closed = try Daemon()  // cors_allowed_origins unset

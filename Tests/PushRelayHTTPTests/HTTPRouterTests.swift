@@ -36,6 +36,27 @@ import Testing
         }
     }
 
+    @Test("a 405 comes in the format of the path's routes, with Allow naming their methods (HEAD with GET)")
+    func methodNotAllowedInTheRoutesFormat() {
+        let router = HTTPRouter()
+        let json = HTTPRouter.errors { error in
+            HTTPServerResponse(status: error.status, headerFields: [.contentType: "application/json"], body: .bytes(ByteBuffer(string: "{}")))
+        }
+        router.add(.post, "/v1/register", errors: json, .immediate { _, _ in HTTPServerResponse(status: .ok) })
+        router.add(.delete, "/v1/register", errors: json, .immediate { _, _ in HTTPServerResponse(status: .ok) })
+        router.add(.get, "/plain", .immediate { _, _ in HTTPServerResponse(status: .ok) })
+        let wrong = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/v1/register")
+        let match = router.route(for: wrong)
+        let response = HTTPResponder.response(forUnmatched: match, to: wrong, by: router)
+        #expect(response?.head.status == .methodNotAllowed)
+        #expect(response?.head.headerFields[.contentType] == "application/json")
+        #expect(response?.head.headerFields[.allow] == "DELETE, POST")
+        let plain = HTTPRequest(method: .put, scheme: nil, authority: nil, path: "/plain")
+        let plainResponse = HTTPResponder.response(forUnmatched: router.route(for: plain), to: plain, by: router)
+        #expect(plainResponse?.head.headerFields[.allow] == "GET, HEAD")
+        #expect(plainResponse?.head.headerFields[.contentType] == "text/plain; charset=utf-8")
+    }
+
     @Test func staticPathFastPathAgreesWithTheTrie() {
         let router = HTTPRouter()
         router.add(.get, "/v1/stream", maxBodyBytes: 1, .immediate { _, _ in HTTPServerResponse(status: .ok) })

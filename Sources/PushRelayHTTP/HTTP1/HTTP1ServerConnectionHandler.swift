@@ -301,7 +301,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         let match = shared.responder.route(for: head)
         guard case .matched(let handler, let maxBodyBytes, let pathParameters, let gate) = match else {
             state = .awaitingResponse
-            respond(HTTPResponder.response(forUnmatched: match)!, requestID: requestID)
+            respond(HTTPResponder.response(forUnmatched: match, to: head, by: shared.responder)!, requestID: requestID)
             return
         }
         if let length = head.headerFields.firstValue(for: .contentLength).flatMap(Int.init), length > maxBodyBytes {

@@ -482,7 +482,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         let match = shared.responder.route(for: head)
         guard case .matched(let handler, let maxBodyBytes, let pathParameters, let gate) = match else {
             stream.phase = .awaitingResponse
-            respond(stream, streamID: streamID, response: HTTPResponder.response(forUnmatched: match)!)
+            respond(stream, streamID: streamID, response: HTTPResponder.response(forUnmatched: match, to: head, by: shared.responder)!)
             return
         }
         if let gate {

@@ -74,12 +74,15 @@ enum HTTPResponder {
         }
     }
 
-    /// The response for a route that did not match, or `nil` when it matched.
-    static func response(forUnmatched match: HTTPRouteMatch) -> HTTPServerResponse? {
+    /// The response for a route that did not match, or `nil` when it matched: a `405` in the format of the path's
+    /// routes, with `Allow` (``HTTPServerResponder/response(for:to:)``).
+    static func response(
+        forUnmatched match: HTTPRouteMatch, to head: HTTPRequest, by responder: any HTTPServerResponder
+    ) -> HTTPServerResponse? {
         switch match {
         case .matched: nil
         case .notFound: response(for: .notFound)
-        case .methodNotAllowed: response(for: .methodNotAllowed)
+        case .methodNotAllowed: responder.response(for: .methodNotAllowed, to: head)
         }
     }
 }

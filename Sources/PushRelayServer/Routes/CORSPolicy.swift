@@ -14,7 +14,6 @@ struct CORSPolicy: Sendable {
     /// The allowed origins as browsers write `Origin` (`https://shop.example.com`); `*` allows any.
     let allowedOrigins: Set<String>
 
-    static let allowedMethods = "GET, POST, DELETE"
     static let allowedHeaders = "authorization, content-type, last-event-id"
     /// How long a browser may cache a preflight answer, in seconds.
     static let maxAge = "600"
@@ -68,12 +67,19 @@ struct CORSPolicy: Sendable {
         return response
     }
 
-    /// `OPTIONS` on a device route: the preflight answer.
-    func preflight(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+    /// `OPTIONS` on a device route served for `methods`: the preflight answer, naming those methods.
+    func preflight(
+        allowing methods: [HTTPRequest.Method]
+    ) -> @Sendable (HTTPServerRequest) async throws -> HTTPServerResponse {
+        let names = methods.map(\.rawValue).joined(separator: ", ")
+        return { request in self.preflight(request, methods: names) }
+    }
+
+    private func preflight(_ request: HTTPServerRequest, methods: String) -> HTTPServerResponse {
         guard request.head.headerFields[.origin] != nil else {
             // Not a CORS request: say what the route allows.
             var fields = HTTPFields()
-            fields[.allow] = Self.allowedMethods + ", OPTIONS"
+            fields[.allow] = methods + ", OPTIONS"
             return HTTPServerResponse(status: .noContent, headerFields: fields)
         }
         guard let origin = allowedOrigin(of: request.head) else {
@@ -81,7 +87,7 @@ struct CORSPolicy: Sendable {
         }
         var fields = HTTPFields()
         fields[.accessControlAllowOrigin] = origin
-        fields[.accessControlAllowMethods] = Self.allowedMethods
+        fields[.accessControlAllowMethods] = methods
         fields[.accessControlAllowHeaders] = Self.allowedHeaders
         fields[.accessControlMaxAge] = Self.maxAge
         fields[.vary] = "Origin"

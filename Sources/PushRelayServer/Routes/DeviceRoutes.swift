@@ -35,7 +35,7 @@ struct DeviceRoutes: Sendable {
             return JSONResponse.tooManyRequests("too many registrations from this address; retry later", retryAfter: wait)
         }
         guard let header = request.head.headerFields.firstValue(for: .authorization), let key = AuthorizationHeader.serverKey(header)
-        else { return JSONResponse.unauthorized("missing Authorization: key=<client key>") }
+        else { return JSONResponse.unauthorized("missing Authorization: key=<client key>", scheme: "key") }
         let object = try await JSONResponse.parseObject(request, upTo: maxBodyBytes)
         guard let projectName = object["project"]?.stringValue, !projectName.isEmpty else {
             return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "\"project\" must be a non-empty string")
@@ -47,7 +47,7 @@ struct DeviceRoutes: Sendable {
             return JSONResponse.error(.badRequest, "INVALID_ARGUMENT", "\"app\" or \"platform\" too long")
         }
         guard let project = try await store.authenticateClientKey(String(key), project: projectName) else {
-            return JSONResponse.unauthorized("unknown project or wrong client key")
+            return JSONResponse.unauthorized("unknown project or wrong client key", scheme: "key")
         }
         if let wait = registrationQuotas.admit(project: project.id) {
             return JSONResponse.tooManyRequests("too many registrations for this project; retry later", retryAfter: wait)

@@ -23,9 +23,11 @@ enum JSONResponse {
         return response
     }
 
-    static func unauthorized(_ message: String) -> HTTPServerResponse {
+    /// `401 UNAUTHENTICATED` with the challenge of the credential the route takes (RFC 9110 §11.6.1): `Bearer` for a
+    /// device secret or stream ticket, `key` for the client key of `POST /v1/register` (`Authorization: key=…`).
+    static func unauthorized(_ message: String, scheme: String = "Bearer") -> HTTPServerResponse {
         var response = error(.unauthorized, "UNAUTHENTICATED", message)
-        response.head.headerFields[.wwwAuthenticate] = "Bearer"
+        response.head.headerFields[.wwwAuthenticate] = scheme
         return response
     }
 

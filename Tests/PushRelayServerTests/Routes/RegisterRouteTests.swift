@@ -30,6 +30,29 @@ struct RegisterRouteTests {
             #expect(answer.status == 200, "\(fields): \(answer.text)")
         }
         #expect(try await relay.store.queueStatistics().devices == 3)
+        // A wrong client key is challenged with the scheme this route takes (key=…), not Bearer.
+        let wrongKey = try await relay.request(
+            .post, "/v1/register", headers: [.authorization: "key=wrong", .contentType: "application/json"],
+            body: #"{"project":"\#(project.project.name)"}"#)
+        #expect(wrongKey.status == 401 && wrongKey.headers[.wwwAuthenticate] == "key", "\(wrongKey.headers)")
+        await relay.close()
+    }
+
+    @Test("unregister and stream-ticket requests with a body (fetch sending {}) are served; the body is ignored, up to max_request_body_size")
+    func bodiesTheRoutesDoNotNeed() async throws {
+        var options = RelayApplication.Options()
+        options.maxRequestBodyBytes = 1024
+        let relay = try RelayHarness(options: options)
+        let project = try await relay.createProject()
+        let device = try await relay.registerDevice(project)
+        let headers: HTTPFields = [.authorization: "Bearer \(device.secret)", .contentType: "application/json"]
+        let ticket = try await relay.request(.post, "/v1/stream-ticket", headers: headers, body: "{}")
+        #expect(ticket.status == 200, "\(ticket.text)")
+        let tooLarge = try await relay.request(.post, "/v1/stream-ticket", headers: headers, body: String(repeating: " ", count: 1025))
+        #expect(tooLarge.status == 413, "\(tooLarge.text)")
+        let unregistered = try await relay.request(.delete, "/v1/register", headers: headers, body: "{}")
+        #expect(unregistered.status == 200, "\(unregistered.text)")
+        #expect(try await relay.store.queueStatistics().devices == 0)
         await relay.close()
     }
 }
