@@ -52,11 +52,22 @@ public protocol HTTPServerResponder: Sendable {
     /// limit or not received in time) or that its handler threw, in the format the route's clients read. Called on
     /// the event loop or the handler's task. The default is plain text.
     func response(for error: HTTPError, to head: HTTPRequest) -> HTTPServerResponse
+
+    /// The answer to any error a handler threw or failed its promise with (not only ``HTTPError``s). The default
+    /// answers an ``HTTPError`` through ``response(for:to:)`` and anything else `500`.
+    func response(forThrown error: any Error, to head: HTTPRequest) -> HTTPServerResponse
 }
 
 extension HTTPServerResponder {
     public func response(for error: HTTPError, to head: HTTPRequest) -> HTTPServerResponse {
         HTTPResponder.response(for: error)
+    }
+
+    /// The answer to any error a handler threw: an ``HTTPError`` through ``response(for:to:)``, anything else a
+    /// plain `500`.
+    public func response(forThrown error: any Error, to head: HTTPRequest) -> HTTPServerResponse {
+        if let error = error as? HTTPError { return response(for: error, to: head) }
+        return HTTPResponder.response(for: error)
     }
 }
 
@@ -97,6 +108,8 @@ public struct HTTPRouter: HTTPServerResponder {
         var exact: [Substring: [HTTPRequest.Method: Entry]] = [:]
         /// On the root only: every route added, in order (``routes``).
         var added: [(method: HTTPRequest.Method, pattern: String)] = []
+        /// On the root only: ``translateErrors(_:)``.
+        var translate: (@Sendable (any Error) -> HTTPError?)?
     }
 
     private let root = Node()
@@ -189,7 +202,29 @@ public struct HTTPRouter: HTTPServerResponder {
     /// A renderer in an API's error format: `format(error)` for an error without a format of its own, and the error
     /// as it is when it names one (a `Content-Type` field: the handler built the body already).
     public static func errors(_ format: @escaping @Sendable (HTTPError) -> HTTPServerResponse) -> HTTPErrorRenderer {
-        { error, _ in error.headerFields[.contentType] == nil ? format(error) : HTTPResponder.response(for: error) }
+        { error, _ in
+            guard error.headerFields[.contentType] == nil else { return HTTPResponder.response(for: error) }
+            // The error's own fields (`Retry-After`, `Allow`, …) travel with the API's body.
+            var response = format(error)
+            for field in error.headerFields where response.head.headerFields[field.name] == nil {
+                response.head.headerFields.append(field)
+            }
+            return response
+        }
+    }
+
+    /// Makes `translate` the reading of errors that are not ``HTTPError``s, thrown by any route's handler (a
+    /// storage failure as `503` with `Retry-After`, say): what it returns is answered like an ``HTTPError`` the
+    /// handler threw, in the route's format; nil leaves the error a `500`. Call before the router is handed to a
+    /// server.
+    public func translateErrors(_ translate: @escaping @Sendable (any Error) -> HTTPError?) {
+        root.translate = translate
+    }
+
+    public func response(forThrown error: any Error, to head: HTTPRequest) -> HTTPServerResponse {
+        if let error = error as? HTTPError { return response(for: error, to: head) }
+        if let translated = root.translate?(error) { return response(for: translated, to: head) }
+        return HTTPResponder.response(for: error)
     }
 
     public func route(for head: HTTPRequest) -> HTTPRouteMatch {

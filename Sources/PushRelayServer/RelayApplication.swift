@@ -124,6 +124,7 @@ public final class RelayApplication: Sendable {
         logger: Logger
     ) -> HTTPRouter {
         let router = HTTPRouter()
+        router.translateErrors(RouteErrors.storeUnavailable(retryAfterSeconds: options.retryAfterSeconds))
         let dispatcher = SendDispatcher(
             store: store, path: MessagePath(store: store, hub: hub, metrics: metrics, handoff: handoff),
             metrics: metrics,

@@ -42,13 +42,14 @@ enum HTTPResponder {
         return HTTPServerResponse(status: error.status, headerFields: fields, body: .bytes(body))
     }
 
-    /// The response for an error about the request `head`: an ``HTTPError`` in the format of the request's route
-    /// (``HTTPServerResponder/response(for:to:)``), anything else a plain `500`; plain text too without a head.
+    /// The response for an error about the request `head`, as the responder reads it
+    /// (``HTTPServerResponder/response(forThrown:to:)``: an ``HTTPError`` in the format of the request's route,
+    /// anything else a plain `500` unless the responder translates it); plain text without a head.
     static func response(for error: any Error, to head: HTTPRequest?, by responder: any HTTPServerResponder)
         -> HTTPServerResponse
     {
-        guard let head, let error = error as? HTTPError else { return response(for: error) }
-        return responder.response(for: error, to: head)
+        guard let head else { return response(for: error) }
+        return responder.response(forThrown: error, to: head)
     }
 
     /// Runs an async handler, turning a thrown error into its response (in its route's format).

@@ -2,6 +2,7 @@ import HTTPTypes
 import NIOCore
 import PushRelayCore
 import PushRelayHTTP
+import PushRelayStore
 
 /// How each API's clients read the errors the transport answers for its routes itself — a body over the route's
 /// limit (`413`), a body not received in time (`408`) — and the plain ``HTTPError``s its handlers throw: in the API's
@@ -25,11 +26,12 @@ enum RouteErrors {
         return HTTPServerResponse(status: error.status, headerFields: answer.head.headerFields, body: answer.body)
     }
 
-    /// The canonical code of an error's status: a request that took too long is `DEADLINE_EXCEEDED`, a server
-    /// failure `INTERNAL`, anything else the client sent `INVALID_ARGUMENT`.
+    /// The canonical code of an error's status: a request that took too long is `DEADLINE_EXCEEDED`, a store that
+    /// cannot answer `UNAVAILABLE`, a server failure `INTERNAL`, anything else the client sent `INVALID_ARGUMENT`.
     static func code(of error: HTTPError) -> String {
         switch error.status.code {
         case 408: "DEADLINE_EXCEEDED"
+        case 503: "UNAVAILABLE"
         case 500...: "INTERNAL"
         default: "INVALID_ARGUMENT"
         }
@@ -37,5 +39,19 @@ enum RouteErrors {
 
     private static func message(of error: HTTPError) -> String {
         error.message.isEmpty ? error.status.reasonPhrase : error.message
+    }
+}
+
+extension RouteErrors {
+    /// How every route answers a store that cannot serve it (disk full, PostgreSQL unreachable, the node closing):
+    /// `503` with `Retry-After`, in the route's format (``HTTPRouter/translateErrors(_:)``), as `/fcm/send` answers
+    /// `Unavailable`; nothing was stored, and the client retries. Other errors stay a `500`.
+    static func storeUnavailable(retryAfterSeconds: Int) -> @Sendable (any Error) -> HTTPError? {
+        { error in
+            guard let error = error as? StoreError, error.code == .unavailable || error.code == .closed else { return nil }
+            return HTTPError(
+                .serviceUnavailable, "the store cannot answer (\(error.code)); retry later",
+                headerFields: [.retryAfter: String(retryAfterSeconds)])
+        }
     }
 }

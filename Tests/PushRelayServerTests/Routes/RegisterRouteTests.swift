@@ -55,4 +55,28 @@ struct RegisterRouteTests {
         #expect(try await relay.store.queueStatistics().devices == 0)
         await relay.close()
     }
+
+    @Test("a store that cannot answer: the device and Instance ID routes answer 503 UNAVAILABLE in JSON with Retry-After, not a plain 500")
+    func storeUnavailable() async throws {
+        let relay = try RelayHarness()
+        let project = try await relay.createProject()
+        let device = try await relay.registerDevice(project)
+        await relay.store.close()
+        let bearer: HTTPFields = [.authorization: "Bearer \(device.secret)", .contentType: "application/json"]
+        let requests: [(HTTPRequest.Method, String, HTTPFields, String)] = [
+            (.post, "/v1/register", [.authorization: "key=\(project.clientKey)", .contentType: "application/json"],
+             #"{"project":"\#(project.project.name)"}"#),
+            (.post, "/v1/ack", bearer, #"{"ids":["1"]}"#),
+            (.post, "/v1/topics/news", bearer, ""),
+            (.delete, "/v1/register", bearer, ""),
+            (.post, "/iid/v1:batchAdd", [.authorization: "key=\(project.serverKey)", .contentType: "application/json"],
+             #"{"to":"/topics/news","registration_tokens":["\#(device.token)"]}"#),
+        ]
+        for (method, path, headers, body) in requests {
+            let answer = try await relay.request(method, path, headers: headers, body: body)
+            #expect(answer.status == 503, "\(method) \(path): \(answer.status) \(answer.text)")
+            #expect(answer.headers[.retryAfter] != nil, "\(method) \(path): \(answer.headers)")
+            #expect(answer.contentType?.hasPrefix("application/json") == true && answer.text.contains("UNAVAILABLE"), "\(method) \(path): \(answer.text)")
+        }
+    }
 }

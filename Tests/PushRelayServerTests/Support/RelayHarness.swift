@@ -105,14 +105,10 @@ final class RelayHarness: Sendable {
                     loop.execute { handle(request, bodyBuffer, promise) }
                     return try await promise.futureResult.get()
                 }
-            } catch let error as HTTPError {
-                // The transport's plain-text answer for an HTTPError.
-                var fields = error.headerFields
-                if fields[.contentType] == nil { fields[.contentType] = "text/plain; charset=utf-8" }
-                let text = (error.message.isEmpty ? error.status.reasonPhrase : error.message) + "\n"
-                return HTTPServerResponse(status: error.status, headerFields: fields, body: .bytes(ByteBuffer(string: text)))
             } catch {
-                return HTTPServerResponse(status: .internalServerError)
+                // As the transport answers a handler's error: through the router (the route's format, a store
+                // failure translated).
+                return relay.router.response(forThrown: error, to: head)
             }
         }
     }
