@@ -31,7 +31,9 @@ public struct FCMSendRequest: Sendable, Hashable {
         /// alone), so no `Content-Type` means plain text.
         public init(contentType: String?, body: [UInt8]?) {
             if let contentType {
-                let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+                // The media type is what comes before any parameter (one look for `;` over the bytes: this runs for
+                // every send, and `split` built an array of substrings for it).
+                let mediaType = contentType.utf8.firstIndex(of: UInt8(ascii: ";")).map { contentType[..<$0] } ?? contentType[...]
                 self = mediaType.trimmingASCIIWhitespace().equalsIgnoringASCIICase("application/json") ? .json : .form
             } else if let body, body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{") {
                 self = .json

@@ -126,6 +126,13 @@ final class ReadCounter: ChannelOutboundHandler {
         #expect(Self.head(HTTPResponse.Status(code: 429), [:], .length(0)).hasPrefix("HTTP/1.1 429 Too Many Requests\r\n"))
         #expect(Self.head(HTTPResponse.Status(code: 299, reasonPhrase: "Fine"), [:], .length(0))
             .hasPrefix("HTTP/1.1 299 Fine\r\n"))
+        // Lengths at every count of digits the head is measured for, and a value with non-ASCII bytes.
+        for length in [0, 9, 10, 99, 100, 1_234_567, Int(Int32.max)] {
+            #expect(Self.head(.ok, [:], .length(length)) == "HTTP/1.1 200 OK\r\ncontent-length: \(length)\r\n\r\n")
+        }
+        #expect(Self.head(.ok, [.contentDisposition: "attachment; filename=\"é.txt\"", .server: "p"], .none, close: true)
+            == "HTTP/1.1 200 OK\r\nContent-Disposition: attachment; filename=\"é.txt\"\r\nServer: p\r\nconnection: close\r\n\r\n")
+        #expect(HTTP1ResponseEncoding.decimalDigits(-5) == 2 && HTTP1ResponseEncoding.decimalDigits(0) == 1)
     }
 
     /// Framing and the connection's fate are the transport's: a handler's values for them are not written.
