@@ -29,14 +29,15 @@ extension FCMv1Message {
     public func legacyRequest(nowSeconds: Int64) throws(FCMv1Error) -> FCMSendRequest {
         var request = FCMSendRequest(addressing: .tokens([]))
         request.dryRun = validateOnly
-        let apnsHeaders = apns?["headers"]?.objectValue ?? JSONObject()
+        // Header names are case-insensitive (RFC 9110 §5.1): looked up in lower case (`TTL`, `ttl` and `Ttl` alike).
+        let apnsHeaders = Self.lowercasedNames(apns?["headers"]?.objectValue)
         let payload = apns?["payload"]?.objectValue ?? JSONObject()
         let aps = payload["aps"]?.objectValue ?? JSONObject()
         if let raw = payload["aps"], raw.objectValue == nil {
             throw FCMv1Error.invalidArgument("apns.payload.aps must be an object", field: "message.apns.payload.aps")
         }
         let androidNotification = android?["notification"]?.objectValue
-        let webpushHeaders = webpush?["headers"]?.objectValue ?? JSONObject()
+        let webpushHeaders = Self.lowercasedNames(webpush?["headers"]?.objectValue)
 
         // Notification, by precedence: APNs alert > message.notification > android > webpush.
         var notification = self.notification ?? JSONObject()
@@ -79,8 +80,8 @@ extension FCMv1Message {
             notification[member.key] = member.value
         }
         request.notification = notification.isEmpty ? nil : notification
-        request.contentAvailable = aps["content-available"]?.int64Value == 1
-        request.mutableContent = aps["mutable-content"]?.int64Value == 1
+        request.contentAvailable = Self.isSet(aps["content-available"])
+        request.mutableContent = Self.isSet(aps["mutable-content"])
         request.apnsExtras = extras.isEmpty ? nil : extras
 
         // Data: message.data, then what android.data and webpush.data add.
@@ -104,7 +105,7 @@ extension FCMv1Message {
             apnsHeaders: apnsHeaders, android: android, webpushHeaders: webpushHeaders, nowSeconds: nowSeconds)
         request.priority = try Self.priority(apnsHeaders: apnsHeaders, android: android, webpushHeaders: webpushHeaders)
         request.collapseKey = apnsHeaders["apns-collapse-id"]?.stringValue ?? android?["collapse_key"]?.stringValue
-            ?? webpushHeaders["Topic"]?.stringValue
+            ?? webpushHeaders["topic"]?.stringValue
         request.restrictedPackageName = android?["restricted_package_name"]?.stringValue
 
         request.payloadSize = FCMPayloadSize.of(data: request.data, notification: request.notification)
@@ -124,6 +125,22 @@ extension FCMv1Message {
         return request
     }
 
+    /// A headers object with its names in lower case; of names that differ only in case, the first is kept.
+    private static func lowercasedNames(_ headers: JSONObject?) -> JSONObject {
+        var result = JSONObject()
+        for member in headers?.entries ?? [] {
+            let name = member.key.lowercased()
+            if result[name] == nil { result[name] = member.value }
+        }
+        return result
+    }
+
+    /// An `aps` flag (`content-available`, `mutable-content`): `1` as Apple writes it, or `true`.
+    private static func isSet(_ value: JSONValue?) -> Bool {
+        if case .bool(true)? = value { return true }
+        return value?.int64Value == 1
+    }
+
     private static func timeToLive(
         apnsHeaders: JSONObject, android: JSONObject?, webpushHeaders: JSONObject, nowSeconds: Int64
     ) throws(FCMv1Error) -> Int64 {
@@ -138,7 +155,7 @@ extension FCMv1Message {
             field = "message.apns.headers"
         } else if let ttl = android?["ttl"]?.stringValue {
             seconds = FCMv1Schema.durationSeconds(ttl) ?? -1
-        } else if let ttl = webpushHeaders["TTL"]?.stringValue {
+        } else if let ttl = webpushHeaders["ttl"]?.stringValue {
             guard let value = Int64(ttl), value >= 0 else {
                 throw FCMv1Error.invalidArgument("The webpush TTL header must be seconds", field: "message.webpush.headers")
             }
@@ -168,7 +185,7 @@ extension FCMv1Message {
         case "NORMAL": return .normal
         default: break
         }
-        if let urgency = webpushHeaders["Urgency"]?.stringValue { return urgency == "high" ? .high : .normal }
+        if let urgency = webpushHeaders["urgency"]?.stringValue { return urgency == "high" ? .high : .normal }
         return nil
     }
 }

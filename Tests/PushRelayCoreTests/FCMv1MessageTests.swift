@@ -95,6 +95,17 @@ import Testing
         let web = try Self.parse(#"{"message": {"token": "\#(Self.token)", "webpush": {"headers": {"TTL": "30", "Urgency": "high", "Topic": "t"}}}}"#)
             .legacyRequest(nowSeconds: Self.now)
         #expect(web.timeToLive == 30 && web.priority == .high && web.collapseKey == "t")
+        // Header names in any case (they are case-insensitive): lower-case Web Push headers, a capitalised APNs one.
+        let lower = try Self.parse(#"{"message": {"token": "\#(Self.token)", "webpush": {"headers": {"ttl": "0", "urgency": "high", "topic": "zz"}}}}"#)
+            .legacyRequest(nowSeconds: Self.now)
+        #expect(lower.timeToLive == 0 && lower.priority == .high && lower.collapseKey == "zz")
+        let capital = try Self.parse(#"{"message": {"token": "\#(Self.token)", "apns": {"headers": {"Apns-Priority": "10", "APNS-Collapse-Id": "c"}}}}"#)
+            .legacyRequest(nowSeconds: Self.now)
+        #expect(capital.priority == .high && capital.collapseKey == "c")
+        // content-available and mutable-content as JSON booleans, as some senders write them: set, not dropped.
+        let flags = try Self.parse(#"{"message": {"token": "\#(Self.token)", "apns": {"payload": {"aps": {"content-available": true, "mutable-content": true}}}}}"#)
+            .legacyRequest(nowSeconds: Self.now)
+        #expect(flags.contentAvailable && flags.mutableContent)
         let none = try Self.parse(#"{"message": {"token": "\#(Self.token)"}}"#).legacyRequest(nowSeconds: Self.now)
         #expect(none.timeToLive == FCMLimits.defaultTimeToLive && none.priority == nil)
         #expect(Self.error(#"{"message": {"token": "\#(Self.token)", "android": {"ttl": "2419201s"}}}"#)?.errorCode == "INVALID_ARGUMENT")
