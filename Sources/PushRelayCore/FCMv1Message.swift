@@ -38,7 +38,7 @@ public struct FCMv1Message: Sendable, Hashable {
     public var analyticsLabel: String?
 
     /// Parses and validates a request body.
-    public static func parse(json bytes: [UInt8], limits: JSONParseLimits = .default) throws(FCMv1Error) -> FCMv1Message {
+    public static func parse(json bytes: [UInt8], limits: JSONParseLimits = .v1) throws(FCMv1Error) -> FCMv1Message {
         let root: JSONValue
         do {
             root = try JSONValue.parse(bytes, limits: limits)

@@ -137,6 +137,11 @@ indirect enum FCMv1Schema: Sendable {
                 }
                 if case .null = member.value { continue }
                 let fieldPath = path.isEmpty ? name : "\(path).\(name)"
+                // One field given twice, as `collapse_key` and `collapseKey`: refused as proto3 JSON refuses it.
+                guard checked[name] == nil else {
+                    throw FCMv1Error.invalidPayload(
+                        "Invalid JSON payload received. Duplicate field \"\(member.key)\" at '\(fieldPath)'.", field: fieldPath)
+                }
                 checked[name] = try schema.check(member.value, at: fieldPath)
             }
             return .object(checked)

@@ -6,7 +6,7 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
     /// The kind of problem.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable, Hashable {
-            case unexpectedCharacter, unexpectedEnd, invalidUTF8, invalidEscape, tooDeep, tooLarge
+            case unexpectedCharacter, unexpectedEnd, invalidUTF8, invalidEscape, tooDeep, tooLarge, duplicateKey
         }
 
         private let base: Base
@@ -24,6 +24,8 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
         public static let tooDeep = Code(.tooDeep)
         /// The input is longer than ``JSONParseLimits/maxBytes``.
         public static let tooLarge = Code(.tooLarge)
+        /// A key appears twice in one object (only with ``JSONParseLimits/rejectsDuplicateKeys``).
+        public static let duplicateKey = Code(.duplicateKey)
 
         public var description: String { base.rawValue }
     }
@@ -32,7 +34,8 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
     public let code: Code
     /// The byte offset (from 0) where the problem was found.
     public let position: Int
-    /// The offending character as shown in ``message`` (for ``Code/unexpectedCharacter``).
+    /// The offending character as shown in ``message`` (for ``Code/unexpectedCharacter``), or the repeated key (for
+    /// ``Code/duplicateKey``).
     public let character: String?
     /// The limit that was exceeded (for ``Code/tooDeep`` and ``Code/tooLarge``).
     public let limit: Int?
@@ -53,6 +56,7 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
         case .invalidUTF8: reason = "Invalid UTF-8"
         case .invalidEscape: reason = "Invalid escape sequence"
         case .tooDeep: reason = "Nesting deeper than \(limit ?? 0) levels"
+        case .duplicateKey: reason = "Duplicate field \"\(character ?? "")\""
         default: reason = "Input longer than \(limit ?? 0) bytes"
         }
         return "JSON_PARSING_ERROR: \(reason) at position \(position)."

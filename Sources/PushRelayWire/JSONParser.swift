@@ -6,10 +6,12 @@ struct JSONParser {
     private var index: Int = 0
     private var depth: Int = 0
     private let maxDepth: Int
+    private let rejectsDuplicateKeys: Bool
 
-    init(bytes: [UInt8], maxDepth: Int) {
+    init(bytes: [UInt8], maxDepth: Int, rejectsDuplicateKeys: Bool = false) {
         self.bytes = bytes
         self.maxDepth = maxDepth
+        self.rejectsDuplicateKeys = rejectsDuplicateKeys
     }
 
     /// Parses the whole input as one value surrounded by optional whitespace.
@@ -90,7 +92,11 @@ struct JSONParser {
         object.reserveCapacity(4)
         while true {
             guard try peek() == UInt8(ascii: "\"") else { throw unexpectedCharacter(at: index) }
+            let keyStart = index
             let key = try parseString()
+            if rejectsDuplicateKeys, object[key] != nil {
+                throw JSONParseError(code: .duplicateKey, position: keyStart, character: key)
+            }
             skipWhitespace()
             guard try peek() == UInt8(ascii: ":") else { throw unexpectedCharacter(at: index) }
             index += 1
@@ -395,7 +401,7 @@ extension JSONValue {
     /// Parses UTF-8 JSON text (RFC 8259; any value at the top level).
     ///
     /// Errors carry FCM's wording and the byte position: `JSON_PARSING_ERROR: Unexpected character (x) at position 0.`
-    /// A repeated object key keeps the last value at the first key's position.
+    /// A repeated object key keeps the last value at the first key's position, unless the limits reject it.
     public static func parse(
         _ bytes: [UInt8],
         limits: JSONParseLimits = .default
@@ -403,7 +409,7 @@ extension JSONValue {
         guard bytes.count <= limits.maxBytes else {
             throw JSONParseError(code: .tooLarge, position: limits.maxBytes, limit: limits.maxBytes)
         }
-        var parser = JSONParser(bytes: bytes, maxDepth: limits.maxDepth)
+        var parser = JSONParser(bytes: bytes, maxDepth: limits.maxDepth, rejectsDuplicateKeys: limits.rejectsDuplicateKeys)
         return try parser.parseDocument()
     }
 

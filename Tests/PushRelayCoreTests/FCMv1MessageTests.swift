@@ -63,6 +63,14 @@ import Testing
         #expect(Self.error(#"{"message": {"token": "\#(Self.token)", "android": {"ttl": "10"}}}"#)?.message.contains("Illegal duration") == true)
         #expect(Self.error(#"{"message": {"token": "\#(Self.token)"}, "validate_only": "yes"}"#) != nil)
         #expect(Self.error("not json")?.status == "INVALID_ARGUMENT")
+        // A field given twice (the same name, or snake and camel case) is refused, not "last one wins".
+        let twice = Self.error(#"{"message": {"token": "\#(Self.token)", "data": {"a": "1"}, "data": {"b": "2"}}}"#)
+        #expect(twice?.status == "INVALID_ARGUMENT" && twice?.message.contains(#"Duplicate field "data""#) == true, "\(String(describing: twice))")
+        let mapKey = Self.error(#"{"message": {"token": "\#(Self.token)", "data": {"a": "1", "a": "2"}}}"#)
+        #expect(mapKey?.message.contains(#"Duplicate field "a""#) == true, "\(String(describing: mapKey))")
+        let cases = Self.error(#"{"message": {"token": "\#(Self.token)", "android": {"collapse_key": "x", "collapseKey": "y"}}}"#)
+        #expect(cases?.message.contains(#"Duplicate field "collapseKey""#) == true, "\(String(describing: cases))")
+        #expect(cases?.fieldViolations.first?.field == "message.android.collapse_key")
     }
 
     @Test func camelCaseNamesAreAccepted() throws {

@@ -161,6 +161,14 @@ struct JSONValueTests {
         #expect(error(hostile)?.code == .tooDeep)
     }
 
+    @Test func duplicateKeysLastWinsUnlessRefused() throws {
+        #expect(try parse(#"{"a":1,"a":2}"#) == ["a": 2])
+        let refused = error(#"{"b":{"a":1,"a":2}}"#, limits: .v1)
+        #expect(refused?.code == .duplicateKey && refused?.position == 12, "\(String(describing: refused))")
+        #expect(refused?.message == #"JSON_PARSING_ERROR: Duplicate field "a" at position 12."#)
+        #expect(error(#"{"a":{"a":1}}"#, limits: .v1) == nil, "the same key in another object is no duplicate")
+    }
+
     @Test func sizeLimit() {
         let limits = JSONParseLimits(maxBytes: 10)
         #expect(error("[1,2,3,4,5]", limits: limits)?.code == .tooLarge)
