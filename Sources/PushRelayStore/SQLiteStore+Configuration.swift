@@ -49,8 +49,11 @@ extension SQLiteStore {
         public var credentials: CredentialGenerator = .default
         /// The wall clock (expiry, ids, dates). Tests move it.
         public var clock: @Sendable () -> Date = { Date() }
-        /// Whether the writer expands topic messages by itself (tests turn it off to stop mid-expansion).
-        var automaticFanOut = true
+        /// Whether the writer expands topic messages by itself, new ones and those a previous run left unfinished
+        /// (a daemon does). `false` for a store opened only to be read whole (`pushrelay store migrate`: the
+        /// unfinished expansions are copied as they are and nothing is written to the store), and in tests that
+        /// stop mid-expansion. Default true.
+        public var automaticFanOut = true
         /// Rows of the `messages` table one write request of the expiry sweep examines (``ExpirySweep``): reading
         /// them takes under a millisecond of the writer's time; deleting costs ≈ 17 µs per expired row (35 ms for a
         /// chunk that has all expired, where the old purge deleted up to 10,000 rows in one request). Tests make it

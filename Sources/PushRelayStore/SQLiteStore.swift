@@ -100,6 +100,19 @@ public final class SQLiteStore: PushStore {
         }
     }
 
+    /// Runs `body` while this process holds the store's write lock (`BEGIN IMMEDIATE` on a connection of its own):
+    /// nothing commits to the store meanwhile — a daemon still serving it waits, then answers `Unavailable` — so
+    /// what `body` reads, in as many read transactions as it likes, is one state of the store. Throws
+    /// ``StoreError/Code/unavailable`` when the lock cannot be had within the busy timeout (a writer holds it).
+    /// For `pushrelay store migrate`, on a store opened without ``Configuration/automaticFanOut`` (which would
+    /// otherwise wait for this lock itself).
+    public func withWritesHeld<Result>(_ body: () async throws -> Result) async throws -> Result {
+        let lock = try SQLiteConnection(path: self.context.configuration.path, busyTimeout: self.context.configuration.busyTimeout)
+        try lock.execute("BEGIN IMMEDIATE")
+        defer { try? lock.execute("ROLLBACK") }
+        return try await body()
+    }
+
     /// See ``PushStore/commitFailure``.
     public var commitFailure: StoreError? { self.writer.commitFailure }
 

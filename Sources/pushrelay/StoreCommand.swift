@@ -78,9 +78,11 @@ struct StoreCommand: AsyncParsableCommand {
         func run() async throws {
             var logger = Logger(label: "pushrelay.cli")
             logger.logLevel = .warning
-            // createIfMissing false: a wrong directory is an error, not an empty store copied.
+            // createIfMissing false: a wrong directory is an error, not an empty store copied. Unfinished topic
+            // expansions are copied as they are (the nodes resume them), not run here: the source stays as it was.
             var sqlite = SQLiteStore.Configuration.relay(directory: fromDataDir)
             sqlite.createIfMissing = false
+            sqlite.automaticFanOut = false
             let source: SQLiteStore
             do {
                 source = try SQLiteStore(configuration: sqlite, logger: logger)
@@ -98,8 +100,11 @@ struct StoreCommand: AsyncParsableCommand {
             }
             let report: StoreMigrationReport
             do {
-                report = try await target.importAll(from: source) { table, copied in
-                    if copied % 10_000 == 0 { FileHandle.standardError.write(Data("  \(table): \(copied)\n".utf8)) }
+                // Nothing commits to the source while it is read, table after table: the copy is one state of it.
+                report = try await source.withWritesHeld {
+                    try await target.importAll(from: source) { table, copied in
+                        if copied % 10_000 == 0 { FileHandle.standardError.write(Data("  \(table): \(copied)\n".utf8)) }
+                    }
                 }
             } catch let error as StoreError {
                 await target.close()

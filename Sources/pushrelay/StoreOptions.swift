@@ -106,12 +106,14 @@ struct StoreOptions: ParsableArguments {
 
 extension StoreError {
     /// The exit status of a command stopped by this error, the same for `serve` and every CLI command (sysexits):
-    /// 66 (`EX_NOINPUT`) for a missing or empty store, 65 (`EX_DATAERR`) for a damaged one, 69 (`EX_UNAVAILABLE`)
-    /// for any other (unreachable, refused, read-only).
+    /// 66 (`EX_NOINPUT`) for a missing or empty store, 65 (`EX_DATAERR`) for a damaged one, 73 (`EX_CANTCREAT`)
+    /// for a target that already holds data (`store migrate` into a used database), 69 (`EX_UNAVAILABLE`) for any
+    /// other (unreachable, refused, read-only).
     var exitStatus: Int32 {
         switch code {
         case .notFound: 66
         case .corrupt: 65
+        case .alreadyExists: 73
         default: 69
         }
     }

@@ -61,11 +61,11 @@ struct StoreMigrationTests {
 
         // Into a database that holds projects: refused, nothing copied.
         let again = try await run(Daemon.binary, ["store", "migrate", "--from-data-dir", single.dataDir.path, "--to", url])
-        #expect(again.status == 64 && again.stderr.contains("already holds projects"), "\(again.stderr)")
+        #expect(again.status == 73 && again.stderr.contains("already holds projects"), "\(again.status) \(again.stderr)")
         // From a directory without a store: refused, nothing created.
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent("no-store-\(UUID().uuidString)").path
         let missing = try await run(Daemon.binary, ["store", "migrate", "--from-data-dir", empty, "--to", url])
-        #expect(missing.status == 64 && missing.stderr.contains("cannot open the SQLite store"), "\(missing.stderr)")
+        #expect(missing.status == 66 && missing.stderr.contains("cannot open the SQLite store"), "\(missing.status) \(missing.stderr)")
         #expect(!FileManager.default.fileExists(atPath: empty + "/pushrelay.sqlite"))
     }
 }

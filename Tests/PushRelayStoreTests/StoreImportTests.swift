@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PushRelayCore
 import Testing
 import TestSupport
@@ -55,6 +56,58 @@ struct StoreImportTests {
             #expect(again?.code == .alreadyExists)
             await postgres.close()
             await sqlite.close()
+        }
+    }
+
+    /// `pushrelay store migrate` opens the source without automatic fan-out and holds its write lock while it copies:
+    /// a topic message whose expansion a stopped daemon left unfinished is copied as it is (not expanded into the
+    /// source, where a device at the 100-message limit would have lost its queue to the overflow rule), and a
+    /// writer that comes meanwhile waits, so the copy is one state of the store.
+    @Test("the source is copied as it is: an unfinished topic expansion is not run on it, and nothing commits to it while it is read")
+    func sourceIsLeftAsItWas() async throws {
+        try await withTemporaryDirectory { directory in
+            var configuration = SQLiteStore.Configuration(directory: directory)
+            let daemon = try SQLiteStore(configuration: configuration, logger: Logger(label: "test"))
+            let shop = try await daemon.createProject(name: "shop")
+            let device = try await daemon.registerDevice(project: shop.project.id, app: "a", platform: "IOS")
+            _ = try await daemon.subscribe(tokens: [device.device.token], to: "news", project: shop.project.id)
+            _ = try await daemon.enqueue((0..<100).map { NewMessage(device: device.device.id, body: [UInt8($0)]) })
+            await daemon.close()
+            // What a daemon stopped mid-expansion leaves: a topic message not yet expanded to its subscriber.
+            let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+            let raw = try SQLiteConnection(path: configuration.path, busyTimeout: .seconds(1))
+            try raw.execute(
+                """
+                INSERT INTO topic_messages (id, project_id, topic, snapshot, cursor, expires_at, created_at, body)
+                VALUES ((SELECT max(id) + 1 FROM messages), \(shop.project.id.rawValue), 'news', 9000000000000000000, 0,
+                        \(now + 3_600_000_000), \(now), x'7b7d')
+                """)
+
+            configuration.automaticFanOut = false
+            let source = try SQLiteStore(configuration: configuration, logger: Logger(label: "test"))
+            let postgres = try await openStore(.postgres, in: directory) as! PostgresStore
+            var intruder = SQLiteStore.Configuration(directory: directory)
+            intruder.busyTimeout = .milliseconds(200)
+            intruder.automaticFanOut = false
+            let other = try SQLiteStore(configuration: intruder, logger: Logger(label: "test"))
+            let report = try await source.withWritesHeld {
+                // Another process's write cannot commit while the copy runs.
+                await #expect(throws: StoreError.self) {
+                    try await other.enqueue([NewMessage(device: device.device.id, body: [9])])
+                }
+                return try await postgres.importAll(from: source)
+            }
+            #expect(report.count(of: "messages") == 100 && report.count(of: "topic_messages") == 1, "\(report)")
+            // The source: still 100 messages and the one unfinished expansion.
+            let pending = try await source.pendingMessages(for: device.device.id, after: nil, limit: 1000)
+            #expect(pending.count == 100 && pending.allSatisfy { $0.kind == .message }, "\(pending.count)")
+            let left = try SQLiteConnection(path: configuration.path, busyTimeout: .seconds(1))
+            let count = try left.statement("SELECT count(*) FROM topic_messages")
+            #expect(try count.step() && count.int64(0) == 1)
+            try count.run()
+            await other.close()
+            await source.close()
+            await postgres.close()
         }
     }
 }
