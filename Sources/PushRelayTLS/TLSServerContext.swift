@@ -8,7 +8,10 @@ import NIOConcurrencyHelpers
 /// certificate; connections already open keep the one they were made with (each holds its own reference).
 /// Share one context between all event loops of a listener.
 public final class TLSServerContext: Sendable {
-    private let configuration: TLSServerConfiguration
+    /// The files served (a reload may name others) and the ALPN names.
+    private let configuration: NIOLockedValueBox<TLSServerConfiguration>
+    /// The configuration's handshake timeout (a reload changes files only), read per connection without the lock.
+    private let handshakeTimeout: TimeAmount
     private let logger: Logger
     private let current: NIOLockedValueBox<SSLContextHandle>
 
@@ -18,7 +21,8 @@ public final class TLSServerContext: Sendable {
     /// is invalid. An expired (or not yet valid) certificate is accepted at start with a warning, so that a lapsed
     /// renewal does not keep the daemon down; `reload()` refuses one.
     public init(configuration: TLSServerConfiguration, logger: Logger) throws(TLSError) {
-        self.configuration = configuration
+        self.configuration = NIOLockedValueBox(configuration)
+        self.handshakeTimeout = configuration.handshakeTimeout
         self.logger = logger
         let (handle, invalidNow) = try SSLContextHandle.server(
             certificateChainFile: configuration.certificateChainFile,
@@ -40,19 +44,25 @@ public final class TLSServerContext: Sendable {
         current.withLockedValue { $0.certificate! }
     }
 
-    /// Reads the certificate and key files again and, if they are good, serves them to every new handshake.
+    /// Reads the certificate and key files again — those named here, else the ones in use — and, if they are good,
+    /// serves them to every new handshake (and reads them on the next reload).
     ///
     /// Open connections are not touched. On failure (unreadable file, key not matching, certificate expired or
-    /// not yet valid) the error is logged and thrown, and the certificate in use stays. Safe from any thread;
-    /// the daemon calls it on SIGHUP.
+    /// not yet valid) the error is logged and thrown, and the certificate and files in use stay. Safe from any
+    /// thread; the daemon calls it on SIGHUP with the paths its configuration names now.
     @discardableResult
-    public func reload() throws(TLSError) -> TLSCertificateInfo {
+    public func reload(certificateChainFile: String? = nil, privateKeyFile: String? = nil) throws(TLSError)
+        -> TLSCertificateInfo
+    {
+        var next = configuration.withLockedValue { $0 }
+        if let certificateChainFile { next.certificateChainFile = certificateChainFile }
+        if let privateKeyFile { next.privateKeyFile = privateKeyFile }
         let handle: SSLContextHandle
         do {
             handle = try SSLContextHandle.server(
-                certificateChainFile: configuration.certificateChainFile,
-                privateKeyFile: configuration.privateKeyFile,
-                applicationProtocols: configuration.applicationProtocols,
+                certificateChainFile: next.certificateChainFile,
+                privateKeyFile: next.privateKeyFile,
+                applicationProtocols: next.applicationProtocols,
                 rejectingExpired: true
             ).handle
         } catch {
@@ -63,6 +73,7 @@ public final class TLSServerContext: Sendable {
             throw error
         }
         current.withLockedValue { $0 = handle }
+        configuration.withLockedValue { $0 = next }
         let info = handle.certificate!
         logger.info("TLS certificate reloaded", metadata: ["tls.certificate": "\(info)"])
         return info
@@ -79,7 +90,7 @@ public final class TLSServerContext: Sendable {
             return TLSHandler(
                 connection: connection,
                 role: .server,
-                handshakeTimeout: configuration.handshakeTimeout,
+                handshakeTimeout: handshakeTimeout,
                 logger: logger
             )
         } catch {

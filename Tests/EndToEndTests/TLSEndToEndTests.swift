@@ -169,6 +169,44 @@ import Testing
         #expect(daemon.process?.isRunning == true)
     }
 
+    /// The configuration file names other certificate files: a SIGHUP serves those (it re-read the first paths
+    /// for ever). A reload whose certificate is refused applies nothing, not even the file's new log level.
+    @Test func sighupFollowsTheFilesTheConfigurationNames() async throws {
+        let pki = try await TestPKI()
+        let firstCertificate = pki.directory + "/first.pem", firstKey = pki.directory + "/first.key"
+        try FileManager.default.copyItem(atPath: pki.certificateFile, toPath: firstCertificate)
+        try FileManager.default.copyItem(atPath: pki.keyFile, toPath: firstKey)
+        let file = pki.directory + "/pushrelay.conf"
+        func configure(certificate: String, key: String, logLevel: String) throws {
+            try Data("tls_certificate = \"\(certificate)\"\ntls_key = \"\(key)\"\nlog_level = \"\(logLevel)\"\n".utf8)
+                .write(to: URL(fileURLWithPath: file))
+        }
+        try configure(certificate: firstCertificate, key: firstKey, logLevel: "info")
+        let daemon = try Daemon(arguments: ["--config", file, "--listen-tls", "127.0.0.1:0"])
+        try await daemon.start()
+        #expect(try await pki.servedSerial(port: daemon.tlsPort) == "1001")
+
+        // New files at the paths the daemon started with stay as they are; the file now names others.
+        try await pki.issueServerCertificate(serial: "1002")
+        try configure(certificate: pki.certificateFile, key: pki.keyFile, logLevel: "info")
+        try daemon.hangUp()
+        try await daemon.waitForLog("TLS certificate reloaded")
+        #expect(try await pki.servedSerial(port: daemon.tlsPort) == "1002")
+
+        // A key that does not match, and debug logging, in one edit: refused whole.
+        try configure(certificate: pki.certificateFile, key: firstKey, logLevel: "debug")
+        try daemon.hangUp()
+        try await daemon.waitForLog("reload failed")
+        #expect(try await pki.servedSerial(port: daemon.tlsPort) == "1002")
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let stream = try daemon.openStream(secret: device.secret)
+        try await stream.waitFor("the stream to open") { $0.contains(": connected") }
+        stream.stop()
+        #expect(!daemon.log.contains("stream opened"), "debug logging came with a refused reload:\n\(daemon.log)")
+        #expect(try await daemon.terminate() == 0)
+    }
+
     @Test func missingOrBadCertificateExits78() async throws {
         let pki = try await TestPKI()
         let garbage = pki.directory + "/garbage.pem"

@@ -132,15 +132,17 @@ public final class RelayService: Service {
         await store.close()
     }
 
-    /// What a SIGHUP re-reads: the log level (from `configuration`) and the TLS certificate and key.
+    /// What a SIGHUP re-reads: the TLS certificate and key (the files `configuration` names now) and the log level.
+    /// All or nothing: a certificate refused leaves the log level as it was too.
     func reload(_ configuration: PushRelayConfiguration, logLevel: LogLevelControl?) throws -> String {
-        logLevel?.level = configuration.logLevel.loggerLevel
         var status = "reloaded: log level \(configuration.logLevel.rawValue)"
         if let tlsContext {
             // Refused (logged by the context, old certificate kept) unless both files are good.
-            let certificate = try tlsContext.reload()
+            let certificate = try tlsContext.reload(
+                certificateChainFile: configuration.tlsCertificatePath, privateKeyFile: configuration.tlsKeyPath)
             status += ", TLS certificate serial \(certificate.serialNumber)"
         }
+        logLevel?.level = configuration.logLevel.loggerLevel
         return status
     }
 
