@@ -50,7 +50,7 @@ extension SQLiteStore {
         let hash = KeyHash(of: secret)
         return try await self.writer.write(isolated: true) { transaction in
             let connection = transaction.connection
-            let select = try connection.statement(Self.selectDevice + " WHERE secret_hash = ?1")
+            let select = try connection.statement(composed: Self.selectDevice + " WHERE secret_hash = ?1")
             try select.bind(hash.bytes, at: 1)
             guard try select.step(), hash.matches(select.blob(6)) else { return nil }
             let device = Self.device(from: select)
@@ -159,7 +159,7 @@ extension SQLiteStore {
         }
         let generation = cache.generation
         let device = try self.readers.read { connection throws(StoreError) -> Device? in
-            let select = try connection.statement(Self.selectDevice + " WHERE secret_hash = ?1")
+            let select = try connection.statement(composed: Self.selectDevice + " WHERE secret_hash = ?1")
             try select.bind(hash.bytes, at: 1)
             guard try select.step(), hash.matches(select.blob(6)) else { return nil }
             let device = Self.device(from: select)
@@ -184,7 +184,7 @@ extension SQLiteStore {
             var found: [Device?] = []
             found.reserveCapacity(missing.count)
             for index in missing {
-                let select = try connection.statement(Self.selectDevice + " WHERE token = ?1")
+                let select = try connection.statement(composed: Self.selectDevice + " WHERE token = ?1")
                 try select.bind(tokens[index], at: 1)
                 if try select.step() {
                     found.append(Self.device(from: select))

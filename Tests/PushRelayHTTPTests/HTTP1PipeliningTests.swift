@@ -2,6 +2,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import NIOEmbedded
+import NIOHTTP1
 import Testing
 
 @testable import PushRelayHTTP
@@ -147,5 +148,33 @@ final class ReadCounter: ChannelOutboundHandler {
         HTTP1ResponseEncoding.writeChunk(ByteBuffer(), into: &buffer)
         HTTP1ResponseEncoding.writeChunk(ByteBuffer(repeating: UInt8(ascii: "a"), count: 300), into: &buffer)
         #expect(String(buffer: buffer) == "5\r\nhello\r\n12c\r\n" + String(repeating: "a", count: 300) + "\r\n")
+    }
+}
+
+/// ``HTTP1ServerConnectionHandler/makeRequest(_:)``: NIO's head as the routes read it.
+@Suite struct HTTP1HeadConversionTests {
+    @Test("names in any case, common or not, are the same fields; Host is the authority; a malformed name is refused")
+    func fieldNames() throws {
+        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/fcm/send")
+        head.headers.add(name: "HOST", value: "relay.test")
+        head.headers.add(name: "CONTENT-type", value: "application/json")
+        head.headers.add(name: "authorization", value: "key=k")
+        head.headers.add(name: "Content-Length", value: "2")
+        head.headers.add(name: "X-Custom", value: "v")
+        head.headers.add(name: "Content-Lengthy", value: "w")
+        let request = try #require(HTTP1ServerConnectionHandler.makeRequest(head))
+        #expect(request.authority == "relay.test")
+        #expect(request.headerFields[.contentType] == "application/json")
+        #expect(request.headerFields[.authorization] == "key=k")
+        #expect(request.headerFields[.contentLength] == "2")
+        #expect(request.headerFields[HTTPField.Name("x-custom")!] == "v")
+        #expect(request.headerFields[HTTPField.Name("content-lengthy")!] == "w")
+        #expect(request.headerFields.count == 5, "\(request.headerFields)")
+        #expect(HTTP1ServerConnectionHandler.commonFieldName("cOnTeNt-TyPe") == .contentType)
+        #expect(HTTP1ServerConnectionHandler.commonFieldName("content-typ") == nil)
+        #expect(HTTP1ServerConnectionHandler.commonFieldName("content\u{0}type") == nil)
+        var bad = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/")
+        bad.headers.add(name: "bad name", value: "v")
+        #expect(HTTP1ServerConnectionHandler.makeRequest(bad) == nil)
     }
 }

@@ -31,7 +31,7 @@ struct WALWriteTests {
     }
 
     static func count(_ connection: SQLiteConnection, _ sql: String) throws -> Int64 {
-        let statement = try connection.statement(sql)
+        let statement = try connection.statement(composed: sql)
         _ = try statement.step()
         let value = statement.int64(0)
         try statement.run()

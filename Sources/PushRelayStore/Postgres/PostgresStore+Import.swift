@@ -168,7 +168,7 @@ extension PostgresStore {
             ? "SELECT \(names) FROM \(table.name) WHERE id > ?1 ORDER BY id LIMIT \(Self.pageSize)"
             : "SELECT \(names) FROM \(table.name)"
         return try source.readers.read { connection throws(StoreError) -> [[Value]] in
-            let select = try connection.statement(sql)
+            let select = try connection.statement(composed: sql)
             if table.pagedByID { try select.bind(after, at: 1) }
             var rows: [[Value]] = []
             while try select.step() {

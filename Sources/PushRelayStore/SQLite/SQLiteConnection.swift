@@ -9,6 +9,9 @@ import CSQLiteWAL
 final class SQLiteConnection {
     private var handle: OpaquePointer?
     private var cache: [String: SQLiteStatement] = [:]
+    /// Statements of SQL written as literals, by the literal's address: a lookup hashes one integer, where the text
+    /// key hashed and compared a few hundred bytes per statement, several times per send.
+    private var literalCache: [UInt: SQLiteStatement] = [:]
     /// Kept alive while SQLite holds a pointer to it (``countWALFrames(into:)``).
     private var walFrames: WALFrameCount?
 
@@ -40,6 +43,8 @@ final class SQLiteConnection {
 
     /// Finalizes every cached statement and closes the connection.
     func close() {
+        for statement in self.literalCache.values { statement.finalize() }
+        self.literalCache.removeAll()
         for statement in self.cache.values {
             statement.finalize()
         }
@@ -62,22 +67,40 @@ final class SQLiteConnection {
         }
     }
 
-    /// A prepared statement for `sql`, from the cache, reset and with no bindings. Valid until the next call that
-    /// uses the same SQL text on this connection.
-    func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
+    /// A prepared statement for the literal `sql`, from the cache, reset and with no bindings. Valid until the next
+    /// call with the same literal on this connection.
+    func statement(_ sql: StaticString) throws(StoreError) -> SQLiteStatement {
+        precondition(sql.hasPointerRepresentation, "SQL text is never a single scalar")
+        let key = UInt(bitPattern: sql.utf8Start)
+        if let cached = self.literalCache[key] {
+            cached.reset()
+            return cached
+        }
+        let statement = try self.prepare(String(describing: sql))
+        self.literalCache[key] = statement
+        return statement
+    }
+
+    /// A prepared statement for `sql` composed at run time (a fixed prefix and a clause, say), from the cache, reset
+    /// and with no bindings. Valid until the next call that uses the same SQL text on this connection.
+    func statement(composed sql: String) throws(StoreError) -> SQLiteStatement {
         if let cached = self.cache[sql] {
             cached.reset()
             return cached
         }
+        let statement = try self.prepare(sql)
+        self.cache[sql] = statement
+        return statement
+    }
+
+    private func prepare(_ sql: String) throws(StoreError) -> SQLiteStatement {
         let db = try self.db()
         var pointer: OpaquePointer?
         let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &pointer, nil)
         guard rc == SQLITE_OK, let pointer else {
             throw Self.error(rc, "prepare failed: \(String(cString: sqlite3_errmsg(db)))")
         }
-        let statement = SQLiteStatement(pointer: pointer, connection: db)
-        self.cache[sql] = statement
-        return statement
+        return SQLiteStatement(pointer: pointer, connection: db)
     }
 
     /// A statement that is not cached (SQL text built per call, e.g. with a variable number of parameters).
