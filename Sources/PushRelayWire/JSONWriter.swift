@@ -180,21 +180,18 @@ public enum JSONWriter {
 
     /// Appends a decimal unsigned integer (no allocation).
     public static func appendDecimal(_ value: UInt64, to buffer: inout [UInt8]) {
-        var count = 1
-        var rest = value
-        while rest >= 10 {
-            rest /= 10
-            count += 1
+        // The digits are made on the stack, last first, and appended in one go (UInt64.max has 20): a message id
+        // written digit by digit into the array paid a bounds and uniqueness check per digit.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var position = digits.count
+            var remaining = value
+            repeat {
+                position -= 1
+                digits[position] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                remaining /= 10
+            } while remaining > 0
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: digits[position...]))
         }
-        let start = buffer.count
-        buffer.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
-        var remaining = value
-        var position = start + count
-        repeat {
-            position -= 1
-            buffer[position] = UInt8(ascii: "0") + UInt8(remaining % 10)
-            remaining /= 10
-        } while remaining > 0
     }
 
     /// Appends a decimal signed integer.

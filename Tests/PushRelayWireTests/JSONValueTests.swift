@@ -208,6 +208,9 @@ struct JSONValueTests {
         var buffer: [UInt8] = []
         JSONWriter.appendDecimal(Int64.min, to: &buffer)
         #expect(String(decoding: buffer, as: UTF8.self) == String(Int64.min))
+        var after = Array("id:".utf8)
+        JSONWriter.appendDecimal(UInt64(42), to: &after)
+        #expect(String(decoding: after, as: UTF8.self) == "id:42", "appended after what the buffer holds")
     }
 
     @Test func numberFromDouble() {

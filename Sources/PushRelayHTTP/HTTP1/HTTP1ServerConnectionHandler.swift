@@ -687,34 +687,14 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         fields.reserveCapacity(head.headers.count)
         var authority: String?
         for (name, value) in head.headers {
-            guard let fieldName = commonFieldName(name) ?? HTTPField.Name(name) else { return nil }
-            if fieldName == hostName {
+            guard let fieldName = HTTPField.Name(name) else { return nil }
+            if fieldName.canonicalName == "host" {
                 authority = value
                 continue
             }
             fields.append(HTTPField(name: fieldName, value: value))
         }
         return HTTPRequest(method: method, scheme: nil, authority: authority, path: head.uri, headerFields: fields)
-    }
-
-    /// Field names nearly every request carries, ready made: matching one (any case) is a length check and a byte
-    /// comparison, where making a name validates and lower-cases it (a new string) for each field of each request.
-    private static let hostName = HTTPField.Name("Host")!
-    private static let commonFieldNames: [HTTPField.Name] = [
-        hostName, .userAgent, .accept, .contentType, .contentLength, .authorization, .connection, .acceptEncoding, .expect,
-        .transferEncoding, .origin,
-    ]
-
-    /// The ready-made name `name` is, in any case, or nil.
-    static func commonFieldName(_ name: String) -> HTTPField.Name? {
-        let bytes = name.utf8
-        for candidate in commonFieldNames where candidate.canonicalName.utf8.count == bytes.count {
-            // An ASCII capital made small; every other byte compared as it is.
-            if bytes.elementsEqual(candidate.canonicalName.utf8, by: { ($0 &- UInt8(ascii: "A") < 26 ? $0 | 0x20 : $0) == $1 }) {
-                return candidate
-            }
-        }
-        return nil
     }
 }
 
