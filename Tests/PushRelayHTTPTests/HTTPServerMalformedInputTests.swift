@@ -54,6 +54,52 @@ import TestSupport
         #expect(try await Self.stillServes(server))
     }
 
+    /// Framing the server cannot be sure a client and an intermediary read alike ends the connection after the
+    /// answer; absolute-form targets and HTTP/1.0 keep-alive are served as RFC 9112 says.
+    @Test func framingInDoubtClosesTheConnection() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        // HTTP/1.0 with Transfer-Encoding (RFC 9112 §6.1): answered, then closed; the request behind it is not read.
+        let chunked10 = try await Self.rawExchange(port: server.port, send: Array(
+            ("POST /echo HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n"
+                + "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n").utf8))
+        #expect(chunked10.components(separatedBy: "HTTP/1.1 200").count == 2, "\(chunked10)")
+        #expect(chunked10.hasSuffix("<closed>"), "\(chunked10)")
+        // Expect: 100-continue on a path nobody serves: 404 and closed, so that the next request is not read as the
+        // body the client held back.
+        let expecting = try await Self.rawExchange(port: server.port, send: Array(
+            ("POST /nope HTTP/1.1\r\nHost: a\r\nContent-Length: 29\r\nExpect: 100-continue\r\n\r\n"
+                + "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n").utf8))
+        #expect(expecting.hasPrefix("HTTP/1.1 404") && expecting.contains("connection: close"), "\(expecting)")
+        #expect(!expecting.contains("HTTP/1.1 200") && expecting.hasSuffix("<closed>"), "\(expecting)")
+        // A target in absolute form is served (its authority wins over Host).
+        let absolute = try await Self.rawExchange(port: server.port, send: Array(
+            "GET http://127.0.0.1:\(server.port)/healthz HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n".utf8))
+        #expect(absolute.hasPrefix("HTTP/1.1 200"), "\(absolute)")
+        // HTTP/1.0 keep-alive: the answer says the connection stays (else the client reads until it closes).
+        let kept = try await Self.rawExchange(port: server.port, send: Array(
+            "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /healthz HTTP/1.0\r\n\r\n".utf8))
+        #expect(kept.components(separatedBy: "HTTP/1.1 200").count == 3, "\(kept)")
+        #expect(kept.contains("connection: keep-alive\r\n") && kept.hasSuffix("<closed>"), "\(kept)")
+        #expect(try await Self.stillServes(server))
+    }
+
+    /// An h2c upgrade whose client sent the HTTP/2 preface and frames in the same write as the upgrade request: they
+    /// are answered at once (a PING's ACK), not when the client next sends something.
+    @Test func framesSentWithTheUpgradeRequestAreAnswered() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let upgrade = "GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+            + "HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n"
+        var bytes = Array(upgrade.utf8) + Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+        bytes += [0, 0, 0, 4, 0, 0, 0, 0, 0]  // SETTINGS, empty
+        bytes += [0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]  // PING
+        let answer = try await Self.rawExchange(port: server.port, send: bytes)
+        #expect(answer.hasPrefix("HTTP/1.1 101"), "\(answer)")
+        let pingAck = String(decoding: [0, 0, 8, 6, 1, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8] as [UInt8], as: UTF8.self)
+        #expect(answer.contains(pingAck), "no PING ACK: \(Array(answer.utf8).suffix(80))")
+    }
+
     @Test func badHTTP2PrefaceIsTreatedAsBadHTTP1() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }

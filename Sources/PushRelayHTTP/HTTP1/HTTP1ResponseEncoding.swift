@@ -25,10 +25,12 @@ enum HTTP1ResponseEncoding {
     }
 
     /// Appends a response head: status line, the response's fields (transport fields excepted), the framing and, when
-    /// `close`, `connection: close`. The head is measured first and then written in one access to the buffer (a
+    /// `close`, `connection: close` (else, to an HTTP/1.0 client that asked to keep the connection,
+    /// `connection: keep-alive`). The head is measured first and then written in one access to the buffer (a
     /// write per piece cost a bounds and exclusivity check each, about fifteen per response).
     static func writeHead(
-        status: HTTPResponse.Status, fields: HTTPFields, framing: Framing, close: Bool, into buffer: inout ByteBuffer
+        status: HTTPResponse.Status, fields: HTTPFields, framing: Framing, close: Bool, keepAliveForHTTP10: Bool = false,
+        into buffer: inout ByteBuffer
     ) {
         // A status made from a bare code has no phrase: the standard one is written.
         let phrase = status.reasonPhrase.isEmpty ? HTTPResponseStatus(statusCode: status.code).reasonPhrase : status.reasonPhrase
@@ -42,6 +44,7 @@ enum HTTP1ResponseEncoding {
         case .none: break
         }
         if close { size += closeField.utf8CodeUnitCount }
+        if keepAliveForHTTP10 && !close { size += keepAliveField.utf8CodeUnitCount }
         size += 2
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { raw in
             var out = HeadWriter(raw)
@@ -67,6 +70,8 @@ enum HTTP1ResponseEncoding {
                 break
             }
             if close { out.append(closeField) }
+            // An HTTP/1.0 client keeps the connection only when the answer says so (RFC 9112 §9.3).
+            if keepAliveForHTTP10 && !close { out.append(keepAliveField) }
             out.append(crlf)
             precondition(out.count == size, "response head measured \(size) bytes, wrote \(out.count)")
             return out.count
@@ -77,6 +82,7 @@ enum HTTP1ResponseEncoding {
     private static let contentLengthPrefix: StaticString = "content-length: "
     private static let chunkedField: StaticString = "transfer-encoding: chunked\r\n"
     private static let closeField: StaticString = "connection: close\r\n"
+    private static let keepAliveField: StaticString = "connection: keep-alive\r\n"
     private static let crlf: StaticString = "\r\n"
     private static let colonSpace: StaticString = ": "
 

@@ -282,6 +282,9 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         endedWhileVerifying = false
         requestIsHTTP10 = nioHead.version.major == 1 && nioHead.version.minor == 0
         keepAlive = nioHead.isKeepAlive && !draining
+        // An HTTP/1.0 message with Transfer-Encoding: its framing is in doubt (an HTTP/1.0 intermediary does not
+        // know chunked), so the connection closes after it (RFC 9112 §6.1).
+        if requestIsHTTP10, nioHead.headers.contains(name: "transfer-encoding") { keepAlive = false }
         expectsContinue = false
         if Self.headSize(nioHead) > shared.configuration.maxHeaderListSize {
             // In the route's error format (and with its CORS headers) when the head names one.
@@ -300,6 +303,9 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
         let match = shared.responder.route(for: head)
         guard case .matched(let handler, let maxBodyBytes, let pathParameters, let gate) = match else {
+            // A client waiting for `100 Continue` holds its body back and may send its next request instead: the
+            // answer closes the connection, so that nothing is read as that body (RFC 9110 §10.1.1).
+            if Self.expectsContinue(head, http10: requestIsHTTP10) { keepAlive = false }
             state = .awaitingResponse
             respond(HTTPResponder.response(forUnmatched: match, to: head, by: shared.responder)!, requestID: requestID)
             return
@@ -543,7 +549,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         func writeHead(_ framing: HTTP1ResponseEncoding.Framing) {
             HTTP1ResponseEncoding.writeHead(
                 status: status, fields: response.head.headerFields, framing: bodyAllowed ? framing : .none,
-                close: !keepAlive, into: &out)
+                close: !keepAlive, keepAliveForHTTP10: keepAlive && requestIsHTTP10, into: &out)
         }
         switch response.body {
         case .empty:
@@ -664,7 +670,12 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             pipeline.removeHandler(context: context, promise: nil)
             try pipeline.addHandler(http2)
-            pipeline.removeHandler(decoder, promise: nil)
+            // The bytes the decoder hands over (a preface sent in the same write as the upgrade request) arrive
+            // as a read of their own: end it, or the HTTP/2 handler holds its answers until the next socket read.
+            let removed = context.eventLoop.makePromise(of: Void.self)
+            let channelPipeline = context.pipeline
+            removed.futureResult.whenSuccess { channelPipeline.fireChannelReadComplete() }
+            pipeline.removeHandler(decoder, promise: removed)
         } catch {
             shared.logger.debug("h2c upgrade failed", metadata: ["http.error": "\(error)"])
             context.close(promise: nil)
@@ -694,7 +705,36 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             }
             fields.append(HTTPField(name: fieldName, value: value))
         }
+        if let absolute = AbsoluteTarget(head.uri) {
+            // A request target in absolute form names the authority itself; Host is ignored (RFC 9112 §3.2.2).
+            return HTTPRequest(
+                method: method, scheme: absolute.scheme, authority: absolute.authority, path: absolute.path,
+                headerFields: fields)
+        }
         return HTTPRequest(method: method, scheme: nil, authority: authority, path: head.uri, headerFields: fields)
+    }
+
+    /// A request target in absolute form (`http://host:port/path?query`): its scheme, authority, and the path with
+    /// the query (`/` when the target has none).
+    struct AbsoluteTarget: Equatable {
+        var scheme: String
+        var authority: String
+        var path: String
+
+        init?(_ target: String) {
+            let bytes = target.utf8
+            guard bytes.first != UInt8(ascii: "/"), let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+            let scheme = target[..<colon].lowercased()
+            guard scheme == "http" || scheme == "https", target[colon...].hasPrefix("://") else { return nil }
+            let rest = target[target.utf8.index(colon, offsetBy: 3)...]
+            let end = rest.utf8.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
+            let authority = rest[..<end]
+            guard !authority.isEmpty else { return nil }
+            let path = rest[end...]
+            self.scheme = scheme
+            self.authority = String(authority)
+            self.path = path.first == "/" ? String(path) : "/" + path
+        }
     }
 }
 
