@@ -33,4 +33,6 @@ static inline uint64_t pushrelay_SSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKE
 static inline uint64_t pushrelay_SSL_OP_CIPHER_SERVER_PREFERENCE(void) { return SSL_OP_CIPHER_SERVER_PREFERENCE; }
 static inline long pushrelay_SSL_MODE_RELEASE_BUFFERS(void) { return SSL_MODE_RELEASE_BUFFERS; }
 static inline unsigned long pushrelay_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
+/* The reason of the oldest error in the thread's queue, left in the queue (ERR_GET_REASON is a macro). */
+static inline int pushrelay_ERR_peek_reason(void) { return ERR_GET_REASON(ERR_peek_error()); }
 #endif

@@ -13,6 +13,7 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
             case trustRootsUnreadable
             case handshakeFailed
             case certificateVerificationFailed
+            case certificateRefusedByPeer
             case handshakeTimeout
             case closedDuringHandshake
             case protocolError
@@ -38,6 +39,9 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let handshakeFailed = Code(.handshakeFailed)
         /// The peer's certificate chain or host name did not verify.
         public static let certificateVerificationFailed = Code(.certificateVerificationFailed)
+        /// The peer refused our certificate with an alert (`unknown_ca`, `certificate_expired`, `bad_certificate`,
+        /// …): an incomplete chain, an expired or wrong certificate on this side.
+        public static let certificateRefusedByPeer = Code(.certificateRefusedByPeer)
         /// The handshake did not complete within the configured time.
         public static let handshakeTimeout = Code(.handshakeTimeout)
         /// The peer closed the connection before the handshake completed.
@@ -66,12 +70,12 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
 
 extension TLSError {
     /// A short label for a failed handshake, for metrics: `timeout`, `eof` (closed by the peer), `certificate`
-    /// (verification), `protocol` (everything else the peer got wrong: versions, ciphers, garbage), `internal`.
+    /// (verification here, or the peer refusing our certificate), `protocol` (everything else the peer got wrong: versions, ciphers, garbage), `internal`.
     public var handshakeFailureReason: String {
         switch code {
         case .handshakeTimeout: "timeout"
         case .closedDuringHandshake: "eof"
-        case .certificateVerificationFailed, .certificateExpired: "certificate"
+        case .certificateVerificationFailed, .certificateExpired, .certificateRefusedByPeer: "certificate"
         case .internalError, .invalidConfiguration: "internal"
         default: "protocol"
         }

@@ -125,8 +125,12 @@ import Testing
         #expect(after.stdout == "200", "\(after.stderr)")
         #expect(daemon.process?.isRunning == true)
         #expect(daemon.log.contains("TLS handshake failed"))
+        // A client that does not trust our CA refuses the certificate (alert unknown_ca).
+        let untrusting = try await run("curl", ["-sS", "-m", "15", "-o", "/dev/null", "\(daemon.tlsURL)/healthz"])
+        #expect(untrusting.status == 60, "\(untrusting.stderr)")
+        try await Task.sleep(for: .milliseconds(200))
         // Each failure is counted with its reason: the plaintext request and the garbage as `protocol`, the
-        // truncated ClientHello as `eof`; the good handshake by its ALPN.
+        // truncated ClientHello as `eof`, the refused certificate as `certificate`; the good handshake by its ALPN.
         let metrics = try await run("curl", ["-sS", "\(daemon.baseURL)/metrics"]).stdout
         let failures = { (reason: String) -> Double in
             let prefix = #"pushrelay_tls_handshake_failures_total{reason="\#(reason)"} "#
@@ -135,6 +139,7 @@ import Testing
         }
         #expect(failures("protocol") >= 2, "\(metrics)")
         #expect(failures("eof") >= 1, "\(metrics)")
+        #expect(failures("certificate") >= 1, "\(metrics)")
         #expect(failures("closed") == 0)
         #expect(metrics.contains(#"pushrelay_tls_handshakes_total{alpn="h2"} "#), "\(metrics)")
     }

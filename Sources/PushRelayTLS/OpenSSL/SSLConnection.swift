@@ -116,6 +116,12 @@ final class SSLConnection {
         }
     }
 
+    /// OpenSSL's reasons for the alerts a peer sends when it refuses the certificate it was shown.
+    private static let certificateAlerts: Set<Int32> = [
+        SSL_R_SSLV3_ALERT_BAD_CERTIFICATE, SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE, SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED,
+        SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED, SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN, SSL_R_TLSV1_ALERT_UNKNOWN_CA,
+    ]
+
     private func handshakeError(sslError: Int32) -> TLSError {
         let verifyResult = SSL_get_verify_result(ssl)
         if verifyResult != X509_V_OK {
@@ -126,6 +132,9 @@ final class SSLConnection {
         if sslError == SSL_ERROR_ZERO_RETURN {
             _ = OpenSSLErrorQueue.drain()
             return TLSError(code: .closedDuringHandshake, message: "peer closed the connection during the handshake")
+        }
+        if Self.certificateAlerts.contains(pushrelay_ERR_peek_reason()) {
+            return OpenSSLErrorQueue.error(.certificateRefusedByPeer, "the peer refused our certificate")
         }
         return OpenSSLErrorQueue.error(.handshakeFailed, "handshake failed")
     }
