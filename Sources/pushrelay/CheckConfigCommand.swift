@@ -66,6 +66,13 @@ struct CheckConfigCommand: AsyncParsableCommand {
         for warning in loaded.warnings {
             printError("pushrelay: warning: \(warning)")
         }
+        // The certificate and key as `serve` loads them (a key that does not match, an encrypted key, a file
+        // that is not PEM): refused here too, so that the unit's ExecStartPre stops a start that would fail.
+        if let problem = RelayService.tlsProblem(loaded.configuration) {
+            printError("pushrelay: invalid configuration (1 problem):")
+            printError("  tls_certificate / tls_key: \(problem)")
+            throw ExitCode(78)
+        }
         print(loaded.renderEffective(), terminator: "")
     }
 

@@ -58,4 +58,31 @@ struct CheckConfigCommandTests {
             #expect(help.stdout.contains(key))
         }
     }
+
+    @Test("a certificate and key serve would refuse (a key of another pair) are refused: exit 78 naming the problem")
+    func tlsFilesAsServeLoadsThem() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("check-tls-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for name in ["a", "b"] {
+            let made = try await ChildProcess.run("openssl", [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                "-subj", "/CN=localhost", "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).pem",
+            ])
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+        func check(key: String) async throws -> ChildProcessResult {
+            let file = ConfigurationTestFixtures.configFile("""
+                listen_tls = ["127.0.0.1:0"]
+                tls_certificate = "\(directory)/a.pem"
+                tls_key = "\(directory)/\(key)"
+
+                """)
+            return try await run([file])
+        }
+        let good = try await check(key: "a.key")
+        #expect(good.status == 0, "\(good.stderr)")
+        let mismatched = try await check(key: "b.key")
+        #expect(mismatched.status == 78, "\(mismatched)")
+        #expect(mismatched.stderr.contains("tls_certificate / tls_key"), "\(mismatched.stderr)")
+    }
 }

@@ -158,15 +158,31 @@ public final class RelayService: Service {
             logger: Logger(label: "pushrelay.store"))
     }
 
+    /// What `serve` would stop on in the TLS certificate and key (a file that does not load, a key that does not
+    /// match, an encrypted key), or nil: for `check-config`, which must refuse what `serve` would. An expired
+    /// certificate is logged as a warning, as at start.
+    public static func tlsProblem(_ configuration: PushRelayConfiguration) -> String? {
+        var logger = Logger(label: "pushrelay.tls")
+        logger.logLevel = .warning
+        do {
+            _ = try makeTLSContext(configuration, logger: logger)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
     /// The TLS context for the `listen_tls` listeners, or `nil` when there are none.
-    static func makeTLSContext(_ configuration: PushRelayConfiguration) throws(TLSError) -> TLSServerContext? {
+    static func makeTLSContext(
+        _ configuration: PushRelayConfiguration, logger: Logger = Logger(label: "pushrelay.tls")
+    ) throws(TLSError) -> TLSServerContext? {
         guard !configuration.listenTLS.isEmpty,
             let certificate = configuration.tlsCertificatePath,
             let key = configuration.tlsKeyPath
         else { return nil }
         return try TLSServerContext(
             configuration: TLSServerConfiguration(certificateChainFile: certificate, privateKeyFile: key),
-            logger: Logger(label: "pushrelay.tls")
+            logger: logger
         )
     }
 }
