@@ -84,6 +84,48 @@ import TestSupport
         #expect(try await Self.stillServes(server))
     }
 
+    /// A client that half-closes after its request (`shutdown(SHUT_WR)`, as `nc -N` and some HTTP/1.0 clients do)
+    /// still reads: the request is answered, then the connection closes; an idle half-closed connection closes.
+    @Test func halfClosedClientsGetTheirAnswer() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let script = """
+            import socket, sys, time
+            def exchange(data):
+                s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+                s.settimeout(5)
+                s.sendall(data)
+                s.shutdown(socket.SHUT_WR)
+                out = b''
+                try:
+                    while True:
+                        d = s.recv(65536)
+                        if not d:
+                            out += b'<closed>'
+                            break
+                        out += d
+                except Exception:
+                    out += b'<timeout>'
+                return out.decode('latin-1')
+            started = time.monotonic()
+            print(exchange(b'GET /delayed HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n'))
+            print('---')
+            print(exchange(b'GET /healthz HTTP/1.1\\r\\nHost: a\\r\\n\\r\\nGET /delayed HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n'))
+            print('---')
+            print(exchange(b''))
+            print('--- %.1f' % (time.monotonic() - started))
+            """
+        let result = try await ExternalPeer.run(["python3", "-c", script, String(server.port)])
+        let parts = result.stdout.components(separatedBy: "---")
+        #expect(parts.count == 4, "\(result.stdout) \(result.stderr)")
+        guard parts.count == 4 else { return }
+        #expect(parts[0].contains("HTTP/1.1 200") && parts[0].contains("late") && parts[0].contains("<closed>"), "\(parts[0])")
+        #expect(parts[1].components(separatedBy: "HTTP/1.1 200").count == 3 && parts[1].contains("<closed>"), "\(parts[1])")
+        #expect(parts[2].trimmingCharacters(in: .whitespacesAndNewlines) == "<closed>", "\(parts[2])")
+        #expect((Double(parts[3].trimmingCharacters(in: .whitespacesAndNewlines)) ?? 99) < 3, "no wait for a timeout: \(parts[3])")
+        #expect(try await Self.stillServes(server))
+    }
+
     /// An h2c upgrade whose client sent the HTTP/2 preface and frames in the same write as the upgrade request: they
     /// are answered at once (a PING's ACK), not when the client next sends something.
     @Test func framesSentWithTheUpgradeRequestAreAnswered() async throws {

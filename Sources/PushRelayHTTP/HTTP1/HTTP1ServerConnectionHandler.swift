@@ -66,6 +66,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     /// The last response ended with `connection: close`: its output is shut, input is read and dropped until the
     /// peer closes or the linger time passes (``LingeringClose``).
     private var closing = false
+    /// The peer half-closed: nothing more will be read; the connection closes once the answer in flight is written.
+    private var inputClosed = false
     /// The current request's end has been read: whatever comes next belongs to a pipelined request.
     private var requestEnded = true
     /// Pipelined input waiting for the current response to end.
@@ -177,6 +179,12 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             rejectForRoute(HTTPError(.requestTimeout, "request body not received in time"))
         case .collecting:
             rejectForRoute(HTTPError(.requestTimeout, "request body not received in time"))
+        case .awaitingResponse where inputClosed:
+            // The peer's end came while its answer was being worked out, and the answer is not ready: the client
+            // most likely left (a close and a half-close look alike), so the work for it stops.
+            shared.logger.debug("closing HTTP/1.1 connection: the peer ended its input and no answer came in time")
+            abandonRequest()
+            context?.close(promise: nil)
         case .awaitingResponse, .responding, .upgrading:
             break
         }
@@ -198,8 +206,33 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             keepAlive = false
             if case .idle = state { context.close(promise: nil) }
             writer?.drain()
+        } else if let event = event as? ChannelEvent, event == .inputClosed {
+            peerClosedInput(context: context)
         } else {
             context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    /// The peer will send nothing more (TCP half-close). A request it sent whole is answered, then the connection
+    /// closes; with nothing in flight it closes now; a body that will never be complete, or an event stream whose
+    /// reader has gone, ends the connection.
+    private func peerClosedInput(context: ChannelHandlerContext) {
+        inputClosed = true
+        keepAlive = false
+        if closing {
+            context.close(promise: nil)  // the end a lingering close waits for
+            return
+        }
+        switch state {
+        case .idle:
+            if held.isEmpty { context.close(promise: nil) }
+        case .awaitingResponse:
+            // Answered, then closed (endResponse), if the answer comes within the linger time: a client that
+            // half-closed reads it; one that closed is gone, and its work is cancelled then (deadlinePassed).
+            timer?.set(in: LingeringClose.time)
+        case .collecting, .streamingBody, .responding, .upgrading:
+            abandonRequest()
+            context.close(promise: nil)
         }
     }
 
@@ -624,6 +657,12 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             timer?.set(in: shared.configuration.idleTimeout)
             context.writeAndFlush(wrapOutboundOut(last), promise: nil)
             deliverHeld()
+        } else if inputClosed {
+            // Nothing more can come from the peer: no lingering, close once the answer is out.
+            closing = true
+            held.removeAll()
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(last)).whenComplete { _ in channel.close(promise: nil) }
         } else {
             closing = true
             held.removeAll()

@@ -142,6 +142,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? HTTPServerConnectionEvent, case .drain = event {
             beginDrain()
+        } else if let event = event as? ChannelEvent, event == .inputClosed {
+            // An HTTP/2 peer ends with GOAWAY; a bare end of its input (also the end a lingering close waits for)
+            // leaves nothing to read frames from: the connection closes, as it did before half-closure was allowed.
+            context.close(promise: nil)
         } else {
             context.fireUserInboundEventTriggered(event)
         }

@@ -80,6 +80,9 @@ final class HTTPProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler 
         if let event = event as? HTTPServerConnectionEvent, case .drain = event {
             // Nothing decided yet: nothing is in flight, so the connection can just close.
             context.close(promise: nil)
+        } else if let event = event as? ChannelEvent, event == .inputClosed {
+            // The peer's end before a whole protocol preface or request line: nothing to answer.
+            context.close(promise: nil)
         } else {
             context.fireUserInboundEventTriggered(event)
         }

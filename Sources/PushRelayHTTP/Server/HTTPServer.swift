@@ -200,6 +200,9 @@ public final class HTTPServer: Sendable {
                 }
             }
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // A client that half-closes (shutdown(SHUT_WR) after its request) still reads: its end arrives as
+            // `ChannelEvent.inputClosed`, and the request it sent is answered before the connection closes.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             // NIO keeps each connection's receive buffer for reuse. Its default first size, 2 KiB, is most of what an

@@ -76,6 +76,11 @@ struct TestServer {
             }
             return HTTPServerResponse(status: .ok)
         })
+        // Answers after 300 ms (a client's half-close arrives while it waits).
+        router.add(.get, "/delayed", .collected { _ in
+            try await Task.sleep(for: .milliseconds(300))
+            return HTTPServerResponse(status: .ok, headerFields: [.contentType: "text/plain"], body: .bytes(ByteBuffer(string: "late")))
+        })
         // Echoes the body; 1 KiB limit.
         router.add(.post, "/echo", maxBodyBytes: 1024, .immediate { _, body in
             HTTPServerResponse(status: .ok, body: .bytes(body))
