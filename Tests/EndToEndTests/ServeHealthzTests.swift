@@ -24,6 +24,9 @@ import Testing
         for flag in ["--http1.1", "--http2-prior-knowledge"] {
             let curl = try await ChildProcess.run("curl", ["-sS", flag, url])
             #expect(curl.stdout == #"{"status":"ok"}"#, "\(flag): \(curl.stderr)")
+            // Every answer says when it was made (RFC 9110 §6.6.1), on both protocols.
+            let head = try await ChildProcess.run("curl", ["-sS", flag, "-D", "-", "-o", "/dev/null", url])
+            #expect(head.stdout.lowercased().contains("\r\ndate: ") && head.stdout.contains(" GMT\r\n"), "\(flag): \(head.stdout)")
         }
 
         // A second daemon on the same port stops at once with one line naming the address, exit 69.

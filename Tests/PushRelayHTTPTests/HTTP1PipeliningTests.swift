@@ -44,7 +44,7 @@ final class ReadCounter: ChannelOutboundHandler {
         channel.embeddedEventLoop.run()
         var text = ""
         while let buffer = try channel.readOutbound(as: ByteBuffer.self) { text += String(buffer: buffer) }
-        return text
+        return text.replacing(#/date: [^\r]*\r\n/#, with: "")  // every head has one (HTTP1ResponseEncodingTests)
     }
 
     static let deferred = "POST /deferred HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx"
@@ -115,7 +115,21 @@ final class ReadCounter: ChannelOutboundHandler {
     ) -> String {
         var buffer = ByteBuffer()
         HTTP1ResponseEncoding.writeHead(status: status, fields: fields, framing: framing, close: close, into: &buffer)
-        return String(buffer: buffer)
+        // The date line (checked in `dateOnEveryHead`) taken out, so that the rest compares exactly.
+        return String(buffer: buffer).replacing(#/date: [^\r]*\r\n/#, with: "")
+    }
+
+    @Test func dateOnEveryHead() {
+        #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate.format(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        var buffer = ByteBuffer()
+        HTTP1ResponseEncoding.writeHead(status: .ok, fields: [:], framing: .length(0), close: false, into: &buffer)
+        let head = String(buffer: buffer)
+        #expect(head.hasPrefix("HTTP/1.1 200 OK\r\ndate: ") && head.hasSuffix(" GMT\r\ncontent-length: 0\r\n\r\n"), "\(head)")
+        var own = ByteBuffer()
+        HTTP1ResponseEncoding.writeHead(
+            status: .ok, fields: [.date: "Sun, 06 Nov 1994 08:49:37 GMT"], framing: .length(0), close: false, into: &own)
+        #expect(String(buffer: own).matches(of: #/ate: /#).count == 1, "one date, the handler's")
     }
 
     @Test func statusLineFieldsAndFraming() {

@@ -55,7 +55,7 @@ import TestSupport
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
             + "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
             + "f\r\ndata: event 0\n\n\r\nf\r\ndata: event 1\n\n\r\n0\r\n\r\n<closed>"
-        #expect(head == expected, "\(head)")
+        #expect(head.replacing(#/date: [^\r]*\r\n/#, with: "") == expected, "\(head)")
     }
 
     /// A reader that stops reading: the flood route's writer must stall with the server holding a bounded amount.

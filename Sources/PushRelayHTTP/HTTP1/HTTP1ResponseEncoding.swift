@@ -24,7 +24,8 @@ enum HTTP1ResponseEncoding {
         name == .contentLength || name == .transferEncoding || name == .connection
     }
 
-    /// Appends a response head: status line, the response's fields (transport fields excepted), the framing and, when
+    /// Appends a response head: status line, `date` (unless the response has one), the response's fields (transport
+    /// fields excepted), the framing and, when
     /// `close`, `connection: close` (else, to an HTTP/1.0 client that asked to keep the connection,
     /// `connection: keep-alive`). The head is measured first and then written in one access to the buffer (a
     /// write per piece cost a bounds and exclusivity check each, about fifteen per response).
@@ -35,6 +36,8 @@ enum HTTP1ResponseEncoding {
         // A status made from a bare code has no phrase: the standard one is written.
         let phrase = status.reasonPhrase.isEmpty ? HTTPResponseStatus(statusCode: status.code).reasonPhrase : status.reasonPhrase
         var size = statusLinePrefix.utf8CodeUnitCount + decimalDigits(status.code) + 1 + phrase.utf8.count + 2
+        let date = fields[.date] == nil ? HTTPDate.now() : nil
+        if let date { size += dateField.utf8CodeUnitCount + date.utf8.count + 2 }
         for field in fields where !isTransportField(field.name) {
             size += field.name.rawName.utf8.count + 2 + field.value.utf8.count + 2
         }
@@ -53,6 +56,11 @@ enum HTTP1ResponseEncoding {
             out.append(UInt8(ascii: " "))
             out.append(phrase.utf8)
             out.append(crlf)
+            if let date {
+                out.append(dateField)
+                out.append(date.utf8)
+                out.append(crlf)
+            }
             for field in fields where !isTransportField(field.name) {
                 out.append(field.name.rawName.utf8)
                 out.append(colonSpace)
@@ -85,6 +93,7 @@ enum HTTP1ResponseEncoding {
     private static let keepAliveField: StaticString = "connection: keep-alive\r\n"
     private static let crlf: StaticString = "\r\n"
     private static let colonSpace: StaticString = ": "
+    private static let dateField: StaticString = "date: "
 
     /// Decimal digits of a non-negative number (a negative one, never written here, counts its sign).
     static func decimalDigits(_ value: Int) -> Int {

@@ -231,6 +231,8 @@ final class NGHTTP2Session {
     func submitResponse(streamID: Int32, status: Int, headerFields: HTTPFields, contentLength: Int?, hasBody: Bool) {
         beginHeaderBlock()
         appendField("status", pseudo: true, String(status))
+        // Every response says when (RFC 9110 §6.6.1), unless the handler set it.
+        if headerFields[.date] == nil { appendField("date", pseudo: false, HTTPDate.now()) }
         appendFields(headerFields)
         if let contentLength { appendField("content-length", pseudo: false, String(contentLength)) }
         let rc = withHeaderBlock { nva, count in
