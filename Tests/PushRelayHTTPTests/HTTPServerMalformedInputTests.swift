@@ -84,6 +84,29 @@ import TestSupport
         #expect(try await Self.stillServes(server))
     }
 
+    /// Heads RFC 9112 says to refuse: an HTTP/1.1 request without Host, with two, or with one that is no authority
+    /// (400); a body in a transfer coding other than chunked (501) or a content coding (415), which would be read
+    /// as what it is not. Each answer closes the connection.
+    @Test func hostAndCodingsAreChecked() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let cases: [(String, String)] = [
+            ("GET /healthz HTTP/1.1\r\n\r\n", "HTTP/1.1 400"),
+            ("GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "HTTP/1.1 400"),
+            ("GET /healthz HTTP/1.1\r\nHost: a b\r\n\r\n", "HTTP/1.1 400"),
+            ("POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n", "HTTP/1.1 501"),
+            ("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\nhi", "HTTP/1.1 415"),
+            ("GET /healthz HTTP/1.0\r\n\r\n", "HTTP/1.1 200"),
+            ("POST /echo HTTP/1.1\r\nHost: [::1]:80\r\nContent-Encoding: identity\r\nContent-Length: 2\r\n\r\nhi", "HTTP/1.1 200"),
+        ]
+        for (request, status) in cases {
+            let answer = try await Self.rawExchange(port: server.port, send: Array(request.utf8))
+            #expect(answer.hasPrefix(status), "\(request.debugDescription): \(answer)")
+            if status != "HTTP/1.1 200" { #expect(answer.hasSuffix("<closed>"), "\(answer)") }
+        }
+        #expect(try await Self.stillServes(server))
+    }
+
     /// A client that half-closes after its request (`shutdown(SHUT_WR)`, as `nc -N` and some HTTP/1.0 clients do)
     /// still reads: the request is answered, then the connection closes; an idle half-closed connection closes.
     @Test func halfClosedClientsGetTheirAnswer() async throws {

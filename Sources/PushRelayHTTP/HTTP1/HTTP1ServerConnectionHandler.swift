@@ -330,6 +330,14 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             return
         }
         self.head = head
+        if let problem = Self.hostProblem(nioHead) {
+            rejectForRoute(.init(.badRequest, problem))
+            return
+        }
+        if let refusal = Self.unsupportedCoding(nioHead) {
+            rejectForRoute(refusal)
+            return
+        }
         if requestCount == 1, let settings = Self.h2cUpgradeSettings(nioHead) {
             state = .upgrading(settingsPayload: settings)
             return
@@ -721,6 +729,44 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
     }
 
+    // MARK: Head checks
+
+    /// Why the head's `Host` is refused, or nil (RFC 9112 §3.2: an HTTP/1.1 request has exactly one, with a valid
+    /// value; an HTTP/1.0 one may have none).
+    static func hostProblem(_ head: HTTPRequestHead) -> String? {
+        let hosts = head.headers["host"]
+        if hosts.count > 1 { return "more than one Host field" }
+        guard let host = hosts.first else {
+            return head.version.major == 1 && head.version.minor >= 1 ? "an HTTP/1.1 request needs a Host field" : nil
+        }
+        // An authority: host (name, IPv4, [IPv6]) and port; no blanks, paths, queries or controls.
+        let invalid = host.utf8.contains { byte in
+            byte <= 0x20 || byte == 0x7F || byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?")
+                || byte == UInt8(ascii: "#") || byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"")
+        }
+        return invalid ? "the Host field is not a valid authority" : nil
+    }
+
+    /// The refusal of a body in a coding this server does not decode, or nil: a transfer coding other than
+    /// `chunked` (`501`, RFC 9112 §6.1) or a content coding other than `identity` (`415`, RFC 9110 §15.5.16);
+    /// read as is, such a body would be taken for what it is not.
+    static func unsupportedCoding(_ head: HTTPRequestHead) -> HTTPError? {
+        for value in head.headers["transfer-encoding"] {
+            for coding in value.split(separator: ",") where !coding.trimmingBlanks.isChunked {
+                return HTTPError(.notImplemented, "transfer coding '\(coding.trimmingBlanks)' is not supported; send chunked")
+            }
+        }
+        for value in head.headers["content-encoding"] {
+            for coding in value.split(separator: ",") {
+                let name = coding.trimmingBlanks.lowercased()
+                if !name.isEmpty, name != "identity" {
+                    return HTTPError(.unsupportedMediaType, "content coding '\(name)' is not supported; send the body uncompressed")
+                }
+            }
+        }
+        return nil
+    }
+
     // MARK: Head conversion
 
     /// The size of a request head as the header limit counts it.
@@ -795,4 +841,17 @@ func startStreamingBody(_ body: HTTPServerResponse.Body, writer: any HTTPRespons
     case .empty, .bytes:
         writer.finish()
     }
+}
+
+extension Substring {
+    /// Without spaces and tabs at either end.
+    fileprivate var trimmingBlanks: Substring {
+        var text = self
+        while let first = text.first, first == " " || first == "\t" { text = text.dropFirst() }
+        while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
+        return text
+    }
+
+    /// Whether this transfer coding is `chunked`, in any case.
+    fileprivate var isChunked: Bool { lowercased() == "chunked" }
 }
