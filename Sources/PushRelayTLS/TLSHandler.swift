@@ -37,6 +37,9 @@ final class TLSHandler: ChannelDuplexHandler {
     private var pendingWrites = CircularBuffer<(data: ByteBuffer, promise: EventLoopPromise<Void>?)>()
     private var handshakeTimer: Scheduled<Void>?
     private var failureReported = false
+    /// TLS 1.3: the peer's close_notify came; it ends the peer's side only (RFC 8446 §6.1), and the layer above was
+    /// told (`ChannelEvent.inputClosed`).
+    private var peerClosedInput = false
 
     init(connection: SSLConnection, role: Role, handshakeTimeout: TimeAmount, logger: Logger) {
         self.connection = connection
@@ -162,8 +165,15 @@ final class TLSHandler: ChannelDuplexHandler {
         case .needsMoreData:
             break
         case .closeNotify:
-            // The peer is done; answer with our close_notify and close.
-            if state.closeNotifyReceived() {
+            if connection.protocolVersion == "TLSv1.3", state.isActive {
+                // TLS 1.3: the peer is done sending, not reading (RFC 8446 §6.1). The layer above answers what it
+                // read and closes, which sends our close_notify; told once.
+                if !peerClosedInput {
+                    peerClosedInput = true
+                    context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+                }
+            } else if state.closeNotifyReceived() {
+                // TLS 1.2: answer with our close_notify and close (RFC 5246 §7.2.1).
                 closeGracefully(context: context, promise: nil)
             }
         case .failed(let error):

@@ -212,6 +212,64 @@ import Testing
         #expect(try await daemon.terminate() == 0)
     }
 
+    /// TLS 1.3: a client that sends its request and its close_notify together ends only its side (RFC 8446 §6.1): the
+    /// send is answered (it used to be closed unanswered, sometimes stored all the same), then our close_notify.
+    @Test func closeNotifyAfterARequestIsAnswered() async throws {
+        let (daemon, pki) = try await Self.startTLSDaemon()
+        let keys = try await daemon.createProject()
+        let device = try await pki.registerDevice(daemon, keys)
+        let body = scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token)
+        let script = """
+            import socket, ssl, sys
+            port, key, body = int(sys.argv[1]), sys.argv[2], sys.stdin.read().encode()
+            request = (b"POST /fcm/send HTTP/1.1\\r\\nHost: localhost\\r\\nAuthorization: key=" + key.encode()
+                + b"\\r\\nContent-Type: application/json\\r\\nContent-Length: " + str(len(body)).encode() + b"\\r\\n\\r\\n" + body)
+            context = ssl.create_default_context(cafile=sys.argv[3])
+            context.minimum_version = ssl.TLSVersion.TLSv1_3
+            context.set_alpn_protocols(["http/1.1"])
+            incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+            tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.settimeout(10)
+            while True:
+                try:
+                    tls.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    sock.sendall(outgoing.read())
+                    incoming.write(sock.recv(65536))
+            sock.sendall(outgoing.read())
+            tls.write(request)
+            try:
+                tls.unwrap()  # our close_notify, in the same segment as the request
+            except ssl.SSLWantReadError:
+                pass
+            sock.sendall(outgoing.read())
+            answer = b""
+            try:
+                while True:
+                    data = sock.recv(65536)
+                    if not data:
+                        break
+                    incoming.write(data)
+                    try:
+                        while True:
+                            answer += tls.read(65536)
+                    except ssl.SSLWantReadError:
+                        pass
+            except (ssl.SSLZeroReturnError, ssl.SSLError, OSError) as error:
+                answer += b"<" + type(error).__name__.encode() + b">"
+            sys.stdout.write(answer.decode("latin-1"))
+            """
+        let result = try await run("python3", ["-c", script, String(daemon.tlsPort), keys.serverKey, pki.caFile], stdin: body)
+        #expect(result.stdout.hasPrefix("HTTP/1.1 200"), "\(result.stdout) \(result.stderr)")
+        let id = try messageID(ofSendResponse: String(result.stdout.split(separator: "\r\n\r\n", maxSplits: 1).last ?? "")
+            .replacingOccurrences(of: "<SSLZeroReturnError>", with: ""))
+        #expect(!id.isEmpty)
+        #expect(result.stdout.hasSuffix("<SSLZeroReturnError>"), "then our close_notify: \(result.stdout)")
+        try await daemon.terminate()
+    }
+
     @Test func missingOrBadCertificateExits78() async throws {
         let pki = try await TestPKI()
         let garbage = pki.directory + "/garbage.pem"

@@ -171,6 +171,12 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             return
         }
         switch state {
+        case .awaitingResponse where inputClosed, .collecting where inputClosed && requestEnded:
+            // The peer's end came while its answer was being worked out, and the answer is not ready: the client
+            // most likely left (a close and a half-close look alike), so the work for it stops.
+            shared.logger.debug("closing HTTP/1.1 connection: the peer ended its input and no answer came in time")
+            abandonRequest()
+            context?.close(promise: nil)
         case .idle:
             shared.logger.debug("closing HTTP/1.1 connection: no request within the idle timeout")
             context?.close(promise: nil)
@@ -179,12 +185,6 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             rejectForRoute(HTTPError(.requestTimeout, "request body not received in time"))
         case .collecting:
             rejectForRoute(HTTPError(.requestTimeout, "request body not received in time"))
-        case .awaitingResponse where inputClosed:
-            // The peer's end came while its answer was being worked out, and the answer is not ready: the client
-            // most likely left (a close and a half-close look alike), so the work for it stops.
-            shared.logger.debug("closing HTTP/1.1 connection: the peer ended its input and no answer came in time")
-            abandonRequest()
-            context?.close(promise: nil)
         case .awaitingResponse, .responding, .upgrading:
             break
         }
@@ -226,9 +226,10 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         switch state {
         case .idle:
             if held.isEmpty { context.close(promise: nil) }
-        case .awaitingResponse:
+        case .awaitingResponse, .collecting where requestEnded:
             // Answered, then closed (endResponse), if the answer comes within the linger time: a client that
-            // half-closed reads it; one that closed is gone, and its work is cancelled then (deadlinePassed).
+            // half-closed reads it; one that closed is gone, and its work is cancelled then (deadlinePassed). A
+            // request read whole whose gate is still checking it counts as one being answered.
             timer?.set(in: LingeringClose.time)
         case .collecting, .streamingBody, .responding, .upgrading:
             abandonRequest()

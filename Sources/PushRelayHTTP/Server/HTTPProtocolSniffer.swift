@@ -21,6 +21,8 @@ final class HTTPProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler 
 
     private let shared: HTTPServerShared
     private var buffered: ByteBuffer?
+    /// The protocol's handlers are in place (this one is on its way out): events are theirs.
+    private var switched = false
     /// Closes a connection that has not shown its protocol within the idle timeout.
     private var idleClose: Scheduled<Void>?
 
@@ -66,6 +68,7 @@ final class HTTPProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     private func switchTo(context: ChannelHandlerContext, handlers: [any ChannelHandler], bytes: ByteBuffer) {
+        switched = true
         do {
             try context.pipeline.syncOperations.addHandlers(handlers, position: .after(self))
         } catch {
@@ -80,7 +83,7 @@ final class HTTPProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler 
         if let event = event as? HTTPServerConnectionEvent, case .drain = event {
             // Nothing decided yet: nothing is in flight, so the connection can just close.
             context.close(promise: nil)
-        } else if let event = event as? ChannelEvent, event == .inputClosed {
+        } else if let event = event as? ChannelEvent, event == .inputClosed, !switched {
             // The peer's end before a whole protocol preface or request line: nothing to answer.
             context.close(promise: nil)
         } else {
