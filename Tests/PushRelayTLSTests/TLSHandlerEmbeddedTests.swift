@@ -15,9 +15,12 @@ struct TLSHandlerEmbeddedTests {
         var handshakes: [TLSHandshakeCompleted] = []
         var errors: [any Error] = []
         var received = ByteBuffer()
+        /// The peer's close_notify (TLS 1.3) arrived as the end of its input.
+        var inputClosed = false
 
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
             if let event = event as? TLSHandshakeCompleted { handshakes.append(event) }
+            if let event = event as? ChannelEvent, event == .inputClosed { inputClosed = true }
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -157,7 +160,7 @@ struct TLSHandlerEmbeddedTests {
         #expect(pair.clientWrites == 1)
     }
 
-    @Test("close sends close_notify; the peer answers with its own and closes; later writes fail")
+    @Test("close sends close_notify; on TLS 1.3 the peer hears the end of the input, writes on, and its close answers; later writes fail")
     func closeNotify() async throws {
         let certificates = try await TestCertificates.make()
         defer { certificates.remove() }
@@ -175,6 +178,15 @@ struct TLSHandlerEmbeddedTests {
         try pair.interact()
         #expect(closed.isFulfilled && !closed.failed)
         #expect(!pair.client.isActive)
+        // TLS 1.3 (RFC 8446 §6.1): the client's close_notify ends its side only; the server's application hears
+        // it as the end of the input and may still write (an HTTP server answers what it read), then closes.
+        #expect(pair.serverApp.inputClosed)
+        #expect(pair.server.isActive)
+        let answer = Outcome(pair.server.pipeline.syncOperations.writeAndFlush(NIOAny(ByteBuffer(string: "answer"))))
+        #expect(answer.isFulfilled && !answer.failed)
+        let serverClosed = Outcome(pair.server.pipeline.close())
+        try pair.interact()
+        #expect(serverClosed.isFulfilled && !serverClosed.failed)
         #expect(!pair.server.isActive)
         #expect(pair.serverApp.errors.isEmpty)
         #expect(pair.serverApp.received.readableBytes == 0)
