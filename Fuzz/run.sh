@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a libFuzzer target (with AddressSanitizer) and runs it for a set time.
 #
-#   Fuzz/run.sh TARGET SECONDS      one target: json, form, condition, v1, oauth, sse, config, http2
+#   Fuzz/run.sh TARGET SECONDS      one target: json, form, condition, v1, oauth, sse, config, http1, http2
 #   Fuzz/run.sh all SECONDS         every target in turn
 #   Fuzz/run.sh list                the targets
 #
@@ -18,12 +18,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(json form condition v1 oauth sse config http2)
+TARGETS=(json form condition v1 oauth sse config http1 http2)
 
 # The binary a target runs in: the core targets share one (CoreEntry.swift dispatches on PUSHRELAY_FUZZ_TARGET).
 binary_of() {
     case "$1" in
         json | form | condition | v1 | oauth) echo core ;;
+        http1) echo http2 ;;  # the HTTP/1.1 and HTTP/2 server targets share one SwiftPM build
         *) echo "$1" ;;
     esac
 }

@@ -1,6 +1,9 @@
 // The HTTP/2 server fed arbitrary bytes after a valid client preface (issue 12, item 7): the connection handler
 // (nghttp2 session, stream table, limits, deadlines, body budget, router) runs on an EmbeddedChannel, one fresh
 // connection per input, and every byte it writes back is drained. Built and run by `Fuzz/run.sh http2`.
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPTypes
 import Logging
 import NIOCore
@@ -67,5 +70,9 @@ public func fuzzMain(
 ) -> CInt {
     var count = argc
     var arguments = argv
+    // One binary, two targets: Fuzz/run.sh sets PUSHRELAY_FUZZ_TARGET to http1 or http2.
+    if getenv("PUSHRELAY_FUZZ_TARGET").map({ String(cString: $0) }) == "http1" {
+        return runFuzzerDriver(&count, &arguments) { data, size in fuzzHTTP1(data, size) }
+    }
     return runFuzzerDriver(&count, &arguments) { data, size in fuzzHTTP2(data, size) }
 }

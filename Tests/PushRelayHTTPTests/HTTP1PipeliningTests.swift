@@ -164,28 +164,3 @@ final class ReadCounter: ChannelOutboundHandler {
         #expect(String(buffer: buffer) == "5\r\nhello\r\n12c\r\n" + String(repeating: "a", count: 300) + "\r\n")
     }
 }
-
-/// ``HTTP1ServerConnectionHandler/makeRequest(_:)``: NIO's head as the routes read it.
-@Suite struct HTTP1HeadConversionTests {
-    @Test("names in any case are the same fields; Host is the authority; a malformed name is refused")
-    func fieldNames() throws {
-        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/fcm/send")
-        head.headers.add(name: "HOST", value: "relay.test")
-        head.headers.add(name: "CONTENT-type", value: "application/json")
-        head.headers.add(name: "authorization", value: "key=k")
-        head.headers.add(name: "Content-Length", value: "2")
-        head.headers.add(name: "X-Custom", value: "v")
-        head.headers.add(name: "Content-Lengthy", value: "w")
-        let request = try #require(HTTP1ServerConnectionHandler.makeRequest(head))
-        #expect(request.authority == "relay.test")
-        #expect(request.headerFields[.contentType] == "application/json")
-        #expect(request.headerFields[.authorization] == "key=k")
-        #expect(request.headerFields[.contentLength] == "2")
-        #expect(request.headerFields[HTTPField.Name("x-custom")!] == "v")
-        #expect(request.headerFields[HTTPField.Name("content-lengthy")!] == "w")
-        #expect(request.headerFields.count == 5, "\(request.headerFields)")
-        var bad = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/")
-        bad.headers.add(name: "bad name", value: "v")
-        #expect(HTTP1ServerConnectionHandler.makeRequest(bad) == nil)
-    }
-}

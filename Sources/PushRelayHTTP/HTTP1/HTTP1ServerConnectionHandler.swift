@@ -1,28 +1,22 @@
 import HTTPTypes
 import Logging
 import NIOCore
-import NIOHTTP1
 import PushRelayWire
 
 /// Serves HTTP/1.1 on one connection: keep-alive, chunked streaming responses, the routes' body limits, and
-/// `Upgrade: h2c` to HTTP/2 on the first request. NIOHTTP1's decoder parses requests; responses are written as bytes
-/// (``HTTP1ResponseEncoding``).
+/// `Upgrade: h2c` to HTTP/2 on the first request. ``HTTP1RequestParser`` reads requests from the connection's bytes
+/// (straight into the `HTTPRequest` the routes read); responses are written as bytes (``HTTP1ResponseEncoding``).
 ///
-/// One request is served at a time. Parts of requests a client pipelines behind the one being answered are held, in
-/// order, with any parse error among them, and served when its response has ended; while some are held the
-/// connection is not read (the socket's buffer and TCP hold the rest). A connection with nothing held keeps reading:
-/// a request in flight does not un-arm and re-arm the socket's read interest, which NIO's `HTTPServerPipelineHandler`
-/// did for every request (two `epoll_ctl` calls).
+/// One request is served at a time. Bytes of requests a client pipelines behind the one being answered stay unparsed
+/// in the parser and are served, in order, when its response has ended; while some wait the connection is not read
+/// (the socket's buffer and TCP hold the rest). A connection with nothing waiting keeps reading: a request in flight
+/// does not un-arm and re-arm the socket's read interest, which NIO's `HTTPServerPipelineHandler` did for every
+/// request (two `epoll_ctl` calls).
 final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
     typealias OutboundIn = Never
     typealias OutboundOut = ByteBuffer
-
-    /// Input that arrived behind the request being answered.
-    private enum Held {
-        case part(HTTPServerRequestPart)
-        case error(HTTPParserError)
-    }
 
     private enum State {
         case idle
@@ -70,28 +64,23 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     private var inputClosed = false
     /// The current request's end has been read: whatever comes next belongs to a pipelined request.
     private var requestEnded = true
-    /// Pipelined input waiting for the current response to end.
-    private var held = CircularBuffer<Held>()
-    private var deliveringHeld = false
-    /// A `read` was held back because input is held.
+    /// The connection's input: parsed as far as requests are served, the rest waits (pipelined requests).
+    private var parser: HTTP1RequestParser
+    /// ``serveInput()`` is running (a response it starts can end at once and call it again).
+    private var servingInput = false
+    /// A `read` was held back because pipelined input waits.
     private var readHeld = false
     /// The idle deadline between requests (the next head must be complete by then) and the body deadline.
     private var timer: ConnectionTimer?
 
     init(shared: HTTPServerShared) {
         self.shared = shared
+        self.parser = HTTP1RequestParser(maxHeadBytes: Self.parserHeadLimit(shared))
     }
 
-    /// NIOHTTP1's request decoder plus this handler, in pipeline order.
+    /// The handlers that serve HTTP/1.1 on a connection, in pipeline order (this one: it parses its own input).
     static func pipeline(shared: HTTPServerShared) -> [any ChannelHandler] {
-        var limits = NIOHTTPDecoderLimitConfiguration()
-        limits.maxHeaderListSize = decoderHeadLimit(shared)
-        // No HTTPServerProtocolErrorHandler: `errorCaught` answers malformed input itself, with a body that says
-        // what was wrong (NIO's handler answers an empty 400, even to a head past the size limit).
-        return [
-            ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, limitConfiguration: limits)),
-            HTTP1ServerConnectionHandler(shared: shared),
-        ]
+        [HTTP1ServerConnectionHandler(shared: shared)]
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -123,12 +112,12 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
     }
 
-    /// Reads stop while pipelined input is held, and resume when it has been served.
+    /// Reads stop while pipelined input waits, and resume when it has been served.
     func read(context: ChannelHandlerContext) {
-        if held.isEmpty {
-            context.read()
-        } else {
+        if holdsInput {
             readHeld = true
+        } else {
+            context.read()
         }
     }
 
@@ -139,25 +128,30 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         return true
     }
 
-    /// Whether input arriving now waits behind the request being answered.
-    private var holdsInput: Bool { !held.isEmpty || isAnswering }
+    /// Whether input waits behind the request being answered.
+    private var holdsInput: Bool { isAnswering && parser.hasUnreadInput }
 
-    /// Serves held input in order until a request is being answered again (or none is left), then resumes reading.
-    private func deliverHeld() {
-        guard !deliveringHeld else { return }
-        deliveringHeld = true
-        defer { deliveringHeld = false }
-        var delivered = false
-        while !closing, !isAnswering, let next = held.first {
-            held.removeFirst()
-            delivered = true
-            switch next {
-            case .part(let part): receive(part)
-            case .error(let error): parserErrorCaught(error)
+    /// Serves the input in order until a request is being answered (or more input is needed), then resumes reading
+    /// if a read was held back.
+    private func serveInput() {
+        guard !servingInput else { return }
+        servingInput = true
+        defer { servingInput = false }
+        var served = false
+        while !closing, context != nil, !isAnswering {
+            let part: HTTP1RequestPart?
+            do {
+                part = try parser.next()
+            } catch {
+                parserErrorCaught(error)
+                break
             }
+            guard let part else { break }
+            served = true
+            receive(part)
         }
-        if delivered { armBodyDeadlineIfIncomplete() }
-        if held.isEmpty, readHeld, !closing, let context {
+        if served { armBodyDeadlineIfIncomplete() }
+        if readHeld, !holdsInput, !closing, let context {
             readHeld = false
             context.read()
         }
@@ -225,7 +219,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
         switch state {
         case .idle:
-            if held.isEmpty { context.close(promise: nil) }
+            context.close(promise: nil)  // an unfinished head will never be finished
         case .awaitingResponse, .collecting where requestEnded:
             // Answered, then closed (endResponse), if the answer comes within the linger time: a client that
             // half-closed reads it; one that closed is gone, and its work is cancelled then (deadlinePassed). A
@@ -238,23 +232,14 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard let parserError = error as? HTTPParserError else {
-            shared.logger.debug("closing HTTP/1.1 connection", metadata: ["http.error": "\(error)"])
-            abandonRequest()
-            context.close(promise: nil)
-            return
-        }
-        if closing { return }
-        if holdsInput {
-            held.append(.error(parserError))
-            return
-        }
-        parserErrorCaught(parserError)
+        shared.logger.debug("closing HTTP/1.1 connection", metadata: ["http.error": "\(error)"])
+        abandonRequest()
+        context.close(promise: nil)
     }
 
     /// Malformed input: answered when no response has begun, then the connection closes (the parser cannot
     /// resynchronise).
-    private func parserErrorCaught(_ parserError: HTTPParserError) {
+    private func parserErrorCaught(_ parserError: HTTP1ParseError) {
         guard let context else { return }
         shared.logger.debug("closing HTTP/1.1 connection", metadata: ["http.error": "\(parserError)"])
         switch state {
@@ -266,12 +251,10 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             requestID += 1
             keepAlive = false
             let error =
-                if case .headerOverflow = parserError {
-                    HTTPError(
-                        .requestHeaderFieldsTooLarge,
-                        "request head (path and header fields) larger than \(Self.decoderHeadLimit(shared)) bytes")
-                } else {
-                    HTTPError(.badRequest, "malformed HTTP/1.1 request")
+                switch parserError.kind {
+                case .headTooLarge: HTTPError(.requestHeaderFieldsTooLarge, parserError.reason)
+                case .versionNotSupported: HTTPError(.httpVersionNotSupported, parserError.reason)
+                case .malformed: HTTPError(.badRequest, "malformed HTTP/1.1 request: \(parserError.reason)")
                 }
             respond(HTTPResponder.response(for: error), requestID: requestID)
         case .responding, .upgrading:
@@ -280,8 +263,9 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
     }
 
-    /// The largest head the decoder parses; past it the request is answered 431 unread.
-    static func decoderHeadLimit(_ shared: HTTPServerShared) -> Int {
+    /// The largest head the parser reads; past it the request is answered 431 unread (a smaller head past the
+    /// header-list limit is answered 431 in its route's format).
+    static func parserHeadLimit(_ shared: HTTPServerShared) -> Int {
         max(shared.configuration.maxHeaderListSize * 4, 64 * 1024)
     }
 
@@ -289,15 +273,11 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if closing { return }
-        let part = unwrapInboundIn(data)
-        if holdsInput {
-            held.append(.part(part))
-            return
-        }
-        receive(part)
+        parser.append(unwrapInboundIn(data))
+        serveInput()
     }
 
-    private func receive(_ part: HTTPServerRequestPart) {
+    private func receive(_ part: HTTP1RequestPart) {
         switch part {
         case .head(let head): receiveHead(head)
         case .body(let buffer): receiveBody(buffer)
@@ -305,7 +285,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
     }
 
-    private func receiveHead(_ nioHead: HTTPRequestHead) {
+    private func receiveHead(_ parsed: HTTP1RequestHead) {
         timer?.set(nil)
         requestEnded = false
         requestCount += 1
@@ -314,32 +294,28 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         body = ByteBuffer()
         verifying = false
         endedWhileVerifying = false
-        requestIsHTTP10 = nioHead.version.major == 1 && nioHead.version.minor == 0
-        keepAlive = nioHead.isKeepAlive && !draining
+        requestIsHTTP10 = parsed.isHTTP10
+        keepAlive = parsed.keepAlive && !draining
         // An HTTP/1.0 message with Transfer-Encoding: its framing is in doubt (an HTTP/1.0 intermediary does not
         // know chunked), so the connection closes after it (RFC 9112 §6.1).
-        if requestIsHTTP10, nioHead.headers.contains(name: "transfer-encoding") { keepAlive = false }
+        if requestIsHTTP10, parsed.hasTransferEncoding { keepAlive = false }
         expectsContinue = false
-        if Self.headSize(nioHead) > shared.configuration.maxHeaderListSize {
-            // In the route's error format (and with its CORS headers) when the head names one.
-            reject(with: HTTPResponder.response(
-                for: HTTPError(.requestHeaderFieldsTooLarge), to: Self.makeRequest(nioHead), by: shared.responder))
-            return
-        }
-        guard let head = Self.makeRequest(nioHead) else {
-            reject(.init(.badRequest, "malformed request head"))
-            return
-        }
+        let head = parsed.request
         self.head = head
-        if let problem = Self.hostProblem(nioHead) {
+        if parsed.size > shared.configuration.maxHeaderListSize {
+            // In the route's error format (and with its CORS headers) when the head names one.
+            rejectForRoute(HTTPError(.requestHeaderFieldsTooLarge))
+            return
+        }
+        if let problem = parsed.hostProblem {
             rejectForRoute(.init(.badRequest, problem))
             return
         }
-        if let refusal = Self.unsupportedCoding(nioHead) {
+        if let refusal = parsed.codingRefusal {
             rejectForRoute(refusal)
             return
         }
-        if requestCount == 1, let settings = Self.h2cUpgradeSettings(nioHead) {
+        if requestCount == 1, let settings = Self.h2cUpgradeSettings(head.headerFields) {
             state = .upgrading(settingsPayload: settings)
             return
         }
@@ -352,7 +328,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             respond(HTTPResponder.response(forUnmatched: match, to: head, by: shared.responder)!, requestID: requestID)
             return
         }
-        if let length = head.headerFields.firstValue(for: .contentLength).flatMap(Int.init), length > maxBodyBytes {
+        if case .length(let length) = parsed.framing, length > maxBodyBytes {
             rejectForRoute(.payloadTooLarge)
             return
         }
@@ -382,9 +358,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         case .immediate, .collected, .promised:
             state = .collecting(handler)
         case .async(let handler):
-            let hasBody = head.headerFields.firstValue(for: .contentLength).map { $0 != "0" } ?? (head.headerFields.firstValue(for: .transferEncoding) != nil)
             let requestBody: HTTPRequestBody
-            if hasBody {
+            if parsed.framing != .none {
                 let (stream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
                 state = .streamingBody(continuation)
                 requestBody = HTTPRequestBody(stream: stream)
@@ -404,8 +379,12 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         switch state {
         case .collecting:
             if receivedBodyBytes > maxBodyBytes { return rejectForRoute(.payloadTooLarge) }
-            var buffer = buffer
-            body.writeBuffer(&buffer)
+            if body.readableBytes == 0 {
+                body = buffer  // a body in one read: its slice, not a copy
+            } else {
+                var buffer = buffer
+                body.writeBuffer(&buffer)
+            }
         case .streamingBody(let continuation):
             if receivedBodyBytes > maxBodyBytes {
                 continuation.finish(throwing: HTTPError.payloadTooLarge)
@@ -561,7 +540,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         writer?.close()
         writer = nil
         requestID += 1
-        held.removeAll()
+        _ = parser.takeUnread()
     }
 
     // MARK: Responses
@@ -656,7 +635,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         endResponse(with: end)
     }
 
-    /// Writes the response's last bytes; then serves held pipelined input, or, when the connection is not kept alive,
+    /// Writes the response's last bytes; then serves pipelined input waiting in the parser, or, when the connection is not kept alive,
     /// closes it lingering (``LingeringClose``): closing with unread input would reset it.
     private func endResponse(with last: ByteBuffer) {
         guard let context else { return }
@@ -665,16 +644,16 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         if keepAlive {
             timer?.set(in: shared.configuration.idleTimeout)
             context.writeAndFlush(wrapOutboundOut(last), promise: nil)
-            deliverHeld()
+            serveInput()
         } else if inputClosed {
             // Nothing more can come from the peer: no lingering, close once the answer is out.
             closing = true
-            held.removeAll()
+            _ = parser.takeUnread()
             let channel = context.channel
             context.writeAndFlush(wrapOutboundOut(last)).whenComplete { _ in channel.close(promise: nil) }
         } else {
             closing = true
-            held.removeAll()
+            _ = parser.takeUnread()
             context.writeAndFlush(wrapOutboundOut(last), promise: nil)
             LingeringClose.start(context, timer: timer)
             if readHeld {
@@ -687,15 +666,17 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     // MARK: h2c upgrade
 
     /// The decoded `HTTP2-Settings` payload when the request asks for `Upgrade: h2c` and has no body.
-    static func h2cUpgradeSettings(_ head: HTTPRequestHead) -> [UInt8]? {
-        let upgrade = head.headers[canonicalForm: "upgrade"].map { $0.lowercased() }
-        guard upgrade.contains("h2c") else { return nil }
-        let connection = head.headers[canonicalForm: "connection"].map { $0.lowercased() }
+    static func h2cUpgradeSettings(_ fields: HTTPFields) -> [UInt8]? {
+        func tokens(_ name: HTTPField.Name) -> [String] {
+            fields[values: name].flatMap { $0.split(separator: ",") }.map { $0.trimmingBlanks.lowercased() }
+        }
+        guard tokens(.upgrade).contains("h2c") else { return nil }
+        let connection = tokens(.connection)
         guard connection.contains("upgrade"), connection.contains("http2-settings") else { return nil }
-        let settings = head.headers["http2-settings"]
+        let settings = fields[values: HTTPField.Name("http2-settings")!]
         guard settings.count == 1, let payload = Base64URL.decode(settings[0]) else { return nil }
-        if head.headers[canonicalForm: "transfer-encoding"].count > 0 { return nil }
-        if let length = head.headers.first(name: "content-length"), length != "0" { return nil }
+        if fields[.transferEncoding] != nil { return nil }
+        if let length = fields[.contentLength], length != "0" { return nil }
         return payload
     }
 
@@ -712,18 +693,15 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         let http2 = HTTP2ServerConnectionHandler(
             shared: shared, upgrade: HTTP2UpgradeRequest(settingsPayload: settingsPayload, head: head))
         let pipeline = context.pipeline.syncOperations
+        // The bytes already read past the request (a preface sent in the same write as the upgrade request) go to
+        // the HTTP/2 handler as a read of their own, ended at once: else it holds its answers until the next socket
+        // read.
+        let rest = parser.takeUnread()
         do {
-            // This handler leaves first; the decoder goes last and hands any bytes it already read past the request
-            // to the HTTP/2 handler.
-            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try pipeline.addHandler(http2, position: .after(self))
+            if rest.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(rest)) }
+            context.fireChannelReadComplete()
             pipeline.removeHandler(context: context, promise: nil)
-            try pipeline.addHandler(http2)
-            // The bytes the decoder hands over (a preface sent in the same write as the upgrade request) arrive
-            // as a read of their own: end it, or the HTTP/2 handler holds its answers until the next socket read.
-            let removed = context.eventLoop.makePromise(of: Void.self)
-            let channelPipeline = context.pipeline
-            removed.futureResult.whenSuccess { channelPipeline.fireChannelReadComplete() }
-            pipeline.removeHandler(decoder, promise: removed)
         } catch {
             shared.logger.debug("h2c upgrade failed", metadata: ["http.error": "\(error)"])
             context.close(promise: nil)
@@ -732,73 +710,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
     // MARK: Head checks
 
-    /// Why the head's `Host` is refused, or nil (RFC 9112 §3.2: an HTTP/1.1 request has exactly one, with a valid
-    /// value; an HTTP/1.0 one may have none).
-    static func hostProblem(_ head: HTTPRequestHead) -> String? {
-        let hosts = head.headers["host"]
-        if hosts.count > 1 { return "more than one Host field" }
-        guard let host = hosts.first else {
-            return head.version.major == 1 && head.version.minor >= 1 ? "an HTTP/1.1 request needs a Host field" : nil
-        }
-        // An authority: host (name, IPv4, [IPv6]) and port; no blanks, paths, queries or controls.
-        let invalid = host.utf8.contains { byte in
-            byte <= 0x20 || byte == 0x7F || byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?")
-                || byte == UInt8(ascii: "#") || byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\"")
-        }
-        return invalid ? "the Host field is not a valid authority" : nil
-    }
-
-    /// The refusal of a body in a coding this server does not decode, or nil: a transfer coding other than
-    /// `chunked` (`501`, RFC 9112 §6.1) or a content coding other than `identity` (`415`, RFC 9110 §15.5.16);
-    /// read as is, such a body would be taken for what it is not.
-    static func unsupportedCoding(_ head: HTTPRequestHead) -> HTTPError? {
-        for value in head.headers["transfer-encoding"] {
-            for coding in value.split(separator: ",") where !coding.trimmingBlanks.isChunked {
-                return HTTPError(.notImplemented, "transfer coding '\(coding.trimmingBlanks)' is not supported; send chunked")
-            }
-        }
-        for value in head.headers["content-encoding"] {
-            for coding in value.split(separator: ",") {
-                let name = coding.trimmingBlanks.lowercased()
-                if !name.isEmpty, name != "identity" {
-                    return HTTPError(.unsupportedMediaType, "content coding '\(name)' is not supported; send the body uncompressed")
-                }
-            }
-        }
-        return nil
-    }
-
-    // MARK: Head conversion
-
-    /// The size of a request head as the header limit counts it.
-    static func headSize(_ head: HTTPRequestHead) -> Int {
-        var size = head.uri.utf8.count
-        for (name, value) in head.headers { size += name.utf8.count + value.utf8.count + 4 }
-        return size
-    }
-
-    /// Converts a NIOHTTP1 head to an `HTTPRequest`; `nil` when it is malformed.
-    static func makeRequest(_ head: HTTPRequestHead) -> HTTPRequest? {
-        guard let method = HTTPRequest.Method(head.method.rawValue) else { return nil }
-        var fields = HTTPFields()
-        fields.reserveCapacity(head.headers.count)
-        var authority: String?
-        for (name, value) in head.headers {
-            guard let fieldName = HTTPField.Name(name) else { return nil }
-            if fieldName.canonicalName == "host" {
-                authority = value
-                continue
-            }
-            fields.append(HTTPField(name: fieldName, value: value))
-        }
-        if let absolute = AbsoluteTarget(head.uri) {
-            // A request target in absolute form names the authority itself; Host is ignored (RFC 9112 §3.2.2).
-            return HTTPRequest(
-                method: method, scheme: absolute.scheme, authority: absolute.authority, path: absolute.path,
-                headerFields: fields)
-        }
-        return HTTPRequest(method: method, scheme: nil, authority: authority, path: head.uri, headerFields: fields)
-    }
+    // MARK: Request targets
 
     /// A request target in absolute form (`http://host:port/path?query`): its scheme, authority, and the path with
     /// the query (`/` when the target has none).
@@ -852,7 +764,4 @@ extension Substring {
         while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
         return text
     }
-
-    /// Whether this transfer coding is `chunked`, in any case.
-    fileprivate var isChunked: Bool { lowercased() == "chunked" }
 }
