@@ -202,8 +202,13 @@ struct SendRoute: Sendable {
     }
 
     static func answer(_ answer: FCMHTTPAnswer) -> HTTPServerResponse {
-        var fields = HTTPFields()
-        fields[.contentType] = answer.contentType
+        // The two content types every answer has are fields made once (a field's value is checked when made).
+        var fields: HTTPFields =
+            switch answer.contentType {
+            case FCMHTTPAnswer.jsonContentType: jsonFields
+            case FCMHTTPAnswer.plainTextContentType: plainTextFields
+            default: HTTPFields([HTTPField(name: .contentType, value: answer.contentType)])
+            }
         if let retryAfter = answer.retryAfterSeconds { fields[.retryAfter] = String(retryAfter) }
         return HTTPServerResponse(
             status: HTTPResponse.Status(code: answer.status),
@@ -211,4 +216,7 @@ struct SendRoute: Sendable {
             body: .bytes(ByteBuffer(bytes: answer.body))
         )
     }
+
+    private static let jsonFields: HTTPFields = [.contentType: FCMHTTPAnswer.jsonContentType]
+    private static let plainTextFields: HTTPFields = [.contentType: FCMHTTPAnswer.plainTextContentType]
 }
