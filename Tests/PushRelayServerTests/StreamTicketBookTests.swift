@@ -34,4 +34,21 @@ struct StreamTicketBookTests {
         let third = book.issue(secret: "c", now: start + .seconds(30), using: &generator)
         #expect(third != nil && book.count == 2)
     }
+
+    /// audit-j: one device asking in a loop held all 65,536 tickets of the node; every other device got 503.
+    @Test("one device holds at most perDevice tickets: its newest replace its oldest, others still get theirs")
+    func oneDeviceCannotFillTheBook() {
+        var book = StreamTicketBook(lifetime: .seconds(30), capacity: 8, perDevice: 3)
+        var generator = SystemRandomNumberGenerator()
+        let tickets = (0..<100).map { _ in book.issue(secret: "prd_greedy", now: start, using: &generator)! }
+        #expect(book.count == 3 && book.outstanding(for: "prd_greedy") == 3)
+        #expect(book.redeem(tickets[0], now: start) == nil, "replaced by a newer one")
+        #expect(book.redeem(tickets[99], now: start) == "prd_greedy")
+        #expect(book.outstanding(for: "prd_greedy") == 2)
+        let other = book.issue(secret: "prd_other", now: start, using: &generator)
+        #expect(other.flatMap { book.redeem($0, now: start) } == "prd_other")
+        // Expired tickets leave the per-device count when purged.
+        book.purge(now: start + .seconds(31))
+        #expect(book.count == 0 && book.outstanding(for: "prd_greedy") == 0)
+    }
 }
