@@ -132,7 +132,7 @@ extension SQLiteStore {
         return try await self.writer.write(isolated: true) { transaction in
             let connection = transaction.connection
             let project = try Self.projectID(named: name, in: transaction)
-            let graceEnd = transaction.nowMicros &+ grace
+            let graceEnd = StoreContext.saturatingSum(transaction.nowMicros, grace)
             let expire = try connection.statement(
                 """
                 UPDATE server_keys SET valid_until = ?2

@@ -40,8 +40,19 @@ final class StoreContext: Sendable {
         Date(timeIntervalSince1970: Double(micros) / 1_000_000)
     }
 
+    /// A duration in microseconds, saturating at `Int64`'s bounds (a grace of 10^13 s is "for ever", not a wrapped
+    /// negative that cuts a key off at once).
     static func micros(_ duration: Duration) -> Int64 {
         let components = duration.components
-        return components.seconds &* 1_000_000 &+ components.attoseconds / 1_000_000_000_000
+        let (whole, overflow) = components.seconds.multipliedReportingOverflow(by: 1_000_000)
+        if overflow { return components.seconds < 0 ? .min : .max }
+        return saturatingSum(whole, components.attoseconds / 1_000_000_000_000)
+    }
+
+    /// `a + b`, saturating at `Int64`'s bounds (an instant plus a very long duration).
+    static func saturatingSum(_ a: Int64, _ b: Int64) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        if overflow { return b < 0 ? .min : .max }
+        return sum
     }
 }

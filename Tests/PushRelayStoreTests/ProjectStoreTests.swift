@@ -86,6 +86,20 @@ struct ProjectStoreTests {
         }
     }
 
+    /// audit-j: `rotate-key --grace-seconds 9223372036855` cut the old key off at once (the end wrapped negative).
+    @Test("a grace too long to count in microseconds keeps the old key valid", arguments: StoreKind.allCases)
+    func graceBeyondTheClock(kind: StoreKind) async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory, clock: clock) { store in
+                let created = try await store.createProject(name: "shop")
+                _ = try await store.rotateServerKey(project: "shop", gracePeriod: .seconds(9_223_372_036_855))
+                clock.advance(by: 10 * 365 * 86_400)
+                #expect(try await store.authenticateServerKey(created.serverKey) == created.project)
+            }
+        }
+    }
+
     @Test("a second rotation does not extend the first key's grace period", arguments: StoreKind.allCases)
     func secondRotationKeepsShorterGrace(kind: StoreKind) async throws {
         let clock = FakeClock()

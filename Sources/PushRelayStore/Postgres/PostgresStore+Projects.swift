@@ -84,7 +84,7 @@ extension PostgresStore {
         let credentials = self.context.configuration.credentials
         return try await self.writer.write { write in
             let project = try await Self.projectID(named: name, in: write)
-            let graceEnd = write.nowMicros &+ grace
+            let graceEnd = StoreContext.saturatingSum(write.nowMicros, grace)
             try await write.run(
                 """
                 UPDATE server_keys SET valid_until = \(graceEnd)
