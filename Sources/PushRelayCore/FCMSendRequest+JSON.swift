@@ -26,34 +26,35 @@ extension FCMSendRequest {
             let key = member.key
             let value = member.value
             if case .null = value { continue }
-            switch key {
-            case "to": fields.to = try string(value, field: key)
-            case "registration_ids":
+            // The key's length picks the one or few names it can be (a `switch` over strings compares them in turn).
+            guard let field = Field(key) else { continue }
+            switch field {
+            case .to: fields.to = try string(value, field: key)
+            case .registrationIDs:
                 guard case .array(let elements) = value else { throw FCMError.registrationIDsNotArray }
                 registrationIDs = elements
-            case "condition": fields.condition = try string(value, field: key)
-            case "notification_key": fields.notificationKey = try string(value, field: key)
-            case "collapse_key": fields.collapseKey = try string(value, field: key)
-            case "priority": fields.priority = try FCMSendFields.priority(try string(value, field: key))
-            case "content_available": fields.contentAvailable = try bool(value, field: key)
-            case "mutable_content": fields.mutableContent = try bool(value, field: key)
-            case "dry_run": fields.dryRun = try bool(value, field: key)
-            case "delay_while_idle": fields.delayWhileIdle = try bool(value, field: key)
-            case "restricted_package_name": fields.restrictedPackageName = try string(value, field: key)
-            case "time_to_live":
+            case .condition: fields.condition = try string(value, field: key)
+            case .notificationKey: fields.notificationKey = try string(value, field: key)
+            case .collapseKey: fields.collapseKey = try string(value, field: key)
+            case .priority: fields.priority = try FCMSendFields.priority(try string(value, field: key))
+            case .contentAvailable: fields.contentAvailable = try bool(value, field: key)
+            case .mutableContent: fields.mutableContent = try bool(value, field: key)
+            case .dryRun: fields.dryRun = try bool(value, field: key)
+            case .delayWhileIdle: fields.delayWhileIdle = try bool(value, field: key)
+            case .restrictedPackageName: fields.restrictedPackageName = try string(value, field: key)
+            case .timeToLive:
                 guard case .number(let number) = value else {
                     throw FCMError.fieldType(key, mustBe: "number", value: value)
                 }
                 fields.timeToLive = number.int64Value ?? -1
-            case "data":
+            case .data:
                 guard case .object(let data) = value else { throw FCMError.fieldType(key, mustBe: "array", value: value) }
                 fields.data = data
-            case "notification":
+            case .notification:
                 guard case .object(let notification) = value else {
                     throw FCMError.fieldType(key, mustBe: "array", value: value)
                 }
                 fields.notification = notification
-            default: continue
             }
         }
         if let registrationIDs {
@@ -65,6 +66,40 @@ extension FCMSendRequest {
             fields.nonStringRegistrationIDs = registrationIDs.indices.filter { registrationIDs[$0].stringValue == nil }
         }
         return try fields.makeRequest(encoding: .json)
+    }
+
+    /// The fields of a legacy send, found by the key's length first.
+    private enum Field {
+        case to, registrationIDs, condition, notificationKey, collapseKey, priority, contentAvailable, mutableContent
+        case dryRun, delayWhileIdle, restrictedPackageName, timeToLive, data, notification
+
+        init?(_ key: String) {
+            switch key.utf8.count {
+            case 2 where key == "to": self = .to
+            case 4 where key == "data": self = .data
+            case 7 where key == "dry_run": self = .dryRun
+            case 8 where key == "priority": self = .priority
+            case 9 where key == "condition": self = .condition
+            case 12:
+                switch key {
+                case "notification": self = .notification
+                case "collapse_key": self = .collapseKey
+                case "time_to_live": self = .timeToLive
+                default: return nil
+                }
+            case 15 where key == "mutable_content": self = .mutableContent
+            case 16:
+                switch key {
+                case "registration_ids": self = .registrationIDs
+                case "notification_key": self = .notificationKey
+                case "delay_while_idle": self = .delayWhileIdle
+                default: return nil
+                }
+            case 17 where key == "content_available": self = .contentAvailable
+            case 23 where key == "restricted_package_name": self = .restrictedPackageName
+            default: return nil
+            }
+        }
     }
 
     private static func string(_ value: JSONValue, field: String) throws(FCMError) -> String {

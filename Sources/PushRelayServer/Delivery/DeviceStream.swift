@@ -173,7 +173,12 @@ final class DeviceStream: @unchecked Sendable {
     /// The events of `batch`: its stored rows (recording their delivery), its time-to-live-0 messages, or the
     /// heartbeat comment.
     private func render(_ batch: DeviceStreamMachine.Batch) -> ByteBuffer {
-        var buffer = ByteBuffer()
+        // Room for every event at once (its envelope, the message id it gains, the `id:`/`data:` lines): the buffer
+        // is not grown and copied event by event.
+        var capacity = batch.heartbeat ? ServerSentEventEncoder.heartbeat.count : 0
+        for message in batch.stored { capacity += message.body.count + Self.eventOverhead }
+        for message in batch.transient { capacity += message.body.count + Self.eventOverhead }
+        var buffer = ByteBufferAllocator().buffer(capacity: capacity)
         var bytes: [UInt8] = []
         for message in batch.stored {
             bytes.removeAll(keepingCapacity: true)
@@ -237,6 +242,10 @@ final class DeviceStream: @unchecked Sendable {
     }
 
     /// `id: <id>\ndata: <envelope>\n\n`, as the wire module's encoder writes it (the client's parser reads it).
+    /// What an event adds to its stored envelope, at most: the message id in the envelope, the `id:` and `data:`
+    /// lines (deleted-messages markers are built here, about this size).
+    static let eventOverhead = 160
+
     static func appendEvent(id: MessageID, envelope: [UInt8], to buffer: inout ByteBuffer) {
         ServerSentEventEncoder.appendEvent(id: id.rawValue, data: envelope, to: &buffer)
     }
