@@ -110,6 +110,36 @@ import TestSupport
         #expect(try await Self.stillServes(server))
     }
 
+    /// Methods, targets and versions the parser reads itself (NIO's parser answered 400 to any method it did not
+    /// know, and 404 to `OPTIONS *`): an unknown method is routed (405 with `Allow`), `OPTIONS *` describes the
+    /// server, `*` with another method and a version other than 1.x are refused, a target past the header-list
+    /// limit is 414 (the fields past it 431).
+    @Test func methodsTargetsAndVersions() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let longTarget = "/healthz?q=" + String(repeating: "a", count: 17 * 1024)
+        let cases: [(String, String, closes: Bool)] = [
+            ("PURGE /healthz HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 405", false),
+            ("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 204", false),
+            ("GET * HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 400", true),
+            ("GET /healthz HTTP/2.0\r\nHost: a\r\n\r\n", "HTTP/1.1 505", true),
+            ("GET \(longTarget) HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 414", true),
+            ("GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: \(String(repeating: "b", count: 17 * 1024))\r\n\r\n", "HTTP/1.1 431", true),
+        ]
+        for (request, status, closes) in cases {
+            // A keep-alive request behind each: served unless the answer closes the connection.
+            let answer = try await Self.rawExchange(
+                port: server.port, send: Array((request + "GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").utf8))
+            #expect(answer.hasPrefix(status), "\(request.prefix(60).debugDescription): \(answer.prefix(300))")
+            #expect(answer.contains(#"{"status":"ok"}"#) == !closes, "\(request.prefix(60).debugDescription): \(answer.prefix(600))")
+        }
+        let options = try await Self.rawExchange(port: server.port, send: Array("OPTIONS * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".utf8))
+        #expect(options.lowercased().contains("allow: get, head, post, delete, options"), "\(options)")
+        let purge = try await Self.rawExchange(port: server.port, send: Array("PURGE /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".utf8))
+        #expect(purge.lowercased().contains("allow: get"), "\(purge)")
+        #expect(try await Self.stillServes(server))
+    }
+
     /// A client that half-closes after its request (`shutdown(SHUT_WR)`, as `nc -N` and some HTTP/1.0 clients do)
     /// still reads: the request is answered, then the connection closes; an idle half-closed connection closes.
     @Test func halfClosedClientsGetTheirAnswer() async throws {

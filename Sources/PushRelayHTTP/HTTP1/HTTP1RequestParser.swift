@@ -95,7 +95,7 @@ struct HTTP1RequestParser {
         case stopped
     }
 
-    private var buffer = ByteBuffer()
+    private var buffer = Self.empty
     private var state = State.head
     /// How much of the buffered head has been searched for its end already (a head arriving in small reads is not
     /// searched from its start each time).
@@ -126,13 +126,23 @@ struct HTTP1RequestParser {
     /// protocol).
     mutating func takeUnread() -> ByteBuffer {
         let rest = buffer
-        buffer = ByteBuffer()
+        buffer = Self.empty
         state = .stopped
         return rest
     }
 
     /// The next part, nil when more input is needed (or after an error); throws for input that is not a request.
     mutating func next() throws(HTTP1ParseError) -> HTTP1RequestPart? {
+        let part = try nextPart()
+        // Read to the end: the read's storage is let go (an idle connection, such as a device's stream, would
+        // otherwise keep its last read buffer for as long as it lasts).
+        if part == nil, buffer.readableBytes == 0, buffer.capacity > 0 { buffer = Self.empty }
+        return part
+    }
+
+    private static let empty = ByteBufferAllocator().buffer(capacity: 0)
+
+    private mutating func nextPart() throws(HTTP1ParseError) -> HTTP1RequestPart? {
         while true {
             switch state {
             case .stopped:

@@ -303,8 +303,22 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         let head = parsed.request
         self.head = head
         if parsed.size > shared.configuration.maxHeaderListSize {
-            // In the route's error format (and with its CORS headers) when the head names one.
-            rejectForRoute(HTTPError(.requestHeaderFieldsTooLarge))
+            // In the route's error format (and with its CORS headers) when the head names one: 414 when the target
+            // alone is past the limit (RFC 9112 §3), 431 when the fields are.
+            let tooLong = (head.path?.utf8.count ?? 0) > shared.configuration.maxHeaderListSize
+            rejectForRoute(HTTPError(tooLong ? .uriTooLong : .requestHeaderFieldsTooLarge))
+            return
+        }
+        if head.path == "*" {
+            // Asterisk form: OPTIONS about the server as a whole (RFC 9110 §9.3.7); no other method may use it.
+            guard head.method == .options else {
+                reject(.init(.badRequest, "the target * is for OPTIONS only"))
+                return
+            }
+            state = .awaitingResponse
+            respond(
+                HTTPServerResponse(status: .noContent, headerFields: [.allow: "GET, HEAD, POST, DELETE, OPTIONS"]),
+                requestID: requestID)
             return
         }
         if let problem = parsed.hostProblem {
