@@ -78,7 +78,7 @@ extension PushClient {
             case .fail(let reason, let exhausted):
                 await publisher.publish(.failed(message: reason))
                 // Spent attempts are `gaveUp` whatever the last failure was (its status stays readable); a refusal
-                // keeps its own code (`unauthorized`, `notRegistered`).
+                // keeps its own code (`unauthorized`, `notRegistered`, `notFound`, `invalidResponse`).
                 throw PushClientError(
                     code: exhausted ? .gaveUp : lastError?.code ?? .gaveUp, message: reason, status: lastError?.status)
             }
@@ -99,7 +99,12 @@ extension PushClient {
                     logger.debug("stream open", metadata: ["relay.resume": "\(machine.resumeEventID ?? "-")"])
                     await publisher.publish(.connected(token: credentials.token))
                     var parser = ServerSentEventParser()
+                    var first = true
                     while let chunk = try await reader.next() {
+                        if first, !chunk.isEmpty {
+                            first = false
+                            try Self.checkEventStreamStart(chunk)
+                        }
                         for output in try parser.feed(chunk) {
                             guard case .event(let event) = output else { continue }  // Comments are heartbeats.
                             let outcome = try await deliver(event, secret: credentials.secret, machine: &machine,
@@ -118,7 +123,8 @@ extension PushClient {
                 lastError = error
                 switch error.code {
                 case .heartbeatTimeout: failure = .heartbeatTimeout
-                case .unauthorized, .notRegistered: failure = .permanent(error.description)
+                // A refusal's text without its code: the error thrown at the end carries the code once.
+                case .unauthorized, .notRegistered, .notFound, .invalidResponse: failure = .permanent(error.message)
                 default: failure = .transient(error.description)
                 }
             } catch {
@@ -132,6 +138,21 @@ extension PushClient {
     }
 
     private enum Outcome { case next, stop }
+
+    /// A relay's stream starts with a comment (`: connected`) or a field line; a `200` whose body starts with
+    /// anything else (an HTML page, JSON) is not an event stream: the server URL points at something else.
+    static func checkEventStreamStart(_ chunk: [UInt8]) throws {
+        switch chunk[0] {
+        case UInt8(ascii: ":"), UInt8(ascii: "d"), UInt8(ascii: "i"), UInt8(ascii: "e"), UInt8(ascii: "r"),
+            UInt8(ascii: "\n"), UInt8(ascii: "\r"), 0xEF:  // 0xEF: a byte-order mark
+            return
+        default:
+            let start = String(decoding: chunk.prefix(24), as: UTF8.self).replacingOccurrences(of: "\n", with: " ")
+            throw PushClientError(
+                code: .invalidResponse,
+                message: "stream: the answer is not an event stream (it begins \"\(start)\"): is the server URL a relay's?")
+        }
+    }
 
     /// Hands one event to the app: dedup, handler, observers, remember, acknowledge.
     private func deliver(

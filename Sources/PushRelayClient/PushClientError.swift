@@ -3,7 +3,7 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The kind of error. New codes may be added; switch with a `default`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case invalidConfiguration, unauthorized, notRegistered, httpStatus, invalidResponse
+            case invalidConfiguration, unauthorized, notRegistered, notFound, httpStatus, invalidResponse
             case connectionClosed, heartbeatTimeout, invalidFile, tlsNotConfigured, gaveUp
         }
 
@@ -15,11 +15,15 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let invalidConfiguration = Code(.invalidConfiguration)
         /// The server refused the client key or the device secret (401/403).
         public static let unauthorized = Code(.unauthorized)
-        /// The device is not registered (404 on the stream, or unregistered).
+        /// The device is not registered (410).
         public static let notRegistered = Code(.notRegistered)
+        /// The server has no such route (404): the server URL (or its path prefix) is not a relay's. The relay
+        /// answers a removed device `401`, never `404`.
+        public static let notFound = Code(.notFound)
         /// The server answered with an unexpected status.
         public static let httpStatus = Code(.httpStatus)
-        /// The server's answer could not be read.
+        /// The server's answer could not be read, or is not what a relay answers (a stream that is not an event
+        /// stream).
         public static let invalidResponse = Code(.invalidResponse)
         /// The connection closed before the answer was complete.
         public static let connectionClosed = Code(.connectionClosed)

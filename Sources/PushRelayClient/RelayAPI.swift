@@ -83,7 +83,11 @@ struct RelayAPI: Sendable {
         case 401, 403:
             throw PushClientError(code: .unauthorized, message: "\(operation): refused (\(status))\(detail)",
                                   status: status)
-        case 404, 410:
+        case 404:
+            throw PushClientError(
+                code: .notFound, message: "\(operation): not found (404)\(detail): is the server URL a relay's?",
+                status: status)
+        case 410:
             throw PushClientError(code: .notRegistered, message: "\(operation): not registered (\(status))\(detail)",
                                   status: status)
         default:
@@ -93,9 +97,14 @@ struct RelayAPI: Sendable {
     }
 
     /// `: <error>` from a JSON error body (`{"error": "..."}`), else empty. Bounded, one line.
+    /// `: ERROR (message)` from the relay's JSON error body (the message says which of several refusals it was:
+    /// an unknown secret, a used ticket, …).
     private static func errorDetail(_ body: [UInt8]) -> String {
         guard let object = try? JSON.parse(Data(body.prefix(4096))), let error = object["error"] else { return "" }
-        let text = error.displayText.prefix(200).replacingOccurrences(of: "\n", with: " ")
+        var text = error.displayText.prefix(200).replacingOccurrences(of: "\n", with: " ")
+        if let message = object["message"]?.displayText, !message.isEmpty {
+            text += " (\(message.prefix(200).replacingOccurrences(of: "\n", with: " ")))"
+        }
         return ": \(text)"
     }
 

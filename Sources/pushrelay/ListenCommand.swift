@@ -22,7 +22,11 @@ struct ListenCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp(
         "The relay's base URL, e.g. http://127.0.0.1:8080; repeat it for the nodes of one deployment.",
-        discussion: "Tried in order: when the current relay cannot be reached (or answers 502-504), the next one is."))
+        discussion: """
+            Tried in order: when the current relay cannot be reached (or answers 502-504), the next one is. A relay \
+            that cannot be reached is tried again with back-off for as long as listen runs (a device waits for its \
+            relay); give --count and --timeout to give up.
+            """))
     var server: [String]
 
     @Option(help: "The device secret from an earlier registration.")
@@ -115,6 +119,10 @@ struct ListenCommand: AsyncParsableCommand {
                 configuration.fallbackServerURLs.isEmpty
                 ? try make(configuration) : try FailoverTransport(configuration: configuration, makeTransport: make)
             client = try PushClient(configuration: configuration, transport: transport, logger: logger)
+        } catch let error as PushClientError where error.code == .invalidFile {
+            // A damaged credentials or deduplication file is not a usage error: one line, EX_NOINPUT.
+            FileHandle.standardError.write(Data("pushrelay listen: \(error.message)\n".utf8))
+            throw ExitCode(66)
         } catch {
             throw ValidationError("\(error)")
         }

@@ -93,6 +93,9 @@ struct SendCommand: AsyncParsableCommand {
             return
         }
         guard to != nil else { throw ValidationError("give --to TOKEN (or --json FILE)") }
+        guard title != nil || body != nil || orderInfo != nil || !data.isEmpty else {
+            throw ValidationError("give the message: at least one of --title, --body, --order-info, --data (or --json FILE)")
+        }
         if let orderInfo {
             do { _ = try JSONValue.parse(orderInfo) } catch {
                 throw ValidationError("--order-info is not JSON: \(error)")

@@ -64,6 +64,16 @@ import Testing
             try #require(parseEvents(text).first { $0.id == id }).data, messageID: id, senderID: keys.senderID)
     }
 
+    /// audit-i: `send --to T` without any content flag sent an empty message and exited 0, though the help asks
+    /// for at least one.
+    @Test func sendWithoutContentIsAUsageError() async throws {
+        let result = try await Daemon.cli([
+            "send", "--server", "http://127.0.0.1:9", "--server-key", "k", "--to", "t",
+        ])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("at least one of --title, --body, --order-info, --data"), "\(result.stderr)")
+    }
+
     @Test func sendDataCollapseKeyAndTTLReachTheEnvelope() async throws {
         let daemon = try Daemon()
         try await daemon.start()

@@ -73,6 +73,34 @@ struct ListenCommandTests {
         try await daemon.terminate()
     }
 
+    /// audit-i: a wrong secret printed the code twice and lost the relay's message; a wrong URL path read as an
+    /// unregistered device; a damaged credentials file printed the usage text.
+    @Test("listen says why it cannot start: the relay's refusal, a wrong URL, a damaged credentials file")
+    func failuresSayWhy() async throws {
+        let daemon = try Daemon()
+        try await daemon.start()
+        let wrongSecret = try await run(Daemon.binary, [
+            "listen", "--server", daemon.baseURL, "--secret", "prd_wrong", "--count", "1", "--timeout", "30",
+        ])
+        #expect(wrongSecret.status == 1)
+        #expect(wrongSecret.stderr.contains("refused (401): UNAUTHENTICATED (unknown device secret)"), "\(wrongSecret.stderr)")
+        #expect(!wrongSecret.stderr.contains("unauthorized: unauthorized"), "\(wrongSecret.stderr)")
+        let wrongPath = try await run(Daemon.binary, [
+            "listen", "--server", daemon.baseURL + "/nope", "--secret", "prd_x", "--count", "1", "--timeout", "30",
+        ])
+        #expect(wrongPath.status == 1)
+        #expect(wrongPath.stderr.contains("not found (404)") && !wrongPath.stderr.contains("not registered"), "\(wrongPath.stderr)")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).json")
+        try Data("{bad".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let damaged = try await run(Daemon.binary, [
+            "listen", "--server", daemon.baseURL, "--credentials", file.path, "--count", "1",
+        ])
+        #expect(damaged.status == 66, "\(damaged.stderr)")
+        #expect(damaged.stderr.contains("cannot read credentials") && !damaged.stderr.contains("Usage:"), "\(damaged.stderr)")
+        try await daemon.terminate()
+    }
+
     @Test("listen --project --client-key registers, prints the token and saves the credentials for the next run",
           arguments: transports)
     func registration(transport: String) async throws {

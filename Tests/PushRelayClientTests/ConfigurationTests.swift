@@ -86,12 +86,35 @@ struct ConfigurationTests {
         #expect(throws: PushClientError.self) {
             try api.registration(from: TransportResponse(status: 200, headerFields: [:], body: Array("{}".utf8)))
         }
-        for (status, code) in [(401, PushClientError.Code.unauthorized), (403, .unauthorized), (404, .notRegistered),
-                               (500, .httpStatus)] {
+        for (status, code) in [(401, PushClientError.Code.unauthorized), (403, .unauthorized), (404, .notFound),
+                               (410, .notRegistered), (500, .httpStatus)] {
             #expect { try RelayAPI.check(status, body: [], operation: "x") } throws: {
                 ($0 as? PushClientError)?.code == code && ($0 as? PushClientError)?.status == status
             }
         }
+    }
+
+    /// audit-i: the relay's message was dropped (a wrong secret and a used ticket read alike), and a 404 from a
+    /// wrong URL was reported as an unregistered device.
+    @Test("errors keep the relay's message; a 404 is a wrong URL, not an unregistered device")
+    func errorText() {
+        let body = Array(#"{"error":"UNAUTHENTICATED","message":"unknown device secret"}"#.utf8)
+        #expect { try RelayAPI.check(401, body: body, operation: "stream") } throws: {
+            ($0 as? PushClientError)?.message == "stream: refused (401): UNAUTHENTICATED (unknown device secret)"
+        }
+        #expect { try RelayAPI.check(404, body: Array("not found".utf8), operation: "stream") } throws: {
+            ($0 as? PushClientError)?.message == "stream: not found (404): is the server URL a relay's?"
+        }
+    }
+
+    @Test("a 200 whose body is not an event stream is refused at its first bytes")
+    func eventStreamStart() throws {
+        try PushClient.checkEventStreamStart(Array(": connected\n\n".utf8))
+        try PushClient.checkEventStreamStart(Array("id: 1\ndata: {}\n\n".utf8))
+        #expect { try PushClient.checkEventStreamStart(Array("<html>hello</html>".utf8)) } throws: {
+            ($0 as? PushClientError)?.code == .invalidResponse
+        }
+        #expect(throws: PushClientError.self) { try PushClient.checkEventStreamStart(Array("{\"error\":1}".utf8)) }
     }
 
     @Test("the client loads its credentials file at creation")
