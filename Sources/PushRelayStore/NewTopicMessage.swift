@@ -22,20 +22,26 @@ public struct NewTopicMessage: Hashable, Sendable {
     /// Time to live, counted from the send (not from the expansion). Must be positive: a TTL-0 topic message would
     /// expire before the expansion reaches most devices (the store throws ``StoreError/invalidArgument``).
     public var timeToLive: Duration
+    /// The send's `restricted_package_name`, or nil: when set, only subscribers whose device app (``Device/app``)
+    /// is exactly this name get a copy; the subscribers of other apps are skipped, not told. Stored with the
+    /// message, so an expansion resumed after a restart keeps it.
+    public var restrictedPackageName: String?
 
-    /// Creates a topic message; the default time to live is FCM's four weeks.
+    /// Creates a topic message; the default time to live is FCM's four weeks, and no package restriction.
     public init(
         project: ProjectID,
         target: Target,
         body: [UInt8],
         collapseKey: String? = nil,
-        timeToLive: Duration = .seconds(2_419_200)
+        timeToLive: Duration = .seconds(2_419_200),
+        restrictedPackageName: String? = nil
     ) {
         self.project = project
         self.target = target
         self.body = body
         self.collapseKey = collapseKey
         self.timeToLive = timeToLive
+        self.restrictedPackageName = restrictedPackageName
     }
 }
 

@@ -21,8 +21,9 @@ extension WriteTransaction {
         let insert = try self.connection.statement(
             """
             INSERT INTO topic_messages
-                (id, project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, created_at, body)
-            VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, ?9)
+                (id, project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, created_at, body,
+                 restricted_package_name)
+            VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, ?9, ?10)
             """
         )
         try insert.bind(id, at: 1)
@@ -34,6 +35,7 @@ extension WriteTransaction {
         try insert.bind(self.nowMicros &+ target.timeToLiveMicros, at: 7)
         try insert.bind(self.nowMicros, at: 8)
         try insert.bind(message.body, at: 9)
+        try insert.bind(message.restrictedPackageName, at: 10)
         try insert.run()
         self.newTopicMessages.append(id)
         return id
@@ -44,7 +46,7 @@ extension WriteTransaction {
     func expandTopicMessage(id: Int64, batchSize: Int) throws(StoreError) -> FanOutStep {
         let load = try self.connection.statement(
             """
-            SELECT project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, body
+            SELECT project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, body, restricted_package_name
             FROM topic_messages WHERE id = ?1
             """
         )
@@ -62,6 +64,7 @@ extension WriteTransaction {
         let collapseKey = load.text(5)
         let expiresAt = load.int64(6)
         let body = load.blob(7)
+        let app = load.text(8)
         try load.run()
 
         guard expiresAt > self.nowMicros else {
@@ -71,11 +74,11 @@ extension WriteTransaction {
         let batch: (devices: [DeviceID], lastScanned: Int64, exhausted: Bool)
         if let topic {
             batch = try self.topicCandidates(
-                project: project, topic: topic, snapshot: snapshot, cursor: cursor, limit: batchSize
+                project: project, topic: topic, app: app, snapshot: snapshot, cursor: cursor, limit: batchSize
             )
         } else if let condition, let matcher = self.context.configuration.conditionCompiler(condition) {
             batch = try self.conditionCandidates(
-                project: project, matcher: matcher, snapshot: snapshot, cursor: cursor, limit: batchSize
+                project: project, matcher: matcher, app: app, snapshot: snapshot, cursor: cursor, limit: batchSize
             )
         } else {
             self.context.logger.error(
@@ -106,9 +109,11 @@ extension WriteTransaction {
         self.finishedTopicMessages.append(id)
     }
 
+    /// The next `limit` subscribers of `topic` after `cursor` (of app `app` when it is not nil).
     private func topicCandidates(
         project: Int64,
         topic: String,
+        app: String?,
         snapshot: Int64,
         cursor: Int64,
         limit: Int
@@ -116,13 +121,26 @@ extension WriteTransaction {
         guard let topicID = try self.topicID(project: project, name: topic) else {
             return ([], cursor, true)
         }
-        let select = try self.connection.statement(
-            """
-            SELECT device_id FROM subscriptions
-            WHERE topic_id = ?1 AND device_id > ?2 AND id <= ?3
-            ORDER BY device_id LIMIT ?4
-            """
-        )
+        let select: SQLiteStatement
+        if let app {
+            // A restricted message: the devices of other apps are not candidates at all (skipped, not counted).
+            select = try self.connection.statement(
+                """
+                SELECT s.device_id FROM subscriptions s JOIN devices d ON d.id = s.device_id
+                WHERE s.topic_id = ?1 AND s.device_id > ?2 AND s.id <= ?3 AND d.app = ?5
+                ORDER BY s.device_id LIMIT ?4
+                """
+            )
+            try select.bind(app, at: 5)
+        } else {
+            select = try self.connection.statement(
+                """
+                SELECT device_id FROM subscriptions
+                WHERE topic_id = ?1 AND device_id > ?2 AND id <= ?3
+                ORDER BY device_id LIMIT ?4
+                """
+            )
+        }
         try select.bind(topicID, at: 1)
         try select.bind(cursor, at: 2)
         try select.bind(snapshot, at: 3)
@@ -135,9 +153,12 @@ extension WriteTransaction {
         return (devices, devices.last?.rawValue ?? cursor, devices.count < limit)
     }
 
+    /// The devices after `cursor` (of app `app` when it is not nil) whose subscriptions satisfy the condition,
+    /// scanning at most `limit` devices subscribed to one of its topics.
     private func conditionCandidates(
         project: Int64,
         matcher: TopicConditionMatcher,
+        app: String?,
         snapshot: Int64,
         cursor: Int64,
         limit: Int
@@ -150,14 +171,22 @@ extension WriteTransaction {
         }
         guard !names.isEmpty else { return ([], cursor, true) }
         let placeholders = names.keys.sorted().map(String.init).joined(separator: ", ")
-        let sql = """
+        // A restricted message: the devices of other apps are not scanned at all.
+        let sql = app == nil
+            ? """
             SELECT device_id, topic_id FROM subscriptions
             WHERE topic_id IN (\(placeholders)) AND device_id > ?1 AND id <= ?2
             ORDER BY device_id
             """
+            : """
+            SELECT s.device_id, s.topic_id FROM subscriptions s JOIN devices d ON d.id = s.device_id
+            WHERE s.topic_id IN (\(placeholders)) AND s.device_id > ?1 AND s.id <= ?2 AND d.app = ?3
+            ORDER BY s.device_id
+            """
         return try self.connection.withUncachedStatement(sql) { select throws(StoreError) in
             try select.bind(cursor, at: 1)
             try select.bind(snapshot, at: 2)
+            if let app { try select.bind(app, at: 3) }
             var matched: [DeviceID] = []
             var scanned = 0
             var current: Int64?

@@ -111,6 +111,51 @@ import Testing
         #expect(!text.contains("Provedor de Mensagens"))
     }
 
+    /// `restricted_package_name` on a topic or condition send (legacy, and v1's `android.restricted_package_name`):
+    /// the answer is the message id as ever, and only the subscribers whose app is that name get a copy.
+    @Test func restrictedPackageNameReachesOnlyThatApp() async throws {
+        let f = try await Fixture()
+        let x = try await f.daemon.registerDevice(f.keys, app: "com.x", platform: "android")
+        let y = try await f.daemon.registerDevice(f.keys, app: "com.y", platform: "android")
+        for topic in ["gone", "other"] {
+            #expect(try await f.batch(true, to: topic, tokens: [x.token, y.token]).allSatisfy(\.isEmpty))
+        }
+        let condition = "'gone' in topics && 'other' in topics"
+        // First the sends nobody may get: the topic messages are expanded oldest first, so once each device has
+        // the later copies it is meant to get, these have been expanded too.
+        _ = try await f.sendToTopic(#"{"to": "/topics/gone", "restricted_package_name": "com.zzz", "data": {"k": "rpn"}}"#)
+        _ = try await f.sendToTopic(
+            #"{"condition": "\#(condition)", "restricted_package_name": "com.zzz", "data": {"k": "rpn-condition"}}"#)
+        _ = try await f.sendToTopic(#"{"to": "/topics/gone", "restricted_package_name": "com.x", "data": {"k": "for-x"}}"#)
+        _ = try await f.sendToTopic(
+            #"{"condition": "\#(condition)", "restricted_package_name": "com.y", "data": {"k": "for-y"}}"#)
+        let file = try await f.daemon.serviceAccount()
+        let v1 = try await f.daemon.v1Requests(file: file, [
+            V1Request(path: "/v1/projects/shop/messages:send", json: ["message": [
+                "topic": "gone", "android": ["restricted_package_name": "com.x"], "data": ["k": "v1-for-x"],
+            ]]),
+            V1Request(path: "/v1/projects/shop/messages:send", json: ["message": [
+                "condition": condition, "android": ["restricted_package_name": "com.y"], "data": ["k": "v1-for-y"],
+            ]]),
+        ])
+        for answer in v1.responses {
+            #expect(answer.status == 200 && (answer.json["name"] as? String)?.hasPrefix("projects/shop/messages/") == true,
+                    "\(answer.body)")
+        }
+        for (device, mine, theirs) in [(x, ["for-x", "v1-for-x"], ["for-y", "v1-for-y"]),
+                                       (y, ["for-y", "v1-for-y"], ["for-x", "v1-for-x"])] {
+            let stream = try f.daemon.openStream(secret: device.secret)
+            defer { stream.stop() }
+            let text = try await stream.waitFor("the copies for \(device.token)") { text in
+                let values = Set(parseEvents(text).compactMap { try? jsonObject($0.data)["k"] as? String })
+                return mine.allSatisfy(values.contains)
+            }
+            let values = Set(parseEvents(text).compactMap { try? jsonObject($0.data)["k"] as? String })
+            #expect(values == Set(mine), "\(values)")
+            #expect(values.isDisjoint(with: theirs + ["rpn", "rpn-condition"]))
+        }
+    }
+
     @Test func unsubscribeUnregisterAndProjectDeletionCleanSubscriptions() async throws {
         let f = try await Fixture()
         let unsubscribed = try await f.daemon.registerDevice(f.keys)

@@ -78,14 +78,16 @@ struct StoreImportTests {
             let raw = try SQLiteConnection(path: configuration.path, busyTimeout: .seconds(1))
             try raw.execute(
                 """
-                INSERT INTO topic_messages (id, project_id, topic, snapshot, cursor, expires_at, created_at, body)
+                INSERT INTO topic_messages
+                    (id, project_id, topic, snapshot, cursor, expires_at, created_at, body, restricted_package_name)
                 VALUES ((SELECT max(id) + 1 FROM messages), \(shop.project.id.rawValue), 'news', 9000000000000000000, 0,
-                        \(now + 3_600_000_000), \(now), x'7b7d')
+                        \(now + 3_600_000_000), \(now), x'7b7d', 'com.a')
                 """)
 
             configuration.automaticFanOut = false
             let source = try SQLiteStore(configuration: configuration, logger: Logger(label: "test"))
-            let postgres = try await openStore(.postgres, in: directory) as! PostgresStore
+            let postgres = try await openStore(.postgres, in: directory, options: StoreOptions(automaticFanOut: false))
+                as! PostgresStore
             var intruder = SQLiteStore.Configuration(directory: directory)
             intruder.busyTimeout = .milliseconds(200)
             intruder.automaticFanOut = false
@@ -98,6 +100,10 @@ struct StoreImportTests {
                 return try await postgres.importAll(from: source)
             }
             #expect(report.count(of: "messages") == 100 && report.count(of: "topic_messages") == 1, "\(report)")
+            // The unfinished expansion keeps its restricted_package_name.
+            let copied = try await TestPostgres.shared.psql(
+                "SELECT restricted_package_name FROM topic_messages", database: databaseName(for: directory))
+            #expect(copied.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "com.a", "\(copied.stderr)")
             // The source: still 100 messages and the one unfinished expansion.
             let pending = try await source.pendingMessages(for: device.device.id, after: nil, limit: 1000)
             #expect(pending.count == 100 && pending.allSatisfy { $0.kind == .message }, "\(pending.count)")

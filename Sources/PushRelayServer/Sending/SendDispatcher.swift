@@ -133,9 +133,12 @@ struct SendDispatcher: Sendable {
         // does and deliver to nobody who is not connected by the time it expands: the smallest TTL.
         let ttl: Duration = send.timeToLive > 0 ? .seconds(send.timeToLive) : .seconds(1)
         let envelope = Envelope(request: send, senderID: senderID)
+        // `restricted_package_name` goes with the message: the expansion skips the subscribers of other apps (the
+        // answer is the message id all the same, as FCM's).
         let id = try await store.enqueueTopicMessage(
             NewTopicMessage(
-                project: project.id, target: target, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl)
+                project: project.id, target: target, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl,
+                restrictedPackageName: send.restrictedPackageName)
         )
         metrics.sendsAccepted()
         return .messageID(id)

@@ -132,6 +132,11 @@ enum PostgresSchema {
         """
         CREATE FUNCTION pushrelay_lock_queues(locked_devices bigint[]) RETURNS TABLE (q_device bigint, q_id bigint, q_kind smallint, q_collapse_key text, q_expires_at bigint) LANGUAGE plpgsql VOLATILE AS $fn$ BEGIN PERFORM count(*) FROM (SELECT 1 FROM devices WHERE id = ANY(locked_devices) ORDER BY id FOR UPDATE) AS locked; RETURN QUERY SELECT d.id, NULL::bigint, NULL::smallint, NULL::text, NULL::bigint FROM devices AS d WHERE d.id = ANY(locked_devices) UNION ALL SELECT m.device_id, m.id, m.kind, m.collapse_key, m.expires_at FROM messages AS m WHERE m.device_id = ANY(locked_devices); END $fn$;
         """,
+        // 5: a topic or condition message's restricted_package_name (NULL: none): only subscribers whose device
+        // app is that name get a copy; kept in the row so that a node resuming the expansion keeps it.
+        """
+        ALTER TABLE topic_messages ADD COLUMN restricted_package_name text;
+        """,
     ]
 
     /// A migration's statements (each ends with `;` at the end of a line).

@@ -82,7 +82,7 @@ extension PostgresStore {
             name: "topic_messages",
             columns: [.integer("id"), .integer("project_id"), .text("topic"), .text("condition"), .integer("snapshot"),
                       .integer("cursor"), .text("collapse_key"), .integer("expires_at"), .integer("created_at"),
-                      .blob("body")],
+                      .blob("body"), .text("restricted_package_name")],
             identity: false, pagedByID: true),
         Table(
             name: "service_account_keys",

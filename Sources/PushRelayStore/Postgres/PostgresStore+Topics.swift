@@ -114,10 +114,12 @@ extension PostgresStore {
             try await write.run(
                 """
                 INSERT INTO topic_messages
-                    (id, project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, created_at, body)
+                    (id, project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, created_at, body,
+                     restricted_package_name)
                 VALUES (\(id), \(message.project.rawValue), \(target.topic), \(target.condition),
                     (SELECT coalesce(max(id), 0) FROM subscriptions), 0, \(message.collapseKey),
-                    \(write.nowMicros &+ target.timeToLiveMicros), \(write.nowMicros), \(ByteBuffer(bytes: message.body)))
+                    \(write.nowMicros &+ target.timeToLiveMicros), \(write.nowMicros), \(ByteBuffer(bytes: message.body)),
+                    \(message.restrictedPackageName))
                 """
             )
             write.topicMessageAdded = true

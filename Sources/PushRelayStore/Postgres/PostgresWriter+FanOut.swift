@@ -6,16 +6,21 @@ extension PostgresWriter {
     /// Expands the next batch of the oldest topic message that no other node holds (`FOR UPDATE SKIP LOCKED`)
     /// into its subscribers' queues and saves the cursor, in `write`'s transaction: a node that dies mid-way
     /// leaves the row at its last committed batch and another node resumes it. False when there was none.
+    ///
+    /// A message with a `restricted_package_name` takes only the devices of that app as candidates. The filters
+    /// are written `$n IS NULL OR …`: the statements are planned with their parameters (unnamed statements), so an
+    /// absent restriction folds away and the query is the unrestricted one.
     func expandTopicMessage(in write: PostgresWriteContext) async throws -> Bool {
         let rows = try await write.rows(
             """
-            SELECT id, project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, body
+            SELECT id, project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, body,
+                restricted_package_name
             FROM topic_messages ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
             """
         )
         guard let row = rows.first else { return false }
-        let (id, project, topic, condition, snapshot, cursor, collapseKey, expiresAt, body) = try row.decode(
-            (Int64, Int64, String?, String?, Int64, Int64, String?, Int64, ByteBuffer).self)
+        let (id, project, topic, condition, snapshot, cursor, collapseKey, expiresAt, body, app) = try row.decode(
+            (Int64, Int64, String?, String?, Int64, Int64, String?, Int64, ByteBuffer, String?).self)
         guard expiresAt > write.nowMicros else {
             try await write.run("DELETE FROM topic_messages WHERE id = \(id)")
             return true
@@ -24,10 +29,12 @@ extension PostgresWriter {
         let candidates: (devices: [DeviceID], lastScanned: Int64, exhausted: Bool)
         if let topic {
             candidates = try await self.topicCandidates(
-                project: project, topic: topic, snapshot: snapshot, cursor: cursor, limit: batchSize, in: write)
+                project: project, topic: topic, app: app, snapshot: snapshot, cursor: cursor, limit: batchSize,
+                in: write)
         } else if let condition, let matcher = self.conditionCompiler(condition) {
             candidates = try await self.conditionCandidates(
-                project: project, matcher: matcher, snapshot: snapshot, cursor: cursor, limit: batchSize, in: write)
+                project: project, matcher: matcher, app: app, snapshot: snapshot, cursor: cursor, limit: batchSize,
+                in: write)
         } else {
             write.logger.error(
                 "topic message condition no longer compiles; dropping it", metadata: ["relay.topic_message.id": "\(id)"])
@@ -48,13 +55,17 @@ extension PostgresWriter {
         return true
     }
 
+    /// The next `limit` subscribers of `topic` after `cursor` (of app `app` when it is not nil).
     private func topicCandidates(
-        project: Int64, topic: String, snapshot: Int64, cursor: Int64, limit: Int, in write: PostgresWriteContext
+        project: Int64, topic: String, app: String?, snapshot: Int64, cursor: Int64, limit: Int,
+        in write: PostgresWriteContext
     ) async throws -> (devices: [DeviceID], lastScanned: Int64, exhausted: Bool) {
         let rows = try await write.rows(
             """
             SELECT s.device_id FROM subscriptions s JOIN topics t ON t.id = s.topic_id
             WHERE t.project_id = \(project) AND t.name = \(topic) AND s.device_id > \(cursor) AND s.id <= \(snapshot)
+                AND (\(app)::text IS NULL
+                    OR EXISTS (SELECT 1 FROM devices d WHERE d.id = s.device_id AND d.app = \(app)::text))
             ORDER BY s.device_id LIMIT \(limit)
             """
         )
@@ -62,10 +73,10 @@ extension PostgresWriter {
         return (devices, devices.last?.rawValue ?? cursor, devices.count < limit)
     }
 
-    /// The next `limit` devices subscribed to at least one topic the condition names, and those among them whose
-    /// topics satisfy it.
+    /// The next `limit` devices subscribed to at least one topic the condition names (of app `app` when it is not
+    /// nil), and those among them whose topics satisfy it.
     private func conditionCandidates(
-        project: Int64, matcher: TopicConditionMatcher, snapshot: Int64, cursor: Int64, limit: Int,
+        project: Int64, matcher: TopicConditionMatcher, app: String?, snapshot: Int64, cursor: Int64, limit: Int,
         in write: PostgresWriteContext
     ) async throws -> (devices: [DeviceID], lastScanned: Int64, exhausted: Bool) {
         let names = Array(Set(matcher.topics))
@@ -80,9 +91,11 @@ extension PostgresWriter {
         let topicIDs = Array(topicNames.keys)
         let scanned = try await write.rows(
             """
-            SELECT DISTINCT device_id FROM subscriptions
-            WHERE topic_id = ANY(\(topicIDs)) AND device_id > \(cursor) AND id <= \(snapshot)
-            ORDER BY device_id LIMIT \(limit)
+            SELECT DISTINCT s.device_id FROM subscriptions s
+            WHERE s.topic_id = ANY(\(topicIDs)) AND s.device_id > \(cursor) AND s.id <= \(snapshot)
+                AND (\(app)::text IS NULL
+                    OR EXISTS (SELECT 1 FROM devices d WHERE d.id = s.device_id AND d.app = \(app)::text))
+            ORDER BY s.device_id LIMIT \(limit)
             """
         ).map { try $0.decode(Int64.self) }
         guard let last = scanned.last else { return ([], cursor, true) }

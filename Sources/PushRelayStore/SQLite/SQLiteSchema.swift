@@ -155,6 +155,14 @@ enum SQLiteSchema {
 
         PRAGMA user_version = 4;
         """,
+        // 5: a topic or condition message's restricted_package_name (NULL: none). The expansion gives a copy only
+        // to subscribers whose device app is that name; kept in the row so that a resumed expansion keeps it.
+        // Messages queued before the migration had none (their restriction was not stored).
+        """
+        ALTER TABLE topic_messages ADD COLUMN restricted_package_name TEXT;
+
+        PRAGMA user_version = 5;
+        """,
     ]
 
     /// Brings a database to the current schema (creating it when empty). Runs on the writer connection.

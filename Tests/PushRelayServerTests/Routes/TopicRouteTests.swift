@@ -136,6 +136,30 @@ struct TopicRouteTests {
         await f.relay.close()
     }
 
+    /// `restricted_package_name` on a topic or condition send: the answer is the message id, and only the
+    /// subscribers of that app get a copy.
+    @Test func restrictedPackageNameLimitsTheFanOut() async throws {
+        let f = try await Fixture()
+        let x = try await f.relay.registerDevice(f.project, app: "com.x")
+        let y = try await f.relay.registerDevice(f.project, app: "com.y")
+        #expect(try await f.batch(true, to: "gone", tokens: [x.token, y.token]).allSatisfy(\.isEmpty))
+        _ = try await f.sendToTopic(#"{"to": "/topics/gone", "restricted_package_name": "com.zzz", "data": {"k": "rpn"}}"#)
+        _ = try await f.sendToTopic(
+            #"{"condition": "'gone' in topics", "restricted_package_name": "com.zzz", "data": {"k": "rpn"}}"#)
+        _ = try await f.sendToTopic(#"{"to": "/topics/gone", "restricted_package_name": "com.x", "data": {"k": "for-x"}}"#)
+        _ = try await f.sendToTopic(
+            #"{"condition": "'gone' in topics", "restricted_package_name": "com.y", "data": {"k": "for-y"}}"#)
+        // Expanded oldest first: once a device has its own copy, the earlier messages were expanded too.
+        for (device, mine) in [(x, "for-x"), (y, "for-y")] {
+            let stream = try await f.relay.openStream(secret: device.secret)
+            defer { stream.close() }
+            let text = try await stream.waitFor("the copy for \(mine)") { $0.contains(mine) }
+            let values = StreamEvent.parse(text).compactMap { try? jsonObject($0.data)["k"] as? String }
+            #expect(values == [mine])
+        }
+        await f.relay.close()
+    }
+
     @Test func batchRoutesAnswerPerTokenInOrder() async throws {
         let f = try await Fixture()
         let device = try await f.relay.registerDevice(f.project)
