@@ -22,6 +22,9 @@ struct InstanceIDRoutes: Sendable {
     /// At most this many tokens per batch call, as FCM.
     static let maxBatchTokens = 1000
 
+    /// The `message` of a single subscription's `400 TOO_MANY_TOPICS` (server-key and device routes alike).
+    static let tooManyTopicsMessage = "the device holds the maximum number of topics"
+
     /// `POST /iid/v1/{token}/rel/topics/{topic}` (subscribe) and `DELETE` of the same path (unsubscribe).
     func relation(_ request: HTTPServerRequest, subscribe: Bool) async throws -> HTTPServerResponse {
         guard let project = try await authenticate(request) else { return Self.unauthorized }
@@ -36,7 +39,8 @@ struct InstanceIDRoutes: Sendable {
         case .ok: return JSONResponse.ok([:])
         case .notFound: return JSONResponse.ok(["error": "NOT_FOUND"], status: .notFound)
         case .wrongProject: return JSONResponse.ok(["error": "PERMISSION_DENIED"], status: .forbidden)
-        case .tooManyTopics: return JSONResponse.ok(["error": "TOO_MANY_TOPICS"], status: .badRequest)
+        case .tooManyTopics:
+            return JSONResponse.error(.badRequest, "TOO_MANY_TOPICS", Self.tooManyTopicsMessage)
         }
     }
 
@@ -122,7 +126,7 @@ struct InstanceIDRoutes: Sendable {
             ? try await store.subscribe(tokens: [device.token], to: topic.name, project: device.project)
             : try await store.unsubscribe(tokens: [device.token], from: topic.name, project: device.project)
         if case .tooManyTopics = results.first {
-            return JSONResponse.error(.badRequest, "TOO_MANY_TOPICS", "the device holds the maximum number of topics")
+            return JSONResponse.error(.badRequest, "TOO_MANY_TOPICS", Self.tooManyTopicsMessage)
         }
         return JSONResponse.ok([:])
     }

@@ -16,8 +16,8 @@ struct TopicRouteTests {
         let project: ProjectCredentials
         var key: String { project.serverKey }
 
-        init() async throws {
-            relay = try RelayHarness()
+        init(configure: (inout SQLiteStore.Configuration) -> Void = { _ in }) async throws {
+            relay = try RelayHarness(configure: configure)
             project = try await relay.createProject()
         }
 
@@ -133,6 +133,27 @@ struct TopicRouteTests {
         #expect(try await f.call("DELETE", "/iid/v1/\(foreign.token)/rel/topics/news").status == 403)
         #expect(try await f.call("DELETE", "/iid/v1/\(device.token)/rel/topics/news", key: .some(nil)).status == 401)
         #expect(try await f.topics(of: device.token)["news"] == nil)
+        await f.relay.close()
+    }
+
+    /// A device at the topic limit: both single-subscription routes answer `400 TOO_MANY_TOPICS` with a message;
+    /// a topic it already holds is still fine.
+    @Test func singleSubscriptionRoutesAnswerTooManyTopics() async throws {
+        let f = try await Fixture(configure: { $0.maxTopicsPerDevice = 2 })
+        let device = try await f.relay.registerDevice(f.project)
+        #expect(try await f.call("POST", "/iid/v1/\(device.token)/rel/topics/a").status == 200)
+        #expect(try await f.deviceCall("POST", "/v1/topics/b", secret: device.secret).status == 200)
+        let iid = try await f.call("POST", "/iid/v1/\(device.token)/rel/topics/c")
+        let own = try await f.deviceCall("POST", "/v1/topics/c", secret: device.secret)
+        for answer in [iid, own] {
+            #expect(answer.status == 400, "\(answer.body)")
+            let object = try jsonObject(answer.body)
+            #expect(object["error"] as? String == "TOO_MANY_TOPICS")
+            #expect(object["message"] as? String == "the device holds the maximum number of topics")
+        }
+        #expect(try await f.call("POST", "/iid/v1/\(device.token)/rel/topics/b").status == 200)
+        #expect(try await f.deviceCall("POST", "/v1/topics/a", secret: device.secret).status == 200)
+        #expect(Set(try await f.topics(of: device.token).keys) == ["a", "b"])
         await f.relay.close()
     }
 
