@@ -56,7 +56,7 @@ import Testing
                 let shop = try await store.createProject(name: "shop")
                 for _ in 0..<2 { _ = try await store.registerDevice(project: shop.project.id, app: "a", platform: "IOS") }
             }
-            // Back to the version-1 schema, as a database of an earlier release (versions 5, 4, 3 and 2 undone).
+            // Back to the version-1 schema, as a database of an earlier release (every later version undone).
             switch kind {
             case .sqlite:
                 let connection = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
@@ -71,7 +71,8 @@ import Testing
                 connection.close()
             case .postgres:
                 let result = try await TestPostgres.shared.psql(
-                    "ALTER TABLE topic_messages DROP COLUMN restricted_package_name; "
+                    "ALTER TABLE subscriptions DROP COLUMN created_xid; ALTER TABLE topic_messages DROP COLUMN visible; "
+                        + "ALTER TABLE topic_messages DROP COLUMN restricted_package_name; "
                         + "DROP FUNCTION pushrelay_lock_queues; ALTER TABLE devices DROP COLUMN last_seen_at; ALTER TABLE projects DROP COLUMN device_count; "
                         + "DROP TABLE access_tokens; DROP TABLE service_account_keys; "
                         + "DELETE FROM pushrelay_migrations WHERE version >= 2;",

@@ -55,6 +55,23 @@ public final class TestPostgres: Sendable {
         )
     }
 
+    /// A `psql` session that runs what ``PSQLSession/send(_:)`` writes to it as it comes, so that a test can hold a
+    /// transaction open across its other steps (`BEGIN; INSERT …` now, `COMMIT` later). Its
+    /// `application_name` is `name`, for `pg_stat_activity`.
+    public func session(database: String, name: String) throws -> PSQLSession {
+        let process = Process()
+        ChildProcess.configure(process, self.binaries + "/psql", [
+            "-h", self.directory, "-p", "\(self.port)", "-U", "postgres", "-d", database, "-X", "-q",
+            "-v", "ON_ERROR_STOP=1",
+        ])
+        process.environment = ProcessInfo.processInfo.environment.merging(["PGAPPNAME": name]) { $1 }
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return PSQLSession(process: process, input: input.fileHandleForWriting)
+    }
+
     /// The whole database as `pg_dump` writes it (schema and rows, as text).
     public func dump(database: String) async throws -> String {
         let result = try await ChildProcess.run(
@@ -187,5 +204,31 @@ private actor SharedCluster {
         let task = Task { try await TestPostgres.start() }
         self.starting = task
         return try await task.value
+    }
+}
+
+/// A running `psql` fed through its standard input (``TestPostgres/session(database:name:)``).
+public final class PSQLSession: @unchecked Sendable {
+    private let process: Process
+    private let input: FileHandle
+
+    init(process: Process, input: FileHandle) {
+        self.process = process
+        self.input = input
+    }
+
+    /// Writes `sql` and a newline to the session; psql runs each complete statement as it reads it.
+    public func send(_ sql: String) throws {
+        try self.input.write(contentsOf: Data((sql + "\n").utf8))
+    }
+
+    /// Closes the input and waits for psql to exit; its exit status (3 after a failed statement).
+    public func finish() async -> Int32 {
+        try? self.input.close()
+        guard await ChildProcess.waitForExit(self.process) else {
+            self.process.terminate()
+            return -1
+        }
+        return self.process.terminationStatus
     }
 }

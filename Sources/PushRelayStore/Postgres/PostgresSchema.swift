@@ -137,6 +137,18 @@ enum PostgresSchema {
         """
         ALTER TABLE topic_messages ADD COLUMN restricted_package_name text;
         """,
+        // 6: an exact topic-send snapshot. subscriptions.id is taken at insert, not at commit: a subscription that
+        // another node inserted before a send but committed after it can have an id below the send's largest
+        // visible id. Each subscription now records its transaction (created_xid), each topic message the
+        // transaction snapshot of its commit statement (visible), and the expansion takes only the rows whose
+        // transaction that snapshot sees. Rows of before the migration keep created_xid NULL (all committed before
+        // it: visible to every later snapshot); messages of before it keep visible NULL (the id rule alone). The
+        // default is set after the column is added, so that the existing rows are not rewritten.
+        """
+        ALTER TABLE subscriptions ADD COLUMN created_xid xid8;
+        ALTER TABLE subscriptions ALTER COLUMN created_xid SET DEFAULT pg_current_xact_id();
+        ALTER TABLE topic_messages ADD COLUMN visible pg_snapshot;
+        """,
     ]
 
     /// A migration's statements (each ends with `;` at the end of a line).

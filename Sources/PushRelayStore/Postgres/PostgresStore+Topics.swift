@@ -111,15 +111,19 @@ extension PostgresStore {
                 """
             )[0].decode(Int64.self)
             context.ids.withLockedValue { $0.advance(past: id) }
+            // The snapshot: the largest subscription id this statement sees, and (`visible`) the statement's own
+            // transaction snapshot. An id is taken at insert, not at commit, so a subscription that another node
+            // inserted before this statement and commits after it may have a smaller id; its transaction is in
+            // progress in `visible`, and the expansion leaves it out (`created_xid`, schema version 6).
             try await write.run(
                 """
                 INSERT INTO topic_messages
                     (id, project_id, topic, condition, snapshot, cursor, collapse_key, expires_at, created_at, body,
-                     restricted_package_name)
+                     restricted_package_name, visible)
                 VALUES (\(id), \(message.project.rawValue), \(target.topic), \(target.condition),
                     (SELECT coalesce(max(id), 0) FROM subscriptions), 0, \(message.collapseKey),
                     \(write.nowMicros &+ target.timeToLiveMicros), \(write.nowMicros), \(ByteBuffer(bytes: message.body)),
-                    \(message.restrictedPackageName))
+                    \(message.restrictedPackageName), pg_current_snapshot())
                 """
             )
             write.topicMessageAdded = true
