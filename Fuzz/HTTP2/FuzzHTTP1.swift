@@ -42,18 +42,9 @@ private func parts(of bytes: UnsafeBufferPointer<UInt8>, pieceSize: Int?) -> [St
 }
 
 private let http1Shared: HTTPServerShared = {
-    let router = HTTPRouter()
-    router.add(.get, "/healthz", .immediate { _, _ in HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: "ok"))) })
-    router.add(.post, "/echo", maxBodyBytes: 4096, .immediate { _, body in HTTPServerResponse(status: .ok, body: .bytes(body)) })
-    router.add(.get, "/stream", .immediate { _, _ in
-        HTTPServerResponse(status: .ok, body: .detachedStream { writer in
-            writer.write(ByteBuffer(string: "data: one\n\n")) { _ in }
-            writer.finish()
-        })
-    })
     var configuration = HTTPServer.Configuration()
     configuration.maxHeaderListSize = 1024
-    return HTTPServerShared(responder: router, configuration: configuration, logger: Logger(label: "fuzz"))
+    return HTTPServerShared(responder: fuzzRouter, configuration: configuration, logger: Logger(label: "fuzz"))
 }()
 
 func fuzzHTTP1(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -10,7 +10,8 @@ import NIOCore
 import NIOEmbedded
 @testable import PushRelayHTTP
 
-private let router: HTTPRouter = {
+/// The routes both server fuzz targets serve (HTTP/2 here, HTTP/1.1 in FuzzHTTP1.swift).
+let fuzzRouter: HTTPRouter = {
     let router = HTTPRouter()
     router.add(.get, "/healthz", .immediate { _, _ in HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: "ok"))) })
     router.add(.post, "/echo", maxBodyBytes: 4096, .immediate { _, body in HTTPServerResponse(status: .ok, body: .bytes(body)) })
@@ -27,7 +28,7 @@ private let shared: HTTPServerShared = {
     var configuration = HTTPServer.Configuration()
     configuration.maxBufferedBodyBytesPerConnection = 16 * 1024
     configuration.maxBufferedBodyBytes = 64 * 1024
-    return HTTPServerShared(responder: router, configuration: configuration, logger: Logger(label: "fuzz"))
+    return HTTPServerShared(responder: fuzzRouter, configuration: configuration, logger: Logger(label: "fuzz"))
 }()
 
 private let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)

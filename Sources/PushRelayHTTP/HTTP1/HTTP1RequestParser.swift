@@ -3,6 +3,7 @@ import Glibc
 #endif
 import HTTPTypes
 import NIOCore
+import PushRelayWire
 
 /// One part of an HTTP/1.1 request, as ``HTTP1RequestParser`` reads it: the head, body bytes (any number of parts),
 /// the end.
@@ -470,7 +471,7 @@ struct HTTP1RequestParser {
     private static func chunkSizeLine(_ bytes: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (size: Int, length: Int)? {
         var index = 0
         var size = 0
-        while index < bytes.count, let digit = hexValue(bytes[index]) {
+        while index < bytes.count, let digit = bytes[index].hexDigitValue {
             guard size <= (Int.max - 15) / 16 else { throw .malformed("chunk size too large") }
             size = size * 16 + Int(digit)
             index += 1
@@ -558,15 +559,6 @@ struct HTTP1RequestParser {
 
     @inline(__always)
     private static func isDigit(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 
     private static func string(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String {
         String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
