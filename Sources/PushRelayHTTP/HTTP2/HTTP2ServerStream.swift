@@ -99,12 +99,21 @@ final class HTTP2ServerStream {
         headerFields.append(HTTPField(name: fieldName, value: value))
     }
 
-    /// The request head, or `nil` when the pseudo-header fields do not make one.
+    /// The request head, or `nil` when the fields do not make one: no valid method, an invalid field name, or a
+    /// `host` that names another authority than `:authority` (or comes twice), which RFC 9113 §8.3.1 asks a server
+    /// to treat as malformed (a proxy and this server could route it differently).
     func makeHead() -> HTTPRequest? {
         guard let method = method.flatMap({ HTTPRequest.Method($0) }), !headerInvalid else { return nil }
         let fields = headerFields
         headerFields = [:]
-        if authority == nil, let host = fields[HTTP2ServerStream.hostField] { authority = host }
+        if let host = fields[HTTP2ServerStream.hostField] {
+            guard fields[values: HTTP2ServerStream.hostField].count == 1 else { return nil }
+            if let authority {
+                guard host.lowercased() == authority.lowercased() else { return nil }
+            } else {
+                authority = host
+            }
+        }
         return HTTPRequest(method: method, scheme: scheme, authority: authority, path: path, headerFields: fields)
     }
 }
