@@ -77,6 +77,22 @@ final class ReadCounter: ChannelOutboundHandler {
         #expect(!probe.answerParked("none"))
     }
 
+    /// audit-l: a client that pipelined without reading its answers grew the daemon's memory without bound (an
+    /// answer counted as ended once queued, so the next request was served and the socket read again).
+    @Test func pipelinedRequestsWaitWhileTheChannelCannotTakeAnswers() throws {
+        try feed(Self.deferred + Self.health + Self.health)
+        channel.isWritable = false
+        #expect(probe.answerParked("one"))
+        #expect(try output() == "HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\none", "the health checks wait")
+        channel.read()
+        #expect(counter.reads == 0, "no read while the answers cannot go out")
+        channel.isWritable = true
+        channel.pipeline.fireChannelWritabilityChanged()
+        let rest = try output()
+        #expect(rest.split(separator: #"{"status":"ok"}"#).count == 2 && rest.hasSuffix(#"{"status":"ok"}"#), "\(rest)")
+        #expect(counter.reads == 1, "served and writable: the held read goes out")
+    }
+
     @Test func aParseErrorBehindARequestWaitsForItsAnswer() throws {
         try feed(Self.deferred + "\u{01}\u{02}garbage\r\n\r\n")
         #expect(try output().isEmpty, "the error is not answered ahead of the request before it")

@@ -133,6 +133,20 @@ import TestSupport
             #expect(answer.hasPrefix(status), "\(request.prefix(60).debugDescription): \(answer.prefix(300))")
             #expect(answer.contains(#"{"status":"ok"}"#) == !closes, "\(request.prefix(60).debugDescription): \(answer.prefix(600))")
         }
+        // audit-l: OPTIONS * without Host was 204; HTTP/1.0 and a settings payload that is not whole settings were
+        // upgraded to h2c (101, then HTTP/2 or a silent close); chunked not last was 501.
+        let settings = "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings:"
+        let more: [(String, String)] = [
+            ("OPTIONS * HTTP/1.1\r\n\r\n", "HTTP/1.1 400"),
+            ("GET /healthz HTTP/1.0\r\n\(settings) AAMAAABkAAQAAP__\r\n\r\n", "HTTP/1.1 200"),
+            ("GET /healthz HTTP/1.1\r\nHost: a\r\n\(settings) AAA\r\n\r\n", "HTTP/1.1 200"),
+            ("POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", "HTTP/1.1 400"),
+            ("GET healthz HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 400"),
+        ]
+        for (request, status) in more {
+            let answer = try await Self.rawExchange(port: server.port, send: Array(request.utf8))
+            #expect(answer.hasPrefix(status), "\(request.debugDescription): \(answer.prefix(300))")
+        }
         let options = try await Self.rawExchange(port: server.port, send: Array("OPTIONS * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".utf8))
         #expect(options.lowercased().contains("allow: get, head, post, delete, options"), "\(options)")
         let purge = try await Self.rawExchange(port: server.port, send: Array("PURGE /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".utf8))
@@ -154,6 +168,13 @@ import TestSupport
             send: Array("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\nGET /delayed HTTP/1.1\r\nHost: a\r\n\r\n".utf8),
             halfClose: true)
         #expect(pipelined.components(separatedBy: "HTTP/1.1 200").count == 3 && pipelined.hasSuffix("<closed>"), "\(pipelined)")
+        // audit-l: requests pipelined behind one still being answered were dropped at the half-close.
+        let behindSlow = try await Self.rawExchange(
+            port: server.port,
+            send: Array(("GET /delayed HTTP/1.1\r\nHost: a\r\n\r\n" + "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"
+                + "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n").utf8),
+            halfClose: true)
+        #expect(behindSlow.components(separatedBy: "HTTP/1.1 200").count == 4 && behindSlow.hasSuffix("<closed>"), "\(behindSlow)")
         let idle = try await Self.rawExchange(port: server.port, send: [], halfClose: true)
         #expect(idle == "<closed>", "\(idle)")
         #expect(try await Self.stillServes(server))

@@ -22,11 +22,8 @@ struct HTTP1RequestHead {
         case none
         /// `Content-Length` (a length past `Int.max` is `Int.max`: too large for any route).
         case length(Int)
-        /// `Transfer-Encoding` ending in `chunked`.
+        /// `Transfer-Encoding` ending in `chunked` (other endings are refused: the body's end could not be found).
         case chunked
-        /// `Transfer-Encoding` whose last coding is not `chunked`: the body's end cannot be found, so nothing after
-        /// the head is read (the handler answers `501` and closes).
-        case unsupported
     }
 
     /// The request: `Host` is its authority (not a field), a target in absolute form gives scheme and authority.
@@ -227,7 +224,6 @@ struct HTTP1RequestParser {
         case .none: state = .end
         case .length(let count): state = .body(remaining: count)
         case .chunked: state = .chunkSize
-        case .unsupported: state = .stopped
         }
         return head
     }
@@ -403,7 +399,9 @@ struct HTTP1RequestParser {
             guard contentLength == nil else { throw .malformed("both Content-Length and Transfer-Encoding") }
             guard chunkedCount <= 1 else { throw .malformed("chunked applied more than once") }
             if transferCodings == 0 { throw .malformed("an empty Transfer-Encoding field") }
-            framing = lastCodingIsChunked ? .chunked : .unsupported
+            // RFC 9112 §6.3: without chunked last, the body's end cannot be found: 400, then the connection closes.
+            guard lastCodingIsChunked else { throw .malformed("chunked is not the last transfer coding") }
+            framing = .chunked
         } else if let contentLength, contentLength > 0 {
             framing = .length(contentLength)
         } else {
@@ -411,7 +409,12 @@ struct HTTP1RequestParser {
         }
 
         let request: HTTPRequest
-        if let absolute = HTTP1ServerConnectionHandler.AbsoluteTarget(target) {
+        let absolute = HTTP1ServerConnectionHandler.AbsoluteTarget(target)
+        // Origin form (`/path`), absolute form, or `*` (for OPTIONS; the handler checks the method).
+        guard absolute != nil || bytes[targetStart] == UInt8(ascii: "/") || target == "*" else {
+            throw .malformed("the request target is not a path (/…), an absolute URL or *")
+        }
+        if let absolute {
             // A request target in absolute form names the authority itself; Host is ignored (RFC 9112 §3.2.2).
             request = HTTPRequest(
                 method: method, scheme: absolute.scheme, authority: absolute.authority, path: absolute.path,
@@ -478,9 +481,13 @@ struct HTTP1RequestParser {
         }
         if index == bytes.count { return try Self.chunkLineNeedsMore(bytes.count) }
         guard index > 0 else { throw .malformed("a chunk without a hexadecimal size") }
-        // Extensions (ignored): anything printable up to the line's end, as long as it starts with `;` (after
-        // optional blanks).
+        // Extensions (ignored): anything printable up to the line's end, as long as it starts with `;`; blanks only
+        // before that `;` (RFC 9112 §7.1.1: BWS ";").
+        let digitsEnd = index
         while index < bytes.count, bytes[index] == UInt8(ascii: " ") || bytes[index] == 0x09 { index += 1 }
+        if index < bytes.count, index > digitsEnd, bytes[index] != UInt8(ascii: ";") {
+            throw .malformed("blanks after a chunk size without an extension")
+        }
         if index < bytes.count, bytes[index] != 0x0D {
             guard bytes[index] == UInt8(ascii: ";") else { throw .malformed("an invalid chunk size") }
             while index < bytes.count, bytes[index] != 0x0D {

@@ -112,9 +112,11 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
     }
 
-    /// Reads stop while pipelined input waits, and resume when it has been served.
+    /// Reads stop while pipelined input waits, and while the channel cannot take more output (a client that
+    /// pipelines requests without reading their answers would otherwise have them queue in memory without bound);
+    /// they resume when the input has been served and the channel is writable again.
     func read(context: ChannelHandlerContext) {
-        if holdsInput {
+        if holdsInput || !context.channel.isWritable {
             readHeld = true
         } else {
             context.read()
@@ -138,7 +140,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         servingInput = true
         defer { servingInput = false }
         var served = false
-        while !closing, context != nil, !isAnswering {
+        // The next pipelined request waits while the channel cannot take its answer.
+        while !closing, let context, context.channel.isWritable, !isAnswering {
             let part: HTTP1RequestPart?
             do {
                 part = try parser.next()
@@ -151,9 +154,26 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             receive(part)
         }
         if served { armBodyDeadlineIfIncomplete() }
-        if readHeld, !holdsInput, !closing, let context {
+        guard let context, !closing else { return }
+        if inputClosed, case .idle = state {
+            // The peer ended its input after the requests served: nothing more can come (what is left is an
+            // unfinished head).
+            closeOnceWritten(context)
+            return
+        }
+        if readHeld, !holdsInput, context.channel.isWritable {
             readHeld = false
             context.read()
+        }
+    }
+
+    /// Closes once what was written has gone out.
+    private func closeOnceWritten(_ context: ChannelHandlerContext) {
+        closing = true
+        _ = parser.takeUnread()
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0))).whenComplete { _ in
+            channel.close(promise: nil)
         }
     }
 
@@ -190,7 +210,10 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { writer?.writable() }
+        if context.channel.isWritable {
+            writer?.writable()
+            serveInput()  // pipelined requests and reads held while the answers could not go out
+        }
         context.fireChannelWritabilityChanged()
     }
 
@@ -212,7 +235,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     /// reader has gone, ends the connection.
     private func peerClosedInput(context: ChannelHandlerContext) {
         inputClosed = true
-        keepAlive = false
+        // Requests sent whole before the end are answered in turn; the last one's answer closes the connection.
+        if !parser.hasUnreadInput { keepAlive = false }
         if closing {
             context.close(promise: nil)  // the end a lingering close waits for
             return
@@ -244,6 +268,12 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         shared.logger.debug("closing HTTP/1.1 connection", metadata: ["http.error": "\(parserError)"])
         switch state {
         case .idle, .collecting, .streamingBody, .awaitingResponse:
+            // Inside a request (a bad chunk, trailers past the limit) the route is known: its error format.
+            let routed: HTTPRequest? =
+                switch state {
+                case .collecting, .streamingBody: head
+                case .idle, .awaitingResponse, .responding, .upgrading: nil
+                }
             if case .streamingBody(let continuation) = state {
                 continuation.finish(throwing: HTTPTransportError.protocolError("malformed request"))
             }
@@ -256,7 +286,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
                 case .versionNotSupported: HTTPError(.httpVersionNotSupported, parserError.reason)
                 case .malformed: HTTPError(.badRequest, "malformed HTTP/1.1 request: \(parserError.reason)")
                 }
-            respond(HTTPResponder.response(for: error), requestID: requestID)
+            respond(HTTPResponder.response(for: error, to: routed, by: shared.responder), requestID: requestID)
         case .responding, .upgrading:
             abandonRequest()
             context.close(promise: nil)
@@ -286,7 +316,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     }
 
     private func receiveHead(_ parsed: HTTP1RequestHead) {
-        timer?.set(nil)
+        // After the peer's end, a request it pipelined before it is answered if it can be within the linger time.
+        timer?.set(in: inputClosed ? LingeringClose.time : nil)
         requestEnded = false
         requestCount += 1
         requestID += 1
@@ -295,7 +326,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         verifying = false
         endedWhileVerifying = false
         requestIsHTTP10 = parsed.isHTTP10
-        keepAlive = parsed.keepAlive && !draining
+        keepAlive = parsed.keepAlive && !draining && !(inputClosed && !parser.hasUnreadInput)
         // An HTTP/1.0 message with Transfer-Encoding: its framing is in doubt (an HTTP/1.0 intermediary does not
         // know chunked), so the connection closes after it (RFC 9112 §6.1).
         if requestIsHTTP10, parsed.hasTransferEncoding { keepAlive = false }
@@ -307,6 +338,14 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             // alone is past the limit (RFC 9112 §3), 431 when the fields are.
             let tooLong = (head.path?.utf8.count ?? 0) > shared.configuration.maxHeaderListSize
             rejectForRoute(HTTPError(tooLong ? .uriTooLong : .requestHeaderFieldsTooLarge))
+            return
+        }
+        if let problem = parsed.hostProblem {
+            rejectForRoute(.init(.badRequest, problem))
+            return
+        }
+        if let refusal = parsed.codingRefusal {
+            rejectForRoute(refusal)
             return
         }
         if head.path == "*" {
@@ -321,15 +360,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
                 requestID: requestID)
             return
         }
-        if let problem = parsed.hostProblem {
-            rejectForRoute(.init(.badRequest, problem))
-            return
-        }
-        if let refusal = parsed.codingRefusal {
-            rejectForRoute(refusal)
-            return
-        }
-        if requestCount == 1, let settings = Self.h2cUpgradeSettings(head.headerFields) {
+        // RFC 9110 §7.8: a server MUST ignore Upgrade in an HTTP/1.0 request.
+        if requestCount == 1, !requestIsHTTP10, let settings = Self.h2cUpgradeSettings(head.headerFields) {
             state = .upgrading(settingsPayload: settings)
             return
         }
@@ -688,7 +720,8 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         let connection = tokens(.connection)
         guard connection.contains("upgrade"), connection.contains("http2-settings") else { return nil }
         let settings = fields[values: HTTPField.Name("http2-settings")!]
-        guard settings.count == 1, let payload = Base64URL.decode(settings[0]) else { return nil }
+        // A SETTINGS payload is whole 6-byte settings; another length is not an upgrade to answer with 101.
+        guard settings.count == 1, let payload = Base64URL.decode(settings[0]), payload.count % 6 == 0 else { return nil }
         if fields[.transferEncoding] != nil { return nil }
         if let length = fields[.contentLength], length != "0" { return nil }
         return payload
