@@ -57,8 +57,13 @@ public struct RegistrationToken: Sendable, Hashable, CustomStringConvertible {
     /// characters of `[A-Za-z0-9_-]`, at most 4096 in all. A text that fails is `InvalidRegistration`; one that
     /// passes but is unknown is `NotRegistered`.
     public static func isWellFormed(_ text: String) -> Bool {
-        let utf8 = text.utf8
-        let span = utf8.span
+        text.utf8.withContiguousStorageIfAvailable { isWellFormed(bytes: $0) }
+            ?? Array(text.utf8).withUnsafeBufferPointer { isWellFormed(bytes: $0) }
+    }
+
+    /// ``isWellFormed(_:)`` over the token's UTF-8 bytes (read through a buffer: a span's per-byte checks cost more
+    /// than the test itself, and this runs for every token of every send).
+    private static func isWellFormed(bytes span: UnsafeBufferPointer<UInt8>) -> Bool {
         let headLength = instanceIDLength + 1 + 6
         guard span.count >= headLength + minimumRandomLength, span.count <= maximumLength else { return false }
         for i in 0..<instanceIDLength where !Base64URL.isAlphabetByte(span[i]) { return false }

@@ -173,9 +173,17 @@ public enum JSONWriter {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 
-    /// Appends ASCII text as it is (for punctuation and literals the caller knows need no escaping).
+    /// Appends ASCII text as it is (for punctuation and literals the caller knows need no escaping). A few bytes are
+    /// appended one by one (a bulk append's checks and copy cost more than they do), longer text in one copy.
+    @inlinable
     public static func appendRaw(_ text: StaticString, to buffer: inout [UInt8]) {
-        text.withUTF8Buffer { buffer.append(contentsOf: $0) }
+        text.withUTF8Buffer { bytes in
+            if bytes.count <= 4 {
+                for byte in bytes { buffer.append(byte) }
+            } else {
+                buffer.append(contentsOf: bytes)
+            }
+        }
     }
 
     /// Appends a decimal unsigned integer (no allocation).
