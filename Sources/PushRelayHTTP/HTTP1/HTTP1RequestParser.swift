@@ -37,8 +37,6 @@ struct HTTP1RequestHead {
     var size: Int
     /// Why the `Host` field is refused (RFC 9112 §3.2), or nil.
     var hostProblem: String?
-    /// The head has a `Transfer-Encoding` field.
-    var hasTransferEncoding: Bool
     /// The refusal of a body in a coding this server does not decode, or nil: a transfer coding other than
     /// `chunked` (`501`, RFC 9112 §6.1) or a content coding other than `identity` (`415`, RFC 9110 §15.5.16); read
     /// as is, such a body would be taken for what it is not.
@@ -157,16 +155,12 @@ struct HTTP1RequestParser {
                     throw error
                 }
             case .body(let remaining):
-                guard buffer.readableBytes > 0 else { return nil }
-                let count = min(remaining, buffer.readableBytes)
-                let part = buffer.readSlice(length: count)!
-                state = count == remaining ? .end : .body(remaining: remaining - count)
+                guard let (part, left) = takeBody(upTo: remaining) else { return nil }
+                state = left == 0 ? .end : .body(remaining: left)
                 return .body(part)
             case .chunkData(let remaining):
-                guard buffer.readableBytes > 0 else { return nil }
-                let count = min(remaining, buffer.readableBytes)
-                let part = buffer.readSlice(length: count)!
-                state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
+                guard let (part, left) = takeBody(upTo: remaining) else { return nil }
+                state = left == 0 ? .chunkDataEnd : .chunkData(remaining: left)
                 return .body(part)
             case .chunkDataEnd:
                 guard buffer.readableBytes >= 2 else { return nil }
@@ -193,6 +187,14 @@ struct HTTP1RequestParser {
                 }
             }
         }
+    }
+
+    /// Up to `remaining` body bytes of what has been read (a slice, not a copy) and how many remain after them;
+    /// nil when nothing is buffered.
+    private mutating func takeBody(upTo remaining: Int) -> (ByteBuffer, Int)? {
+        guard buffer.readableBytes > 0 else { return nil }
+        let count = min(remaining, buffer.readableBytes)
+        return (buffer.readSlice(length: count)!, remaining - count)
     }
 
     // MARK: Head
@@ -409,7 +411,7 @@ struct HTTP1RequestParser {
         }
 
         let request: HTTPRequest
-        let absolute = HTTP1ServerConnectionHandler.AbsoluteTarget(target)
+        let absolute = AbsoluteTarget(target)
         // Origin form (`/path`), absolute form, or `*` (for OPTIONS; the handler checks the method).
         guard absolute != nil || bytes[targetStart] == UInt8(ascii: "/") || target == "*" else {
             throw .malformed("the request target is not a path (/…), an absolute URL or *")
@@ -424,7 +426,7 @@ struct HTTP1RequestParser {
         }
         return HTTP1RequestHead(
             request: request, isHTTP10: isHTTP10, keepAlive: isHTTP10 ? keepAliveToken && !closeToken : !closeToken,
-            size: size, hostProblem: hostProblem, hasTransferEncoding: hasTransferEncoding,
+            size: size, hostProblem: hostProblem,
             codingRefusal: transferRefusal ?? contentRefusal, framing: framing)
     }
 
@@ -657,5 +659,28 @@ struct HTTP1RequestParser {
         }
         // Every byte is a tchar (checked by the caller), so the name is valid.
         return (HTTPField.Name(String(decoding: name, as: UTF8.self))!, .other)
+    }
+}
+
+/// A request target in absolute form (`http://host:port/path?query`): its scheme, authority, and the path with
+/// the query (`/` when the target has none).
+struct AbsoluteTarget: Equatable {
+    var scheme: String
+    var authority: String
+    var path: String
+
+    init?(_ target: String) {
+        let bytes = target.utf8
+        guard bytes.first != UInt8(ascii: "/"), let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let scheme = target[..<colon].lowercased()
+        guard scheme == "http" || scheme == "https", target[colon...].hasPrefix("://") else { return nil }
+        let rest = target[target.utf8.index(colon, offsetBy: 3)...]
+        let end = rest.utf8.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
+        let authority = rest[..<end]
+        guard !authority.isEmpty else { return nil }
+        let path = rest[end...]
+        self.scheme = scheme
+        self.authority = String(authority)
+        self.path = path.first == "/" ? String(path) : "/" + path
     }
 }

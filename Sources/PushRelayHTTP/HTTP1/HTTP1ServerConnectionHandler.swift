@@ -158,7 +158,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         if inputClosed, case .idle = state {
             // The peer ended its input after the requests served: nothing more can come (what is left is an
             // unfinished head).
-            closeOnceWritten(context)
+            closeOnceWritten(context, last: context.channel.allocator.buffer(capacity: 0))
             return
         }
         if readHeld, !holdsInput, context.channel.isWritable {
@@ -167,14 +167,12 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         }
     }
 
-    /// Closes once what was written has gone out.
-    private func closeOnceWritten(_ context: ChannelHandlerContext) {
+    /// Writes `last` and closes once everything written has gone out (the peer will send nothing more).
+    private func closeOnceWritten(_ context: ChannelHandlerContext, last: ByteBuffer) {
         closing = true
         _ = parser.takeUnread()
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0))).whenComplete { _ in
-            channel.close(promise: nil)
-        }
+        context.writeAndFlush(wrapOutboundOut(last)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// The idle deadline passed with no complete request head (an idle or a slowloris connection), or a body did
@@ -329,7 +327,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         keepAlive = parsed.keepAlive && !draining && !(inputClosed && !parser.hasUnreadInput)
         // An HTTP/1.0 message with Transfer-Encoding: its framing is in doubt (an HTTP/1.0 intermediary does not
         // know chunked), so the connection closes after it (RFC 9112 §6.1).
-        if requestIsHTTP10, parsed.hasTransferEncoding { keepAlive = false }
+        if requestIsHTTP10, parsed.framing == .chunked { keepAlive = false }
         expectsContinue = false
         let head = parsed.request
         self.head = head
@@ -693,10 +691,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             serveInput()
         } else if inputClosed {
             // Nothing more can come from the peer: no lingering, close once the answer is out.
-            closing = true
-            _ = parser.takeUnread()
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(last)).whenComplete { _ in channel.close(promise: nil) }
+            closeOnceWritten(context, last: last)
         } else {
             closing = true
             _ = parser.takeUnread()
@@ -757,30 +752,6 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
 
     // MARK: Head checks
 
-    // MARK: Request targets
-
-    /// A request target in absolute form (`http://host:port/path?query`): its scheme, authority, and the path with
-    /// the query (`/` when the target has none).
-    struct AbsoluteTarget: Equatable {
-        var scheme: String
-        var authority: String
-        var path: String
-
-        init?(_ target: String) {
-            let bytes = target.utf8
-            guard bytes.first != UInt8(ascii: "/"), let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
-            let scheme = target[..<colon].lowercased()
-            guard scheme == "http" || scheme == "https", target[colon...].hasPrefix("://") else { return nil }
-            let rest = target[target.utf8.index(colon, offsetBy: 3)...]
-            let end = rest.utf8.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
-            let authority = rest[..<end]
-            guard !authority.isEmpty else { return nil }
-            let path = rest[end...]
-            self.scheme = scheme
-            self.authority = String(authority)
-            self.path = path.first == "/" ? String(path) : "/" + path
-        }
-    }
 }
 
 /// Starts the handler side of a streaming body: a task for `.stream`, a plain call for `.detachedStream`.
