@@ -35,14 +35,16 @@ struct FCMSendFields {
         if condition != nil && (to != nil || registrationIDs != nil) { throw FCMError.conditionAndTokens }
 
         var request = FCMSendRequest(addressing: .tokens([]), encoding: encoding)
-        request.collapseKey = collapseKey
+        // An empty collapse key or package name is no value (as proto3 reads it in FCM HTTP v1): `""` collapsing
+        // every message of the device, or matching no app, is what no sender means.
+        request.collapseKey = collapseKey.flatMap { $0.isEmpty ? nil : $0 }
         request.priority = priority
         request.contentAvailable = contentAvailable
         request.mutableContent = mutableContent
         request.timeToLive = timeToLive
         request.dryRun = dryRun
         request.delayWhileIdle = delayWhileIdle
-        request.restrictedPackageName = restrictedPackageName
+        request.restrictedPackageName = restrictedPackageName.flatMap { $0.isEmpty ? nil : $0 }
         request.data = data
         request.notification = notification
         request.payloadSize = FCMPayloadSize.of(data: data, notification: notification)

@@ -104,9 +104,14 @@ extension FCMv1Message {
         request.timeToLive = try Self.timeToLive(
             apnsHeaders: apnsHeaders, android: android, webpushHeaders: webpushHeaders, nowSeconds: nowSeconds)
         request.priority = try Self.priority(apnsHeaders: apnsHeaders, android: android, webpushHeaders: webpushHeaders)
-        request.collapseKey = apnsHeaders["apns-collapse-id"]?.stringValue ?? android?["collapse_key"]?.stringValue
-            ?? webpushHeaders["topic"]?.stringValue
-        request.restrictedPackageName = android?["restricted_package_name"]?.stringValue
+        // proto3 reads an empty string as the field's default, i.e. not set: `""` neither collapses nor restricts.
+        func nonEmpty(_ value: JSONValue?) -> String? {
+            guard let string = value?.stringValue, !string.isEmpty else { return nil }
+            return string
+        }
+        request.collapseKey = nonEmpty(apnsHeaders["apns-collapse-id"]) ?? nonEmpty(android?["collapse_key"])
+            ?? nonEmpty(webpushHeaders["topic"])
+        request.restrictedPackageName = nonEmpty(android?["restricted_package_name"])
 
         request.payloadSize = FCMPayloadSize.of(data: request.data, notification: request.notification)
             + FCMPayloadSize.of(data: extras.aps, notification: extras.custom)

@@ -168,10 +168,12 @@ indirect enum FCMv1Schema: Sendable {
         return result
     }
 
-    /// The seconds of a proto duration (`"3.5s"`, `"2419200s"`, `"0s"`), rounded up; nil if malformed or negative.
+    /// The seconds of a proto duration (`"3.5s"`, `"2419200s"`, `"0s"`, `"-5s"`), rounded away from zero; nil if malformed.
     static func durationSeconds(_ text: String) -> Int64? {
         guard text.hasSuffix("s") else { return nil }
-        let number = text.dropLast()
+        // proto3 durations may be negative ("-5s"): read, so that the caller's range check names the problem.
+        let isNegative = text.hasPrefix("-")
+        let number = text.dropFirst(isNegative ? 1 : 0).dropLast()
         let parts = number.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         guard let whole = parts.first, !whole.isEmpty, whole.allSatisfy(\.isASCIIDigitCharacter),
             whole.count <= 12, let seconds = Int64(whole)
@@ -179,9 +181,10 @@ indirect enum FCMv1Schema: Sendable {
         if parts.count == 2 {
             let fraction = parts[1]
             guard !fraction.isEmpty, fraction.count <= 9, fraction.allSatisfy(\.isASCIIDigitCharacter) else { return nil }
-            return fraction.contains(where: { $0 != "0" }) ? seconds + 1 : seconds
+            let rounded = fraction.contains(where: { $0 != "0" }) ? seconds + 1 : seconds
+            return isNegative ? -rounded : rounded
         }
-        return seconds
+        return isNegative ? -seconds : seconds
     }
 }
 

@@ -130,6 +130,16 @@ struct FCMSendRequestTests {
         #expect(request.isTokenSend)
     }
 
+    @Test func emptyCollapseKeyAndPackageNameAreNoValue() throws {
+        // `""` would otherwise collapse every message of the device into one, or match no app at all.
+        let request = try Fixture.request(#"{"to": "\#(token)", "collapse_key": "", "restricted_package_name": ""}"#)
+        #expect(request.collapseKey == nil)
+        #expect(request.restrictedPackageName == nil)
+        let form = try FCMSendRequest.parse(form: Array("registration_id=\(token)&collapse_key=&restricted_package_name=".utf8))
+        #expect(form.collapseKey == nil)
+        #expect(form.restrictedPackageName == nil)
+    }
+
     // MARK: Per-target errors (200 results)
 
     @Test func missingRegistration() throws {

@@ -117,6 +117,23 @@ import Testing
         let none = try Self.parse(#"{"message": {"token": "\#(Self.token)"}}"#).legacyRequest(nowSeconds: Self.now)
         #expect(none.timeToLive == FCMLimits.defaultTimeToLive && none.priority == nil)
         #expect(Self.error(#"{"message": {"token": "\#(Self.token)", "android": {"ttl": "2419201s"}}}"#)?.errorCode == "INVALID_ARGUMENT")
+        // A negative duration is a well-formed proto3 duration: the answer names the range, not the format.
+        for ttl in ["-5s", "-0.5s"] {
+            let negative = Self.error(#"{"message": {"token": "\#(Self.token)", "android": {"ttl": "\#(ttl)"}}}"#)
+            #expect(negative?.message.contains("outside 0 to 2419200 seconds") == true, "\(String(describing: negative))")
+        }
+        #expect(Self.error(#"{"message": {"token": "\#(Self.token)", "android": {"ttl": "-s"}}}"#)?.message.contains("Illegal duration format") == true)
+        // proto3: an empty string is the field's default, not a value: no collapse, no restriction, and an empty
+        // APNs collapse id leaves the Android one in force.
+        let empty = try Self.parse(#"""
+            {"message": {"token": "\#(Self.token)", "android": {"collapse_key": "", "restricted_package_name": ""},
+             "apns": {"headers": {"apns-collapse-id": ""}}, "webpush": {"headers": {"Topic": ""}}}}
+            """#).legacyRequest(nowSeconds: Self.now)
+        #expect(empty.collapseKey == nil && empty.restrictedPackageName == nil)
+        let fallback = try Self.parse(#"""
+            {"message": {"token": "\#(Self.token)", "android": {"collapse_key": "a"}, "apns": {"headers": {"apns-collapse-id": ""}}}}
+            """#).legacyRequest(nowSeconds: Self.now)
+        #expect(fallback.collapseKey == "a")
     }
 
     @Test func apnsPayloadOverridesAndExtrasReachTheEnvelope() throws {
