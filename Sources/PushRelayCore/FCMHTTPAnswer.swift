@@ -9,13 +9,18 @@ public struct FCMHTTPAnswer: Sendable, Hashable {
     public var body: [UInt8]
     /// The `retry-after` header in seconds, when set.
     public var retryAfterSeconds: Int?
+    /// The HTTP/1.1 status line's reason phrase when it is not the status's usual one: FCM's `401` without a key reads
+    /// "The request was missing an Authentication Key (FCM Token). …", which clients that show the reason phrase
+    /// print (HTTP/2 has no reason phrase).
+    public var reasonPhrase: String?
 
     /// An answer.
-    public init(status: Int, contentType: String, body: [UInt8], retryAfterSeconds: Int? = nil) {
+    public init(status: Int, contentType: String, body: [UInt8], retryAfterSeconds: Int? = nil, reasonPhrase: String? = nil) {
         self.status = status
         self.contentType = contentType
         self.body = body
         self.retryAfterSeconds = retryAfterSeconds
+        self.reasonPhrase = reasonPhrase
     }
 
     /// `application/json; charset=UTF-8`.
@@ -45,7 +50,7 @@ public struct FCMHTTPAnswer: Sendable, Hashable {
     /// store that cannot commit):
     /// - `400` bad request: the plain-text reason (`Field "to" must be a JSON string: 5`);
     /// - `400` `InvalidParameters`: `{"error":"InvalidParameters: <reason>"}` (JSON) or `Error=…` (plain text);
-    /// - `401`: FCM's HTML page;
+    /// - `401`: FCM's HTML page (without a key, its status text also as the reason phrase);
     /// - `503` `Unavailable` / `500` `InternalServerError`: the code as text, with `Retry-After` when given.
     /// - any other result error: `200` with the code as a topic-style body (`{"error":"…"}`).
     public init(error: FCMError, encoding: FCMSendRequest.Encoding, retryAfterSeconds: Int? = nil) {
@@ -54,7 +59,8 @@ public struct FCMHTTPAnswer: Sendable, Hashable {
                 status: error.httpStatus,
                 contentType: error.responseContentType,
                 body: Array(error.responseBody.utf8),
-                retryAfterSeconds: retryAfterSeconds
+                retryAfterSeconds: retryAfterSeconds,
+                reasonPhrase: error.code == .authentication ? error.reason : nil
             )
             return
         }

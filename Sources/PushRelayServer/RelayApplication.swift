@@ -4,6 +4,7 @@ public import PushRelayStore
 import HTTPTypes
 import NIOCore
 import PushRelayCore
+import PushRelayWire
 
 /// The relay: its routes over the transport, the live-stream registry, and the periodic work (heartbeats, purge).
 ///
@@ -137,6 +138,11 @@ public final class RelayApplication: Sendable {
             readiness: readiness)
         router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, gate: send.gate, .promised(send.handle))
         router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, gate: send.gate, .promised(send.handle))
+        // FCM's device groups are not served (docs/protocol.md): their API answers that, in its `{"error": …}` form,
+        // instead of a 404 that reads like a wrong URL.
+        for method in [HTTPRequest.Method.get, .post] {
+            router.add(method, "/fcm/notification", maxBodyBytes: 64 * 1024, .immediate { _, _ in Self.deviceGroupsUnsupported })
+        }
 
         // FCM HTTP v1: the service accounts' token endpoint and everything under /v1/projects/.
         let token = TokenRoute(store: store, publicURL: publicURL, logger: logger)
@@ -192,6 +198,11 @@ public final class RelayApplication: Sendable {
         }
         return router
     }
+
+    /// The answer of `/fcm/notification` (FCM's device-group API), which PushRelay does not serve.
+    static let deviceGroupsUnsupported = JSONResponse.ok(
+        ["error": "NotImplemented: device groups (/fcm/notification, notification_key) are not supported by PushRelay; send to registration_ids or to a topic"],
+        status: .notImplemented)
 
     /// Takes the first statistics snapshot (before ``markReady()``, so `/readyz` and `/metrics` have figures at once).
     public func refreshStatistics() async { await snapshot.refresh(store: store, metrics: metrics) }

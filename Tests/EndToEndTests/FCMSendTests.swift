@@ -42,6 +42,31 @@ import Testing
         #expect(envelope["orderID"] as? String == "3")
     }
 
+    /// FCM's 401 without a key carries its text in the status line too (clients that print the reason phrase show
+    /// it); a wrong key reads "Unauthorized"; an empty collapse key collapses nothing.
+    @Test func unauthorizedStatusLinesAndEmptyCollapseKey() async throws {
+        let f = try await Fixture()
+        let missing = try await run("curl", [
+            "-sS", "-o", "/dev/null", "-D", "-", "-X", "POST", "\(f.daemon.baseURL)/fcm/send",
+            "-H", "Content-Type: application/json", "-d", #"{"to": "\#(f.device.token)"}"#,
+        ])
+        #expect(missing.stdout.hasPrefix("HTTP/1.1 401 The request was missing an Authentication Key (FCM Token)."), "\(missing.stdout)")
+        let wrong = try await run("curl", [
+            "-sS", "-o", "/dev/null", "-D", "-", "-X", "POST", "\(f.daemon.baseURL)/fcm/send", "-H", "Authorization: key=AAAAwrong",
+            "-H", "Content-Type: application/json", "-d", #"{"to": "\#(f.device.token)"}"#,
+        ])
+        #expect(wrong.stdout.hasPrefix("HTTP/1.1 401 Unauthorized\r\n"), "\(wrong.stdout)")
+        var ids: [String] = []
+        for n in 0..<3 {
+            let sent = try await f.daemon.send(
+                #"{"to": "\#(f.device.token)", "collapse_key": "", "data": {"n": "\#(n)"}}"#, serverKey: f.keys.serverKey)
+            #expect(sent.status == 200)
+            ids.append(try #require(((try jsonObject(sent.body))["results"] as? [[String: Any]])?.first?["message_id"] as? String))
+        }
+        let events = try await f.receive { events in ids.allSatisfy { id in events.contains { $0.id == id } } }
+        #expect(ids.allSatisfy { id in events.contains { $0.id == id } }, "all three are kept: \(events.map(\.id))")
+    }
+
     @Test func existingFCMSenderLibraryWorksByEndpointURLOnly() async throws {
         let f = try await Fixture()
         let script = """

@@ -109,6 +109,8 @@ struct FCMResponseTests {
         let missing = FCMHTTPAnswer(error: .missingAuthentication, encoding: .form)
         #expect(missing.status == 401)
         #expect(Fixture.text(missing.body).contains("The request was missing an Authentication Key (FCM Token)."))
+        #expect(missing.reasonPhrase?.hasPrefix("The request was missing an Authentication Key (FCM Token).") == true)
+        #expect(invalid.reasonPhrase == nil)
     }
 
     @Test func unavailableAnswer() {

@@ -211,7 +211,7 @@ struct SendRoute: Sendable {
             }
         if let retryAfter = answer.retryAfterSeconds { fields[.retryAfter] = String(retryAfter) }
         return HTTPServerResponse(
-            status: HTTPResponse.Status(code: answer.status),
+            status: HTTPResponse.Status(code: answer.status, reasonPhrase: answer.reasonPhrase ?? ""),
             headerFields: fields,
             body: .bytes(ByteBuffer(bytes: answer.body))
         )
