@@ -46,7 +46,11 @@ import Testing
         // HTTP/2: a stream whose body trickles is reset with CANCEL at request_timeout.
         let stream = try await ConnectionAttacker.run("h2-slow-stream", port: daemon.port, serverKey: keys.serverKey)
         #expect(stream.event == "rst" && stream.code == 8, "slow HTTP/2 stream: \(stream)")
-        print("deadlines: slowloris \(loris), slow body \(body), idle h2 \(idle), slow stream \(stream)")
+        // HTTP/2: answers held back by a window the client never opens are reset with CANCEL (request_timeout
+        // without progress), not kept for ever.
+        let window = try await ConnectionAttacker.run("h2-closed-window", port: daemon.port)
+        #expect(window.event == "rst" && window.code == 8, "closed HTTP/2 window: \(window)")
+        print("deadlines: slowloris \(loris), slow body \(body), idle h2 \(idle), slow stream \(stream), closed window \(window)")
 
         try await Self.expectServing(daemon, after: "slow clients")
         #expect(try await daemon.terminate() == 0)

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import TestSupport
 import Testing
 
@@ -208,6 +209,53 @@ struct HandlerCancellationTests {
             """
         let result = try await PythonPeer.run(script, port: server.port)
         #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1 200", "\(result.stdout) \(result.stderr)")
+    }
+
+    /// A client that never opens its flow-control window (`INITIAL_WINDOW_SIZE` 0) gets its answers' heads but not
+    /// their bodies: each such stream is reset (`CANCEL`) once it has made no progress for a `requestTimeout`, so its
+    /// body is not held for ever, and the emptied connection then closes at `idleTimeout`. An answer whose window
+    /// opens a little at a time is not reset.
+    @Test("HTTP/2: answers stalled by a closed window are reset; slow progress is not")
+    func http2StalledAnswersAreReset() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.requestTimeout = .milliseconds(300)
+        configuration.idleTimeout = .seconds(1)
+        let server = try await TestServer.start(configuration: configuration)
+        defer { Task { await server.server.shutdown() } }
+        let script = PythonPeer.prelude + """
+            import h2.settings
+            conn, sock = connect(PORT)
+            conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+            for sid in (1, 3, 5):
+                conn.send_headers(sid, [(':method', 'GET'), (':path', '/healthz'), (':scheme', 'http'), (':authority', 'x')], end_stream=True)
+            sock.sendall(conn.data_to_send())
+            r = read_until(conn, sock, lambda r: all(s in r['reset'] for s in (1, 3, 5)))
+            print(sorted(int(c) for c in r['reset'].values()), sorted(r['status'].values()), sorted(r['body'].values()))
+            r = read_until(conn, sock, lambda r: r['goaway'] is not None or r['closed'], r)
+            print(r['goaway'])
+            # Another connection: the window opens by 4 bytes every 0.2 s, less than a timeout apart.
+            conn, sock = connect(PORT)
+            conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+            conn.send_headers(1, [(':method', 'GET'), (':path', '/healthz'), (':scheme', 'http'), (':authority', 'x')], end_stream=True)
+            sock.sendall(conn.data_to_send())
+            sock.settimeout(0.2)
+            r = None
+            for _ in range(40):
+                conn.increment_flow_control_window(4, stream_id=1)
+                sock.sendall(conn.data_to_send())
+                r = read_until(conn, sock, lambda r: 1 in r['ended'] or 1 in r['reset'], r)
+                if 1 in r['ended'] or 1 in r['reset']:
+                    break
+            print(r['body'].get(1), 1 in r['reset'])
+            """
+        let result = try await PythonPeer.run(script, port: server.port)
+        #expect(
+            result.stdout == """
+                [8, 8, 8] ['200', '200', '200'] [b'', b'', b'']
+                0
+                b'{"status":"ok"}' False
+
+                """, "\(result.stdout) \(result.stderr)")
     }
 
     @Test("HTTP/1.1: a client that closes its connection mid-request cancels the handler")

@@ -215,7 +215,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     // MARK: Deadlines
 
     /// The timer fired: with no stream open the connection has been idle too long (GOAWAY and close, whatever
-    /// PINGs it sent); otherwise every stream whose request has not arrived whole by its deadline is reset.
+    /// PINGs it sent); otherwise every stream whose request has not arrived whole by its deadline is reset, and so is
+    /// every stream whose fixed answer waited a whole `requestTimeout` for the peer's flow-control window without a
+    /// byte going out (checked every `requestTimeout` while requests are handled or answers wait, so such an answer
+    /// is dropped one to two timeouts after it stalled).
     private func deadlinePassed() {
         if closing {
             context?.close(promise: nil)  // the linger time has passed
@@ -231,7 +234,12 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         }
         let now = NIODeadline.now()
         var next: NIODeadline?
-        for (streamID, stream) in streams where stream.isReceivingRequest {
+        for (streamID, stream) in streams {
+            guard stream.isReceivingRequest else {
+                guard let deadline = watchResponse(stream, streamID: streamID, now: now, session: session) else { continue }
+                if next.map({ deadline < $0 }) ?? true { next = deadline }
+                continue
+            }
             guard let deadline = stream.requestDeadline else { continue }
             if deadline <= now {
                 stream.requestDeadline = nil
@@ -247,6 +255,32 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         }
         timer?.set(next)
         flushOutput()
+    }
+
+    /// The response side of ``deadlinePassed()`` for one stream whose request has arrived: its next check, or nil
+    /// when it needs none (a streamed answer, bounded by its writer's watermark; an answer handed over whole; no
+    /// `requestTimeout`). A fixed answer that sent nothing since the last check, a whole timeout ago, is reset.
+    private func watchResponse(
+        _ stream: HTTP2ServerStream, streamID: Int32, now: NIODeadline, session: NGHTTP2Session
+    ) -> NIODeadline? {
+        guard let timeout = shared.configuration.requestTimeout, stream.writer == nil else { return nil }
+        let waitsForWindow: Bool
+        switch stream.phase {
+        case .awaitingResponse: waitsForWindow = false
+        case .responding where stream.outbound.readableBytes > 0: waitsForWindow = true
+        default: return nil
+        }
+        if waitsForWindow, !stream.sentSinceCheck, let deadline = stream.responseDeadline, deadline <= now {
+            shared.logger.debug("resetting an HTTP/2 stream: its answer made no progress within the request timeout")
+            stream.responseDeadline = nil
+            stream.outbound = ByteBuffer()
+            session.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.cancel)
+            return nil
+        }
+        stream.sentSinceCheck = false
+        let deadline = now + timeout
+        stream.responseDeadline = deadline
+        return deadline
     }
 
     // MARK: Graceful shutdown
@@ -477,6 +511,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         if let writer = stream.writer { return writer.read(maxLength: maxLength) }
         let count = min(maxLength, stream.outbound.readableBytes)
         let chunk = stream.outbound.readSlice(length: count)!
+        stream.sentSinceCheck = true
         return .bytes(chunk, endStream: stream.outbound.readableBytes == 0)
     }
 
@@ -669,7 +704,8 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
                 streamID: streamID, status: status, headerFields: response.head.headerFields, contentLength: length,
                 hasBody: false)
         case .bytes(let bytes):
-            stream.outbound = bytes
+            stream.outbound = isHead ? ByteBuffer() : bytes
+            stream.responseDeadline = nil  // the stall clock starts at the next check, not at the request's
             session.submitResponse(
                 streamID: streamID, status: status, headerFields: response.head.headerFields,
                 contentLength: bytes.readableBytes, hasBody: !isHead && bytes.readableBytes > 0)

@@ -66,6 +66,12 @@ final class HTTP2ServerStream {
 
     /// The complete response body not yet handed to nghttp2 (`.bytes` responses).
     var outbound = ByteBuffer()
+    /// nghttp2 took bytes of ``outbound`` since the connection's last deadline check: the peer's window moved.
+    var sentSinceCheck = false
+    /// While the request is handled or its fixed answer waits for the peer's flow-control window: the next check.
+    /// An answer that made no progress since the previous check is reset then (a client that never opens its window
+    /// cannot hold answers in memory for ever).
+    var responseDeadline: NIODeadline?
     /// The writer of a `.stream` response.
     var writer: HTTP2StreamBodyWriter?
 

@@ -150,6 +150,15 @@ enum ConnectionAttacker {
             s = h2()
             s.sendall(frame(HEADERS, 4, 1, request_block(Encoder(), "POST", "/fcm/send")))
             watch(s, started, every=0.3, send=frame(DATA, 0, 1, b" "))
+        elif attack == "h2-closed-window":
+            # Never opens its flow-control window (INITIAL_WINDOW_SIZE 0): 256 cheap requests, whose answers' heads
+            # come and whose bodies cannot; the first reset of one of them ends the attack.
+            s = connect()
+            s.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)))
+            encoder = Encoder()
+            streams = range(1, 512, 2)
+            s.sendall(b"".join(frame(HEADERS, 5, sid, request_block(encoder, "GET", "/healthz")) for sid in streams))
+            watch(s, started, answered=set(streams))
         elif attack == "h2-empty-data-flood":
             # 100,000 empty DATA frames on an open request: no work asked, only the daemon's time.
             s = h2()
