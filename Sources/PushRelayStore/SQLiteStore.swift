@@ -45,6 +45,10 @@ public final class SQLiteStore: PushStore {
         if existed, configuration.checkIntegrityAtOpen {
             try Self.checkIntegrity(connection, path: configuration.path)
         }
+        if !existed {
+            // Before anything is written: the size is fixed once the file has its first page.
+            try connection.execute("PRAGMA page_size = \(SQLiteSchema.newStorePageSize)")
+        }
         let journal = try connection.statement("PRAGMA journal_mode = WAL")
         guard try journal.step(), journal.text(0)?.lowercased() == "wal" else {
             throw StoreError.unavailable("cannot switch \(configuration.path) to WAL mode")

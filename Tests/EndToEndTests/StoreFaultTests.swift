@@ -164,7 +164,7 @@ import Testing
         let keys = try jsonObject(created.stdout)
         let serverKey = try #require(keys["server_key"] as? String)
         let clientKey = try #require(keys["client_key"] as? String)
-        let daemon = try Self.daemonOnTmpfs(seed: seed, size: "1200k")
+        let daemon = try Self.daemonOnTmpfs(seed: seed, size: "650k")
         try await daemon.start()
         let device = try await daemon.registerDevice(
             ProjectKeys(project: "shop", senderID: "", serverKey: serverKey, clientKey: clientKey))
@@ -184,11 +184,12 @@ import Testing
             }
             accepted.append(id)
         }
-        let refused = try #require(refusal, "the 1200 KiB disk never filled")
+        let refused = try #require(refusal, "the 650 KiB disk never filled")
         #expect(refused.status == 503, "\(refused.text)")
         #expect(refused.text.lowercased().contains("retry-after:"), "\(refused.text)")
         #expect(refused.text.contains("Unavailable"), "\(refused.text)")
         #expect(accepted.count >= 5 && accepted.count < 100, "accepted before the disk filled: \(accepted.count)")
+        print("disk full after \(accepted.count) sends")
         let failing = try await Self.waitForReadiness(daemon, 503)
         #expect(failing.status == 503 && failing.body.contains("store cannot commit"), "\(failing)")
         #expect(failing.body.contains("full"), "\(failing.body)")

@@ -54,6 +54,35 @@ struct WALWriteTests {
             """)
     }
 
+    /// A new store is made with ``SQLiteSchema/newStorePageSize`` (2 KiB) pages; a store made before with SQLite's
+    /// 4 KiB keeps them, and serves.
+    @Test("new stores have 2 KiB pages; existing ones keep theirs")
+    func pageSizeOfNewAndExistingStores() async throws {
+        func pageSize(_ path: String) throws -> Int64 {
+            let connection = try SQLiteConnection(path: path, busyTimeout: .seconds(5))
+            defer { connection.close() }
+            return try Self.count(connection, "PRAGMA page_size")
+        }
+        try await withTemporaryDirectory { directory in
+            let configuration = SQLiteStore.Configuration(directory: directory)
+            let store = try SQLiteStore(configuration: configuration)
+            _ = try await store.createProject(name: "new")
+            await store.close()
+            #expect(try pageSize(configuration.path) == Int64(SQLiteSchema.newStorePageSize))
+        }
+        try await withTemporaryDirectory { directory in
+            let configuration = SQLiteStore.Configuration(directory: directory)
+            let old = try SQLiteConnection(path: configuration.path, busyTimeout: .seconds(5))
+            try old.execute("PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; CREATE TABLE x (y); DROP TABLE x;")
+            old.close()
+            let store = try SQLiteStore(configuration: configuration)
+            _ = try await store.createProject(name: "old")
+            #expect(try await store.projects().map(\.name) == ["old"])
+            await store.close()
+            #expect(try pageSize(configuration.path) == 4096)
+        }
+    }
+
     @Test("a commit of several pages: two writes asked per frame, one write to the file")
     func oneWritePerCommit() async throws {
         try await withTemporaryDirectory { directory in
