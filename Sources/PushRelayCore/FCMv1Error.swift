@@ -20,6 +20,20 @@ public struct FCMv1Error: Error, Sendable, Hashable, CustomStringConvertible {
     public var fieldViolations: [(field: String, description: String)]
     /// `Retry-After` seconds for `UNAVAILABLE` and `QUOTA_EXCEEDED`.
     public var retryAfterSeconds: Int?
+    /// The legacy error of a token's outcome this error stands for (`InvalidRegistration` for a malformed
+    /// `message.token`), so that metrics count one outcome under one name on both APIs; nil for the others. Not on
+    /// the wire.
+    public var legacyOutcome: String?
+
+    /// The name under which metrics count this error: ``legacyOutcome``, else ``errorCode``, else ``status``.
+    public var metricName: String { legacyOutcome ?? errorCode ?? status }
+
+    /// `400 INVALID_ARGUMENT` for a `message.token` that is not of the token format (legacy `InvalidRegistration`).
+    public static var invalidRegistrationToken: FCMv1Error {
+        var error = FCMv1Error.invalidArgument("The registration token is not a valid FCM registration token", field: "message.token")
+        error.legacyOutcome = FCMError.Code.invalidRegistration.wireName
+        return error
+    }
 
     /// An error.
     public init(
@@ -164,7 +178,7 @@ public struct FCMv1Error: Error, Sendable, Hashable, CustomStringConvertible {
         case .unavailable: return .unavailable(retryAfterSeconds: retryAfterSeconds)
         case .internalServerError: return .internalError
         case .missingRegistration, .invalidRegistration:
-            return .invalidArgument("The registration token is not a valid FCM registration token", field: "message.token")
+            return .invalidRegistrationToken
         case .invalidPackageName:
             return .invalidArgument(
                 "The registration token's app does not match restricted_package_name",

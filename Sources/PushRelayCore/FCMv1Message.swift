@@ -68,10 +68,7 @@ public struct FCMv1Message: Sendable, Hashable {
             targetField = field
             switch field {
             case "token":
-                guard RegistrationToken.isWellFormed(text) else {
-                    throw FCMv1Error.invalidArgument(
-                        "The registration token is not a valid FCM registration token", field: "message.token")
-                }
+                guard RegistrationToken.isWellFormed(text) else { throw FCMv1Error.invalidRegistrationToken }
                 target = .token(text)
             case "topic":
                 let name = text.hasPrefix(TopicName.prefix) ? String(text.dropFirst(TopicName.prefix.count)) : text

@@ -16,6 +16,11 @@ public struct OAuthError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let unsupportedGrantType = Code("unsupported_grant_type")
         /// The JWT asks for no scope that grants sending (`firebase.messaging` or `cloud-platform`).
         public static let invalidScope = Code("invalid_scope")
+        /// The server cannot answer now (its store is unavailable); the client retries (with `503` and `Retry-After`;
+        /// RFC 6749 defines the code for the authorization endpoint, and google-auth retries on it).
+        public static let temporarilyUnavailable = Code("temporarily_unavailable")
+        /// The server failed (`500`).
+        public static let serverError = Code("server_error")
 
         /// The wire string, e.g. `invalid_grant`.
         public var wireName: String { wire }

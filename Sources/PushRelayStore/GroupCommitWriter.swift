@@ -37,6 +37,8 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let dropObserver = NIOLockedValueBox<DropObserverBox?>(nil)
     /// Whether the last group could commit.
     private let health: CommitHealth
+    /// The store's files still under their names (the writer thread's).
+    private var files: StoreFileWatch
     private let exit = NIOLockedValueBox(ExitState.running)
 
     init(connection: SQLiteConnection, context: StoreContext, persistedLastID: Int64, topicMessages: [Int64]) {
@@ -45,6 +47,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         self.persistedLastID = persistedLastID
         self.topicMessages = topicMessages
         self.health = CommitHealth(logger: context.logger)
+        self.files = StoreFileWatch(databasePath: context.configuration.path)
         self.queue = WriteQueue(capacity: context.configuration.maxPendingWrites)
         self.gather = GroupGather(maxWait: context.configuration.maxGroupGather)
         self.checkpoints = WALCheckpoints(
@@ -239,7 +242,34 @@ final class GroupCommitWriter: @unchecked Sendable {
         }
     }
 
+    /// The store's files were removed or replaced (``StoreFileWatch``): nothing is committed any more — it would
+    /// reach no file that survives a crash — and the first time, what was committed is checkpointed into the
+    /// database file when that is still the one open (the WAL alone was removed), so that a crash loses nothing
+    /// that was answered.
+    private func refuse(_ requests: [WriteRequest], filesGone problem: StoreError) {
+        if self.health.current != problem {
+            self.context.logger.critical(
+                "the store's files were removed or replaced under the daemon; writes fail until it restarts",
+                metadata: ["relay.error": "\(problem)"])
+            if self.files.databaseIntact {
+                do {
+                    try self.connection.execute("PRAGMA wal_checkpoint(FULL)")
+                } catch {
+                    self.context.logger.critical(
+                        "could not copy the committed messages into the database file",
+                        metadata: ["relay.error": "\(error)"])
+                }
+            }
+        }
+        self.health.failed(problem)
+        for request in requests { request.complete(problem) }
+    }
+
     private func runGroup(_ requests: [WriteRequest]) {
+        if let problem = self.files.problem() {
+            self.refuse(requests, filesGone: problem)
+            return
+        }
         let transaction = WriteTransaction(
             connection: self.connection, context: self.context, queues: self.queueStates
         )

@@ -157,6 +157,57 @@ import Testing
         return answer
     }
 
+    /// The `-wal` file removed under a running daemon (an operator's `rm`, a cleanup script): SQLite writes on
+    /// through its open descriptor without an error, so the sends after would be answered 200 and lost at the next
+    /// crash, with those before that were not yet checkpointed. The daemon notices within a second: what was
+    /// committed is copied into the database file, sends answer `Unavailable`, `/readyz` says why; after a `kill -9`
+    /// and a restart every message answered 200 is delivered.
+    @Test("the WAL file removed under the daemon: Unavailable and /readyz 503 until a restart; kill -9 loses nothing answered")
+    func walRemovedUnderTheDaemon() async throws {
+        let daemon = try Daemon(arguments: ["--metrics-interval", "1s", "--device-message-rate", "0"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        var accepted: [String] = []
+        func send(_ n: Int) async throws -> (status: Int, body: String) {
+            let answer = try await daemon.send(#"{"to": "\#(device.token)", "data": {"n": "\#(n)"}}"#, serverKey: keys.serverKey)
+            if answer.status == 200 { accepted.append(try messageID(ofSendResponse: answer.body)) }
+            return answer
+        }
+        for n in 0..<20 { #expect(try await send(n).status == 200) }
+        let wal = daemon.dataDir.appendingPathComponent("pushrelay.sqlite-wal").path
+        #expect(FileManager.default.fileExists(atPath: wal))
+        try FileManager.default.removeItem(atPath: wal)
+
+        // Sends go on being answered for at most the watch's interval, then Unavailable.
+        var refused: (status: Int, body: String)?
+        for n in 20..<2000 {
+            let answer = try await send(n)
+            if answer.status != 200 {
+                refused = answer
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let refusal = try #require(refused, "sends were still accepted 40 s after the WAL was removed")
+        #expect(refusal.status == 503 && refusal.body.contains("Unavailable"), "\(refusal)")
+        let ready = try await Self.waitForReadiness(daemon, 503)
+        #expect(ready.status == 503 && ready.body.contains("was removed or replaced"), "\(ready)")
+        print("WAL removed: \(accepted.count - 20) sends accepted before the daemon noticed")
+
+        try await daemon.kill9()
+        try await daemon.start()
+        let stream = try daemon.openStream(secret: device.secret)
+        defer { stream.stop() }
+        let wanted = Set(accepted)
+        let text = try await stream.waitFor("every accepted message") { text in
+            wanted.isSubset(of: Set(parseEvents(text).compactMap(\.id)))
+        }
+        #expect(wanted.isSubset(of: Set(parseEvents(text).compactMap(\.id))))
+        #expect(try await Self.send(daemon, #"{"to": "\#(device.token)", "data": {"n": "after"}}"#, serverKey: keys.serverKey).status == 200)
+        try await daemon.terminate()
+    }
+
     @Test("disk full: Unavailable with Retry-After, /readyz 503 with the reason, recovery without a restart, nothing accepted lost; a read-only data directory stops serve")
     func diskFullAndReadOnly() async throws {
         let seed = try Self.temporaryDirectory("seed")

@@ -73,6 +73,16 @@ import Testing
         #expect(cases?.fieldViolations.first?.field == "message.android.collapse_key")
     }
 
+    /// A malformed token is counted under the legacy name of its outcome, as v1's `UNREGISTERED` is counted as
+    /// `NotRegistered` (docs/operations.md, `pushrelay_sends_rejected_total`): one series covers both APIs.
+    @Test func malformedTokenIsCountedAsInvalidRegistration() {
+        let malformed = Self.error(#"{"message": {"token": "zzz"}}"#)
+        #expect(malformed?.status == "INVALID_ARGUMENT" && malformed?.metricName == "InvalidRegistration")
+        #expect(FCMv1Error.from(.invalidRegistration, retryAfterSeconds: 1).metricName == "InvalidRegistration")
+        #expect(FCMv1Error.unregistered.metricName == "UNREGISTERED")
+        #expect(Self.error(#"{"message": {"topic": "a", "token": "\#(Self.token)"}}"#)?.metricName == "INVALID_ARGUMENT")
+    }
+
     @Test func camelCaseNamesAreAccepted() throws {
         let request = try Self.parse(#"""
             {"validateOnly": true, "message": {"token": "\#(Self.token)", "android": {"collapseKey": "c",

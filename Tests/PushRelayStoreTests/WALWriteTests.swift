@@ -54,6 +54,19 @@ struct WALWriteTests {
             """)
     }
 
+    /// An engine error from a failed system call names the system's reason ("disk I/O error" alone does not say
+    /// the disk is full).
+    @Test("I/O errors carry the system's reason")
+    func ioErrorsSayWhy() throws {
+        do {
+            _ = try SQLiteConnection(path: "/nonexistent-\(UInt64.random(in: 0...UInt64.max))/x.db", busyTimeout: .seconds(1))
+            Issue.record("opened a database in a directory that does not exist")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(error.message.contains("No such file or directory"), "\(error)")
+        }
+    }
+
     /// A new store is made with ``SQLiteSchema/newStorePageSize`` (2 KiB) pages; a store made before with SQLite's
     /// 4 KiB keeps them, and serves.
     @Test("new stores have 2 KiB pages; existing ones keep theirs")

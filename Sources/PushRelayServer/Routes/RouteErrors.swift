@@ -20,9 +20,16 @@ enum RouteErrors {
     }
 
     /// The OAuth 2.0 token endpoint: `{"error": "invalid_request", "error_description": "…"}` (RFC 6749 §5.2), with
-    /// the transport's status.
+    /// the transport's status; a server that cannot answer says so (`temporarily_unavailable` with `503`,
+    /// `server_error` with another `5xx`) instead of blaming the request.
     static let oauth: HTTPErrorRenderer = HTTPRouter.errors { error in
-        let answer = TokenRoute.answer(OAuthError(code: .invalidRequest, message: message(of: error)))
+        let code: OAuthError.Code =
+            switch error.status.code {
+            case 503: .temporarilyUnavailable
+            case 500...: .serverError
+            default: .invalidRequest
+            }
+        let answer = TokenRoute.answer(OAuthError(code: code, message: message(of: error)))
         return HTTPServerResponse(status: error.status, headerFields: answer.head.headerFields, body: answer.body)
     }
 

@@ -113,7 +113,7 @@ struct V1ProjectRoutes: Sendable {
             let message = try FCMv1Message.parse(json: Array(body.readableBytesView))
             send = try message.legacyRequest(nowSeconds: Int64(Date().timeIntervalSince1970))
         } catch {
-            metrics.sendsRejected(error: error.errorCode ?? error.status)
+            metrics.sendsRejected(error: error.metricName)
             return Self.answer(error)
         }
         let result: FCMSendResponse.Result

@@ -1,4 +1,7 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 import CSQLiteWAL
 
 // The only file that touches libsqlite3 pointers: open, prepare (with a statement cache), bind, step, read columns,
@@ -27,7 +30,7 @@ final class SQLiteConnection {
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, Self.vfsName)
         guard rc == SQLITE_OK, let db else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            let message = db.map { Self.describe($0) } ?? "out of memory"
             sqlite3_close_v2(db)
             throw StoreError.unavailable("cannot open database: \(message)", engineCode: rc)
         }
@@ -62,7 +65,7 @@ final class SQLiteConnection {
         let rc = sqlite3_exec(db, sql, nil, nil, &errorMessage)
         defer { sqlite3_free(errorMessage) }
         if rc != SQLITE_OK {
-            let message = errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(db))
+            let message = errorMessage == nil ? Self.describe(db) : Self.describe(db, fallback: String(cString: errorMessage!))
             throw Self.error(rc, message)
         }
     }
@@ -98,7 +101,7 @@ final class SQLiteConnection {
         var pointer: OpaquePointer?
         let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &pointer, nil)
         guard rc == SQLITE_OK, let pointer else {
-            throw Self.error(rc, "prepare failed: \(String(cString: sqlite3_errmsg(db)))")
+            throw Self.error(rc, "prepare failed: \(Self.describe(db))")
         }
         return SQLiteStatement(pointer: pointer, connection: db)
     }
@@ -113,7 +116,7 @@ final class SQLiteConnection {
         var pointer: OpaquePointer?
         let rc = sqlite3_prepare_v2(db, sql, -1, &pointer, nil)
         guard rc == SQLITE_OK, let pointer else {
-            throw Self.error(rc, "prepare failed: \(String(cString: sqlite3_errmsg(db)))")
+            throw Self.error(rc, "prepare failed: \(Self.describe(db))")
         }
         let statement = SQLiteStatement(pointer: pointer, connection: db)
         defer { statement.finalize() }
@@ -166,7 +169,7 @@ final class SQLiteConnection {
         switch rc & 0xFF {
         case SQLITE_OK: return .done(log: Int(log), backfilled: Int(backfilled))
         case SQLITE_BUSY: return .busy
-        default: throw Self.error(rc, "checkpoint failed: \(String(cString: sqlite3_errmsg(db)))")
+        default: throw Self.error(rc, "checkpoint failed: \(Self.describe(db))")
         }
     }
 
@@ -179,6 +182,17 @@ final class SQLiteConnection {
     private func db() throws(StoreError) -> OpaquePointer {
         guard let handle = self.handle else { throw StoreError.closed }
         return handle
+    }
+
+    /// SQLite's message for the last error of `db`, with the system's reason when an I/O call failed: "disk I/O
+    /// error" alone does not say that the disk is full or the file gone.
+    static func describe(_ db: OpaquePointer, fallback: String? = nil) -> String {
+        let message = fallback ?? String(cString: sqlite3_errmsg(db))
+        let code = sqlite3_extended_errcode(db) & 0xFF
+        let errno = sqlite3_system_errno(db)
+        guard errno != 0, code == SQLITE_IOERR || code == SQLITE_FULL || code == SQLITE_CANTOPEN || code == SQLITE_READONLY
+        else { return message }
+        return "\(message): \(String(cString: strerror(errno)))"
     }
 
     /// Maps a SQLite result code to a store error.
@@ -276,7 +290,7 @@ final class SQLiteStatement {
             sqlite3_reset(self.pointer)
             return false
         default:
-            let message = String(cString: sqlite3_errmsg(self.connection))
+            let message = SQLiteConnection.describe(self.connection)
             sqlite3_reset(self.pointer)
             throw SQLiteConnection.error(rc, message)
         }
@@ -316,7 +330,7 @@ final class SQLiteStatement {
 
     private func check(_ rc: Int32) throws(StoreError) {
         if rc != SQLITE_OK {
-            throw SQLiteConnection.error(rc, "bind failed: \(String(cString: sqlite3_errmsg(self.connection)))")
+            throw SQLiteConnection.error(rc, "bind failed: \(SQLiteConnection.describe(self.connection))")
         }
     }
 }
