@@ -145,6 +145,17 @@ import Testing
         return (status, lines.joined(separator: "\n"))
     }
 
+    /// Opens the device's stream and waits until every id of `accepted` has arrived.
+    static func expectDelivered(_ accepted: [String], _ daemon: Daemon, secret: String) async throws {
+        let stream = try daemon.openStream(secret: secret)
+        defer { stream.stop() }
+        let wanted = Set(accepted)
+        let text = try await stream.waitFor("every accepted message") { text in
+            wanted.isSubset(of: Set(parseEvents(text).compactMap(\.id)))
+        }
+        #expect(wanted.isSubset(of: Set(parseEvents(text).compactMap(\.id))))
+    }
+
     /// Polls `/readyz` until its status is `status`, at most 30 s; the last answer.
     static func waitForReadiness(_ daemon: Daemon, _ status: Int) async throws -> (status: Int, body: String) {
         let clock = ContinuousClock()
@@ -197,13 +208,7 @@ import Testing
 
         try await daemon.kill9()
         try await daemon.start()
-        let stream = try daemon.openStream(secret: device.secret)
-        defer { stream.stop() }
-        let wanted = Set(accepted)
-        let text = try await stream.waitFor("every accepted message") { text in
-            wanted.isSubset(of: Set(parseEvents(text).compactMap(\.id)))
-        }
-        #expect(wanted.isSubset(of: Set(parseEvents(text).compactMap(\.id))))
+        try await Self.expectDelivered(accepted, daemon, secret: device.secret)
         #expect(try await Self.send(daemon, #"{"to": "\#(device.token)", "data": {"n": "after"}}"#, serverKey: keys.serverKey).status == 200)
         try await daemon.terminate()
     }
@@ -256,13 +261,7 @@ import Testing
         }
 
         // Every accepted message is delivered.
-        let stream = try daemon.openStream(secret: device.secret)
-        defer { stream.stop() }
-        let wanted = Set(accepted)
-        let text = try await stream.waitFor("every accepted message") { text in
-            wanted.isSubset(of: Set(parseEvents(text).compactMap(\.id)))
-        }
-        #expect(wanted.isSubset(of: Set(parseEvents(text).compactMap(\.id))))
+        try await Self.expectDelivered(accepted, daemon, secret: device.secret)
         try await daemon.terminate()
 
         // A read-only data directory (a remount cannot happen under a daemon holding the file open for writing, so
