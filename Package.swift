@@ -121,7 +121,11 @@ let package = Package(
                 "PushRelayServer", "PushRelayClient", "PushRelayClientNIO", "PushRelayWire", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS",
                 "PushRelayCrypto", httpTypes, argumentParser, logging, lifecycle, nio,
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            // Release builds allocate with Debian's jemalloc (libjemalloc2): a send allocates and frees many small
+            // objects across threads, and glibc's allocator was 12 % of the daemon's samples at `h2load -c 16 -m 32`
+            // (docs/benchmarks.md). Debug builds (tests, AddressSanitizer) keep glibc's.
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux], configuration: .release))]
         ),
 
         // What the test targets share: children run without blocking the cooperative pool, a fake NOTIFY_SOCKET.

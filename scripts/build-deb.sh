@@ -47,6 +47,8 @@ arch="$(dpkg --print-architecture)"
 
 # Runtime dependencies: the Debian C libraries the daemon links, and the C/C++ runtime.
 depends="libc6, libgcc-s1, libstdc++6, libnghttp2-14, libssl3, libsqlite3-0, adduser"
+# A release build allocates with jemalloc (Package.swift); a debug binary packaged with --binary does not.
+if objdump -p "$binary" 2>/dev/null | grep -q 'NEEDED *libjemalloc'; then depends="$depends, libjemalloc2"; fi
 if objdump -p "$binary" 2>/dev/null | grep -q 'NEEDED *libswiftCore'; then
   echo "build-deb.sh: warning: $binary links the Swift runtime dynamically; the package only runs where the" \
        "Swift toolchain's libraries are on the library path (use the default release build for real packages)" >&2

@@ -12,7 +12,7 @@ for arg in "$@"; do
   esac
 done
 
-apt_packages=(libnghttp2-dev libssl-dev libsqlite3-dev pkg-config)
+apt_packages=(libnghttp2-dev libssl-dev libsqlite3-dev libjemalloc-dev pkg-config)
 if [ "$want_test" = 1 ]; then
   # The test peers; nginx with its stream module is the load balancer of LoadBalancerTests. (The benchmarks' own
   # peers, nchan and mosquitto, are installed by the benchmark scripts: the test suite does not need them.)
