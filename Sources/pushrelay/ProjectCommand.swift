@@ -171,7 +171,7 @@ struct ProjectCommand: AsyncParsableCommand {
             let store = try await store.open()
             let deleted = try await store.deleteProject(named: name)
             await store.close()
-            guard deleted else { throw ValidationError("no project named \(name)") }
+            guard deleted else { throw StoreOptions.refusal("no project named \(name)") }
             print("deleted project \(name)")
         }
     }

@@ -68,11 +68,19 @@ struct StoreOptions: ParsableArguments {
             return result
         } catch let error as StoreError {
             await store.close()
-            throw ValidationError(error.message)
+            throw Self.refusal(error.message)
         } catch {
             await store.close()
             throw error
         }
+    }
+
+    /// What a command throws when the store refuses what it asked (a project that exists, or does not): one line,
+    /// `pushrelay: <why>`, and exit status 64 (`EX_USAGE`: the command named something it cannot act on). Not the
+    /// argument parser's usage text, which names no option that was wrong.
+    static func refusal(_ message: String) -> ExitCode {
+        FileHandle.standardError.write(Data("pushrelay: \(message)\n".utf8))
+        return ExitCode(64)
     }
 
     /// Opens the store (close it when done). Only `createIfMissing` (`project create`, `store init`) creates a

@@ -139,6 +139,13 @@ import Testing
 
         let unknown = try await Daemon.cli(["project", "rotate-client-key", "nope"] + store)
         #expect(unknown.status == 64 && unknown.stderr.contains("no project named nope"), "\(unknown.stderr)")
+        // One line saying why, not the argument parser's usage text (which names no wrong option).
+        for arguments in [["project", "delete", "nope"], ["project", "create", keys.project], ["project", "rotate-key", "nope"]] {
+            let refused = try await Daemon.cli(arguments + store)
+            let lines = refused.stderr.split(separator: "\n")
+            #expect(refused.status == 64 && lines.count == 1 && lines.first?.hasPrefix("pushrelay: ") == true, "\(arguments): \(refused.stderr)")
+            #expect(!refused.stderr.contains("Usage:"), "\(arguments): \(refused.stderr)")
+        }
         #expect(try await daemon.terminate() == 0)
     }
 
