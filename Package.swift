@@ -172,7 +172,7 @@ let package = Package(
         .testTarget(
             name: "PushRelayClientTests",
             dependencies: [
-                "PushRelayClient", "PushRelayClientNIO", "PushRelayWire", nio, nioPosix, nioEmbedded,
+                "PushRelayClient", "PushRelayClientNIO", "PushRelayHTTP", "PushRelayWire", nio, nioPosix, nioEmbedded,
                 nioHTTP1, nioConcurrency, httpTypes,
                 logging,
             ],

@@ -12,8 +12,8 @@ import PushRelayHTTP
 /// `http://` URLs speak h2c with prior knowledge; `https://` URLs put the configuration's TLS handler first and
 /// need ALPN `h2`. When the server offers no HTTP/2 (ALPN settles on `http/1.1`, or a cleartext server answers the
 /// HTTP/2 preface with something that is not HTTP/2, or does not answer it at all), the transport switches to
-/// ``HTTP1Transport`` for good. Once a connection has answered over HTTP/2, later failures (a server restarting or
-/// stalled) never switch it.
+/// ``HTTP1Transport`` for good. A server known to speak HTTP/2 — it answered over HTTP/2 before, ALPN chose `h2`,
+/// or it sent its SETTINGS — is never switched by later failures (a server restarting or stalled).
 ///
 /// A connection is opened on the first request and replaced when it is lost. Leaving a stream before its body
 /// ended resets just that stream (`RST_STREAM`), so the connection serves the next one without a new handshake;
@@ -361,7 +361,7 @@ extension HTTP2Transport {
             }
         }
 
-        enum FailureAction { case retry, fallBack, fail }
+        typealias FailureAction = HTTP2Transport.ConnectionFailureAction
 
         /// A request on `client` failed before its response head. On an answering connection — or any connection
         /// once one has answered over HTTP/2 — a closed connection is retried and anything else fails (the client's
@@ -372,11 +372,12 @@ extension HTTP2Transport {
             if case .connected(let current, _) = state, current === client { state = .idle }
             await client.close()
             if case .shutDown = state { return .fail }
-            if confirmed || spokeHTTP2 { return error == .connectionClosed() ? .retry : .fail }
-            unconfirmedFailures += 1
-            guard error == .timeout("") || unconfirmedFailures >= 2 else { return .retry }
-            state = .http1
-            return .fallBack
+            let spoke = confirmed || spokeHTTP2 || client.isTLS || client.serverSpokeHTTP2
+            let action = HTTP2Transport.failureAction(
+                error: error, spokeHTTP2: spoke, unconfirmedFailures: spoke ? 0 : unconfirmedFailures + 1)
+            if !spoke { unconfirmedFailures += 1 }
+            if action == .fallBack { state = .http1 }
+            return action
         }
 
         /// Closes `client` and forgets it if it is the current connection.
@@ -398,6 +399,24 @@ extension HTTP2Transport {
                 break
             }
         }
+    }
+}
+
+extension HTTP2Transport {
+    /// What to do after a request failed before its response head (``failureAction(error:spokeHTTP2:unconfirmedFailures:)``).
+    enum ConnectionFailureAction: Equatable { case retry, fallBack, fail }
+
+    /// What a request that failed before its response head means for the transport. A server known to speak HTTP/2
+    /// — it answered before, ALPN chose `h2`, or it sent its SETTINGS — is never given up for HTTP/1.1 (a stall or
+    /// a restart is not a protocol): a closed connection is retried, anything else fails and the client's
+    /// reconnection takes it from there. A cleartext server never heard over HTTP/2 does not speak it when it lets
+    /// the preface time out, or when a second connection fails too (an HTTP/1.1 server answers the preface with a
+    /// 400 and closes); the first other failure is retried.
+    static func failureAction(
+        error: HTTPTransportError, spokeHTTP2: Bool, unconfirmedFailures: Int
+    ) -> ConnectionFailureAction {
+        if spokeHTTP2 { return error == .connectionClosed() ? .retry : .fail }
+        return error == .timeout("") || unconfirmedFailures >= 2 ? .fallBack : .retry
     }
 }
 

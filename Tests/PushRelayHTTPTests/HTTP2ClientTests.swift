@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NIOCore
+import NIOPosix
 import TestSupport
 import Testing
 
@@ -34,6 +35,27 @@ import Testing
             #expect(Set(bodies.filter { $0.hasPrefix("body ") }).count == 50)
         }
         await client.close()
+    }
+
+    /// The server's SETTINGS prove it speaks HTTP/2 before any answer (what keeps the client library's transport
+    /// from giving HTTP/2 up when a first request stalls); a server that says nothing proves nothing.
+    @Test func serverSpokeHTTP2OnceItsSettingsArrive() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let client = try await HTTP2Client.connect(host: "127.0.0.1", port: server.port)
+        for _ in 0..<100 where !client.serverSpokeHTTP2 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(client.serverSpokeHTTP2 && !client.isTLS)
+        await client.close()
+
+        // A listener that accepts and never writes.
+        let silent = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(silent.localAddress?.port)
+        let quiet = try await HTTP2Client.connect(host: "127.0.0.1", port: port)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(!quiet.serverSpokeHTTP2)
+        await quiet.close()
+        try await silent.close()
     }
 
     @Test func streamingResponseIsReadIncrementally() async throws {

@@ -2,6 +2,7 @@ public import HTTPTypes
 public import Logging
 public import NIOCore
 public import NIOPosix
+import NIOConcurrencyHelpers
 
 /// An HTTP/2 client connection on libnghttp2: many concurrent requests on one connection, response bodies read
 /// incrementally.
@@ -50,17 +51,20 @@ public final class HTTP2Client: Sendable {
 
     private let channel: any Channel
     private let handler: NIOLoopBound<HTTP2ClientConnectionHandler>
+    private let heardHTTP2: NIOLockedValueBox<Bool>
     private let authority: String
     private let scheme: String
 
     private init(
         channel: any Channel,
         handler: NIOLoopBound<HTTP2ClientConnectionHandler>,
+        heardHTTP2: NIOLockedValueBox<Bool>,
         authority: String,
         scheme: String
     ) {
         self.channel = channel
         self.handler = handler
+        self.heardHTTP2 = heardHTTP2
         self.authority = authority
         self.scheme = scheme
     }
@@ -110,14 +114,13 @@ public final class HTTP2Client: Sendable {
             try? await channel.close()
             throw error
         }
-        let handler = try await eventLoop.submit {
-            NIOLoopBound(
-                try channel.pipeline.syncOperations.handler(type: HTTP2ClientConnectionHandler.self),
-                eventLoop: eventLoop)
+        let (handler, heardHTTP2) = try await eventLoop.submit {
+            let handler = try channel.pipeline.syncOperations.handler(type: HTTP2ClientConnectionHandler.self)
+            return (NIOLoopBound(handler, eventLoop: eventLoop), handler.heardHTTP2)
         }.get()
         let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         return HTTP2Client(
-            channel: channel, handler: handler, authority: authority,
+            channel: channel, handler: handler, heardHTTP2: heardHTTP2, authority: authority,
             scheme: tlsFactory == nil ? "http" : "https")
     }
 
@@ -156,6 +159,14 @@ public final class HTTP2Client: Sendable {
 
     /// Whether the connection is open.
     public var isActive: Bool { channel.isActive }
+
+    /// Whether the server has sent HTTP/2 frames on this connection (its SETTINGS come first, before any answer):
+    /// proof that it speaks HTTP/2 even when a request then stalls. Over TLS, the connection exists only once ALPN
+    /// chose `h2`.
+    public var serverSpokeHTTP2: Bool { heardHTTP2.withLockedValue { $0 } }
+
+    /// Whether the connection is over TLS (its ALPN chose `h2`).
+    public var isTLS: Bool { scheme == "https" }
 
     /// Sends GOAWAY and closes the connection; open streams fail with `HTTPTransportError.connectionClosed`.
     public func close() async {

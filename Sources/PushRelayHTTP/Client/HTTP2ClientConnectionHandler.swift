@@ -1,5 +1,6 @@
 import HTTPTypes
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import PushRelayTLS
 
@@ -23,6 +24,10 @@ final class HTTP2ClientConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     private var flushScheduled = false
     private var readPending = false
     private var closedError: (any Error)?
+    /// Set once a control frame of the server was read (its SETTINGS come first): the server speaks HTTP/2,
+    /// whatever happens to a request later. Read from other threads (``HTTP2Client/serverSpokeHTTP2``).
+    let heardHTTP2 = NIOLockedValueBox(false)
+    private var sawControlFrame = false
 
     init(limits: NGHTTP2SessionLimits, waitForTLS: Bool, ready: EventLoopPromise<Void>, logger: Logger) {
         self.limits = limits
@@ -201,7 +206,15 @@ final class HTTP2ClientConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         session?.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.protocolError)
     }
 
-    func sessionControlFrame() -> Bool { true }
+    /// A SETTINGS, PING, WINDOW_UPDATE or PRIORITY frame was read whole (bytes that are not HTTP/2 — an HTTP/1.1
+    /// answer to the preface — read as a frame of an unknown type, which nghttp2 skips, never as one of these).
+    func sessionControlFrame() -> Bool {
+        if !sawControlFrame {
+            sawControlFrame = true
+            heardHTTP2.withLockedValue { $0 = true }
+        }
+        return true
+    }
 
     func sessionHeader(streamID: Int32, name: String, value: String) {
         guard let stream = streams[streamID], let fieldName = HTTPField.Name(parsed: name) else { return }
