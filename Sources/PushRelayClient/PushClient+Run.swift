@@ -132,7 +132,8 @@ extension PushClient {
                 lastError = nil
                 failure = .transient("\(error)")
             }
-            logger.info("stream lost", metadata: ["relay.reason": "\(failure)"])
+            // Notice, not info: why the client reconnects is what a user of `listen` (or an app's log) needs to see.
+            logger.notice("stream lost", metadata: ["relay.reason": "\(failure)"])
             action = machine.connectionLost(failure, connectedFor: connectedAt.map { .now - $0 }, using: &random)
         }
     }

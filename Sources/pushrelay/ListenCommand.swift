@@ -103,7 +103,7 @@ struct ListenCommand: AsyncParsableCommand {
 
     func run() async throws {
         var logger = Logger(label: "pushrelay.listen") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = verbose ? .debug : .warning
+        logger.logLevel = verbose ? .debug : .notice  // notice: each lost stream with its reason
         let configuration = makeConfiguration()
         let client: PushClient
         do {

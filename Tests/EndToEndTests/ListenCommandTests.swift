@@ -98,7 +98,14 @@ struct ListenCommandTests {
         ])
         #expect(damaged.status == 66, "\(damaged.stderr)")
         #expect(damaged.stderr.contains("cannot read credentials") && !damaged.stderr.contains("Usage:"), "\(damaged.stderr)")
+        // audit-p: a relay that cannot be reached made listen print only "[reconnecting …]", for ever, without why.
+        let port = daemon.port
         try await daemon.terminate()
+        let unreachable = try await run(Daemon.binary, [
+            "listen", "--server", "http://127.0.0.1:\(port)", "--secret", "prd_x", "--count", "1", "--timeout", "2",
+        ])
+        #expect(unreachable.status == 1)
+        #expect(unreachable.stderr.contains("stream lost") && unreachable.stderr.contains("relay.reason="), "\(unreachable.stderr)")
     }
 
     @Test("listen --project --client-key registers, prints the token and saves the credentials for the next run",
