@@ -17,7 +17,9 @@ public import Logging
 /// message is acknowledged (`POST /v1/ack`). A handler that throws means no acknowledgement: the relay delivers
 /// the message again on the next stream. Messages delivered again after they were handled (at-least-once delivery)
 /// are recognised by id and only acknowledged again; the window of ids survives reconnects, and restarts when
-/// ``PushClientConfiguration/deduplicationFile`` is set.
+/// ``PushClientConfiguration/deduplicationFile`` is set. An event whose data is not a JSON object (never one a
+/// relay sends: only a misbehaving server) reaches no handler; it is logged at `error` and acknowledged, so that
+/// it is not delivered again for ever.
 ///
 /// ## Reconnection
 /// A lost, refused or silent stream (nothing for ``PushClientConfiguration/heartbeatTimeout``) is replaced after a
