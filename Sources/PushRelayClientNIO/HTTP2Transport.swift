@@ -373,9 +373,9 @@ extension HTTP2Transport {
             await client.close()
             if case .shutDown = state { return .fail }
             let spoke = confirmed || spokeHTTP2 || client.isTLS || client.serverSpokeHTTP2
-            let action = HTTP2Transport.failureAction(
-                error: error, spokeHTTP2: spoke, unconfirmedFailures: spoke ? 0 : unconfirmedFailures + 1)
             if !spoke { unconfirmedFailures += 1 }
+            let action = HTTP2Transport.failureAction(
+                error: error, spokeHTTP2: spoke, unconfirmedFailures: unconfirmedFailures)
             if action == .fallBack { state = .http1 }
             return action
         }

@@ -65,7 +65,7 @@ final class SQLiteConnection {
         let rc = sqlite3_exec(db, sql, nil, nil, &errorMessage)
         defer { sqlite3_free(errorMessage) }
         if rc != SQLITE_OK {
-            let message = errorMessage == nil ? Self.describe(db) : Self.describe(db, fallback: String(cString: errorMessage!))
+            let message = Self.describe(db, message: errorMessage.map { String(cString: $0) })
             throw Self.error(rc, message)
         }
     }
@@ -186,8 +186,8 @@ final class SQLiteConnection {
 
     /// SQLite's message for the last error of `db`, with the system's reason when an I/O call failed: "disk I/O
     /// error" alone does not say that the disk is full or the file gone.
-    static func describe(_ db: OpaquePointer, fallback: String? = nil) -> String {
-        let message = fallback ?? String(cString: sqlite3_errmsg(db))
+    static func describe(_ db: OpaquePointer, message given: String? = nil) -> String {
+        let message = given ?? String(cString: sqlite3_errmsg(db))
         let code = sqlite3_extended_errcode(db) & 0xFF
         let errno = sqlite3_system_errno(db)
         guard errno != 0, code == SQLITE_IOERR || code == SQLITE_FULL || code == SQLITE_CANTOPEN || code == SQLITE_READONLY
