@@ -13,4 +13,19 @@ extension HTTPFields {
         }
         return nil
     }
+
+    /// The value of the one field named `name`, or `nil` when there is none or more than one.
+    ///
+    /// For singleton fields whose repetition is ambiguous rather than a list (RFC 9110 §5.3), such as
+    /// `Authorization`: two credentials in one request are refused, not resolved by picking one, so that a proxy
+    /// and the daemon cannot read different credentials out of the same head.
+    @inlinable
+    public func onlyValue(for name: HTTPField.Name) -> String? {
+        var found: String? = nil
+        for field in self where field.name == name {
+            guard found == nil else { return nil }
+            found = field.value
+        }
+        return found
+    }
 }

@@ -43,8 +43,9 @@ import Testing
     }
 
     /// FCM's 401 without a key carries its text in the status line too (clients that print the reason phrase show
-    /// it); a wrong key reads "Unauthorized"; an empty collapse key collapses nothing.
-    @Test func unauthorizedStatusLinesAndEmptyCollapseKey() async throws {
+    /// it); a wrong key reads "Unauthorized"; two `Authorization` fields are refused; an empty collapse key
+    /// collapses nothing.
+    @Test func unauthorizedStatusLinesTwoKeysAndEmptyCollapseKey() async throws {
         let f = try await Fixture()
         let missing = try await run("curl", [
             "-sS", "-o", "/dev/null", "-D", "-", "-X", "POST", "\(f.daemon.baseURL)/fcm/send",
@@ -56,6 +57,18 @@ import Testing
             "-H", "Content-Type: application/json", "-d", #"{"to": "\#(f.device.token)"}"#,
         ])
         #expect(wrong.stdout.hasPrefix("HTTP/1.1 401 Unauthorized\r\n"), "\(wrong.stdout)")
+        // Two credentials in one head are ambiguous (a proxy may read the other one): refused over either protocol,
+        // whichever comes first, and nothing is sent.
+        for (first, second) in [(f.keys.serverKey, "AAAAwrong"), ("AAAAwrong", f.keys.serverKey)] {
+            for http2 in [false, true] {
+                let twice = try await run("curl", [
+                    "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "\(f.daemon.baseURL)/fcm/send",
+                    "-H", "Authorization: key=\(first)", "-H", "Authorization: key=\(second)",
+                    "-H", "Content-Type: application/json", "-d", #"{"to": "\#(f.device.token)", "data": {"n": "x"}}"#,
+                ] + (http2 ? ["--http2-prior-knowledge"] : []))
+                #expect(twice.stdout == "401", "http2 \(http2): \(twice.stdout) \(twice.stderr)")
+            }
+        }
         var ids: [String] = []
         for n in 0..<3 {
             let sent = try await f.daemon.send(
@@ -65,6 +78,7 @@ import Testing
         }
         let events = try await f.receive { events in ids.allSatisfy { id in events.contains { $0.id == id } } }
         #expect(ids.allSatisfy { id in events.contains { $0.id == id } }, "all three are kept: \(events.map(\.id))")
+        #expect(events.count == 3, "the doubly authorized sends were not queued: \(events.map(\.data))")
     }
 
     @Test func existingFCMSenderLibraryWorksByEndpointURLOnly() async throws {

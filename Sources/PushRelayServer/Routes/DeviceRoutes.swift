@@ -34,7 +34,7 @@ struct DeviceRoutes: Sendable {
         if let wait = registrationQuotas.admit(address: request.remoteAddress) {
             return JSONResponse.tooManyRequests("too many registrations from this address; retry later", retryAfter: wait)
         }
-        guard let header = request.head.headerFields.firstValue(for: .authorization), let key = AuthorizationHeader.serverKey(header)
+        guard let header = request.head.headerFields.onlyValue(for: .authorization), let key = AuthorizationHeader.serverKey(header)
         else { return JSONResponse.unauthorized("missing Authorization: key=<client key>", scheme: "key") }
         let object = try await JSONResponse.parseObject(request, upTo: maxBodyBytes)
         guard let projectName = object["project"]?.stringValue, !projectName.isEmpty else {
@@ -206,7 +206,7 @@ struct DeviceRoutes: Sendable {
     }
 
     static func bearer(_ request: HTTPServerRequest) -> String? {
-        guard let header = request.head.headerFields.firstValue(for: .authorization) else { return nil }
+        guard let header = request.head.headerFields.onlyValue(for: .authorization) else { return nil }
         return AuthorizationHeader.bearer(header).map(String.init)
     }
 }

@@ -134,7 +134,7 @@ struct InstanceIDRoutes: Sendable {
     /// The project of `Authorization: key=<server key>`, or, as v1 senders call these routes, of
     /// `Authorization: Bearer <access token>` with the header `access_token_auth: true`.
     private func authenticate(_ request: HTTPServerRequest) async throws -> Project? {
-        guard let header = request.head.headerFields.firstValue(for: .authorization) else { return nil }
+        guard let header = request.head.headerFields.onlyValue(for: .authorization) else { return nil }
         if let key = AuthorizationHeader.serverKey(header) {
             return try await store.authenticateServerKey(String(key))
         }

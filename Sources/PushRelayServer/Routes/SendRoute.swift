@@ -161,7 +161,7 @@ struct SendRoute: Sendable {
                         error: FCMError(code: .unavailable), encoding: Self.encoding(of: head),
                         retryAfterSeconds: retryAfterSeconds)))
         }
-        guard let header = head.headerFields.firstValue(for: .authorization),
+        guard let header = head.headerFields.onlyValue(for: .authorization),
             let key = AuthorizationHeader.serverKey(header)
         else {
             metrics.sendRejected(FCMError.Code.authentication)

@@ -36,7 +36,7 @@ struct V1ProjectRoutes: Sendable {
     func gate(_ head: HTTPRequest) -> HTTPGateDecision {
         guard head.method == .post, let path = head.path, path.split(separator: "?").first?.hasSuffix(":send") == true
         else { return .allow }
-        guard let header = head.headerFields.firstValue(for: .authorization),
+        guard let header = head.headerFields.onlyValue(for: .authorization),
             let token = AuthorizationHeader.bearer(header)
         else { return .deny(unauthenticated()) }
         let store = self.store, candidate = String(token), routes = self
@@ -86,7 +86,7 @@ struct V1ProjectRoutes: Sendable {
         _ projectID: String,
         _ body: (Project) async throws -> HTTPServerResponse
     ) async throws -> HTTPServerResponse {
-        guard let header = request.head.headerFields.firstValue(for: .authorization),
+        guard let header = request.head.headerFields.onlyValue(for: .authorization),
             let token = AuthorizationHeader.bearer(header)
         else { return unauthenticated() }
         let project: Project?
