@@ -7,6 +7,7 @@
 #   KEEP=dir Benchmarks/instructions.sh             # keep the callgrind outputs (callgrind_annotate them)
 #   TOP=40 Benchmarks/instructions.sh               # functions listed by instructions per send (default 25)
 #   STREAM=1 Benchmarks/instructions.sh             # the device holds a stream: each send is also delivered
+#   SHAPE=h2 Benchmarks/instructions.sh             # h2load -c 16 -m 32 over HTTP/2 (h2c) instead of -c 1 -m 1 --h1
 #
 # The daemon runs under `valgrind --tool=callgrind` (every thread, one count) on loopback with a fresh data directory.
 # One device is registered; then `h2load -n COUNT -c 1 -m 1 --h1` POSTs COUNT single-token sends (the seed scenario's
@@ -16,6 +17,9 @@
 #     instructions per send = (I(SENDS) - I(BASE)) / (SENDS - BASE).
 # The device is offline, so its queue passes the 100-message limit every 100 sends (both counts are multiples of 100:
 # the queue policy's work is in the figure, as in production). One request at a time means one commit per send.
+# With SHAPE=h2 the sends go over HTTP/2 instead, 16 connections with 32 streams each (goal (c)'s second shape), so
+# commits are grouped: the figure is the amortized cost of a send at high concurrency. (Callgrind runs one thread at a
+# time, so the groups are not the sizes of a real run; compare builds with each other, not with SHAPE=h1.)
 # With STREAM=1 the device holds `GET /v1/stream` (curl -N) throughout, so every send is also written to it as an
 # event (checked: every message id arrives); the difference from a run without it is the cost of a delivery.
 # The count does not depend on the load of the machine; it moves with the code (and the toolchain, SQLite,
@@ -27,6 +31,12 @@ cd "$(dirname "$0")/.."
 
 sends=${SENDS:-2000}
 base=${BASE:-500}
+shape=${SHAPE:-h1}
+case $shape in
+  h1) load=(http/1.1 -c 1 -m 1 --h1) ;;
+  h2) load=(h2c -c 16 -m 32) ;;
+  *) echo "SHAPE must be h1 or h2, not '$shape'" >&2; exit 2 ;;
+esac
 [ "$sends" -gt "$base" ] || { echo "SENDS ($sends) must be greater than BASE ($base)" >&2; exit 2; }
 
 for tool in valgrind h2load curl python3 cc strip; do
@@ -94,7 +104,7 @@ measure() { # count
     -d @"$work/send.json" "http://127.0.0.1:$port/fcm/send")
   case $answer in *'"success":1'*) ;; *) echo "the check send answered: $answer" >&2; exit 1 ;; esac
   # count - 1 more sends: with the check above, COUNT sends in all.
-  h2load_checked http/1.1 -n $((count - 1)) -c 1 -m 1 --h1 -t 1 -d "$work/send.json" \
+  h2load_checked "${load[0]}" -n $((count - 1)) "${load[@]:1}" -t 1 -d "$work/send.json" \
     -H 'Content-Type: application/json' -H "Authorization: key=$SEED_SERVER_KEY" \
     "http://127.0.0.1:$port/fcm/send" > "$work/h2load-$count.txt"
   if [ -n "$listener" ]; then
@@ -117,12 +127,12 @@ i_sends=$(measure "$sends")
 callgrind_annotate --threshold=100 "$work/callgrind.$base" > "$work/annotate.$base" 2> /dev/null || true
 callgrind_annotate --threshold=100 "$work/callgrind.$sends" > "$work/annotate.$sends" 2> /dev/null || true
 python3 - "$sends" "$base" "$i_sends" "$i_base" "$bin" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" \
-  "$work/annotate.$sends" "$work/annotate.$base" "${TOP:-25}" "$work/" "${STREAM:-0}" << 'PY' |
+  "$work/annotate.$sends" "$work/annotate.$base" "${TOP:-25}" "$work/" "${STREAM:-0}" "${load[*]:1}" << 'PY' |
 import re, sys
 sends, base, i_sends, i_base = map(int, sys.argv[1:5])
 print(f"binary {sys.argv[5]}")
 print(f"daemon instructions: {i_base:,} with {base:,} sends, {i_sends:,} with {sends:,} sends "
-      f"(h2load -c 1 -m 1 --h1, single-token /fcm/send, one "
+      f"(h2load {sys.argv[13]}, single-token /fcm/send, one "
       f"{'streaming device: every send delivered' if sys.argv[12] == '1' else 'offline device'})")
 per = (i_sends - i_base) / (sends - base)
 print(f"instructions per send: {per:,.0f}   "
