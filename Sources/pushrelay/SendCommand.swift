@@ -22,8 +22,8 @@ struct SendCommand: AsyncParsableCommand {
             default: the token_uri's host). With --v1, --order-info goes into data.orderInfo as JSON text.
 
             Exit status: 0 when the relay answered 2xx and no result failed; 1 when it answered HTTP 400 or \
-            above (e.g. 400 malformed, 401 wrong key, 503 Unavailable) or when `failure` is greater than 0 \
-            (e.g. NotRegistered); 64 (a usage error) when the flags are wrong; 1 when the \
+            above (e.g. 400 malformed, 401 wrong key, 503 Unavailable), when `failure` is greater than 0 \
+            (e.g. NotRegistered), or when a topic send answers {"error": ...} (e.g. InvalidDataKey); 64 (a usage error) when the flags are wrong; 1 when the \
             relay cannot be reached.
             """
     )
@@ -146,8 +146,15 @@ struct SendCommand: AsyncParsableCommand {
             printToStandardError(line)
             throw ExitCode(1)
         }
-        if let failures = (try? JSONValue.parse(answer.body))?["failure"]?.int64Value, failures > 0 {
+        let parsed = try? JSONValue.parse(answer.body)
+        if let failures = parsed?["failure"]?.int64Value, failures > 0 {
             printToStandardError("pushrelay: \(failures) recipient(s) failed")
+            throw ExitCode(1)
+        }
+        // A topic or condition send reports a message-wide refusal as `200 {"error": "<code>"}` (FCM's shape): nothing
+        // was queued.
+        if let error = parsed?["error"]?.stringValue {
+            printToStandardError("pushrelay: the relay refused the message: \(error)")
             throw ExitCode(1)
         }
     }

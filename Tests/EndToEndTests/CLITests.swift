@@ -159,7 +159,7 @@ import Testing
         return try await condition()
     }
 
-    @Test func sendExitsNonZeroOnFailuresAndHTTPErrors() async throws {
+    @Test func sendExitsNonZeroOnFailuresTopicErrorsAndHTTPErrors() async throws {
         let daemon = try Daemon()
         try await daemon.start()
         let keys = try await daemon.createProject()
@@ -185,6 +185,18 @@ import Testing
             ["send", "--server", daemon.baseURL, "--server-key", keys.serverKey, "--json", "-"], stdin: "{nope")
         #expect(malformed.status == 1)
         #expect(malformed.stderr.contains("HTTP 400"))
+
+        // HTTP 200 {"error": ...}: a topic send refused as a whole (a reserved data key), nothing queued.
+        let topic = try await Daemon.cli([
+            "send", "--server", daemon.baseURL, "--server-key", keys.serverKey, "--to", "/topics/news", "--data", "from=x",
+        ])
+        #expect(topic.status == 1, "\(topic.stdout) \(topic.stderr)")
+        #expect(topic.stdout.contains("InvalidDataKey"))
+        #expect(topic.stderr.contains("refused the message: InvalidDataKey"))
+        let accepted = try await Daemon.cli([
+            "send", "--server", daemon.baseURL, "--server-key", keys.serverKey, "--to", "/topics/news", "--data", "n=1",
+        ])
+        #expect(accepted.status == 0, "\(accepted.stdout) \(accepted.stderr)")
 
         // A registration with a wrong client key fails.
         let register = try await Daemon.cli([
