@@ -4,7 +4,7 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case invalidConfiguration, unauthorized, notRegistered, notFound, httpStatus, invalidResponse
-            case connectionClosed, heartbeatTimeout, invalidFile, tlsNotConfigured, gaveUp
+            case connectionClosed, heartbeatTimeout, invalidFile, tlsNotConfigured, gaveUp, bufferLimitExceeded
         }
 
         private let base: Base
@@ -29,6 +29,11 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let connectionClosed = Code(.connectionClosed)
         /// The stream was silent (not even a heartbeat) for longer than the heartbeat timeout.
         public static let heartbeatTimeout = Code(.heartbeatTimeout)
+        /// A streaming answer arrived faster than it was read, past what the transport holds for its reader
+        /// (``URLSessionTransport`` on FoundationNetworking, which cannot slow the server down): the transport closed
+        /// the stream rather than hold more or drop any of it. ``PushClient/run(onMessage:)`` reconnects as after a
+        /// lost connection; what was not acknowledged arrives again.
+        public static let bufferLimitExceeded = Code(.bufferLimitExceeded)
         /// A credentials or deduplication file exists but cannot be read.
         public static let invalidFile = Code(.invalidFile)
         /// The URL is `https` but the configuration has no TLS handler factory.

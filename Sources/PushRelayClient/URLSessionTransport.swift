@@ -13,6 +13,12 @@ public import Foundation
 /// (FoundationNetworking has no `bytes(for:)`). A stream silent for the idle timeout (no message, no heartbeat) is
 /// cancelled and reported as ``PushClientError/Code-swift.struct/heartbeatTimeout``; so is leaving the stream
 /// (returning, throwing, or the task being cancelled) — the request is cancelled, which closes it.
+///
+/// `bytes(for:)` stops reading from the server while the stream is not read. The data delegate cannot: it holds at
+/// most 4 MiB of a stream unread, and a stream that gets further ahead of its reader (a broken or hostile server
+/// flooding it, or a handler that stalls under a backlog) is cancelled after what it already delivered, and the
+/// read throws ``PushClientError/Code-swift.struct/bufferLimitExceeded``. No byte of the stream is dropped;
+/// ``PushClient`` reconnects with its backoff, and unacknowledged messages arrive again.
 public final class URLSessionTransport: PushTransport {
     /// `scheme://host:port` of the server URL; request paths (which carry the URL's path prefix) are appended.
     private let origin: String
@@ -20,13 +26,27 @@ public final class URLSessionTransport: PushTransport {
     private let session: URLSession
     private let delegate: URLSessionStreamDelegate
 
+    /// The most bytes of a stream the data delegate holds unread (FoundationNetworking only): several times a
+    /// device's whole backlog (the relay queues about 100 messages of at most 4 KiB payload each), which a stream
+    /// sends at once while the handler works through it.
+    static let maximumBufferedBytes = 4 << 20
+
     /// Creates the transport for the configuration's server URL. Opens no connection.
     ///
     /// - Parameter sessionConfiguration: The session's configuration (default `.ephemeral`: no cookies, no cache).
     ///   Timeouts are set from the client's configuration; other settings (proxies, TLS, extra headers) are kept.
     /// - Throws: ``PushClientError`` when the URL is not `http(s)://host[:port]`.
-    public init(
+    public convenience init(
         configuration: PushClientConfiguration, sessionConfiguration: URLSessionConfiguration = .ephemeral
+    ) throws {
+        try self.init(configuration: configuration, sessionConfiguration: sessionConfiguration,
+                      maximumBufferedBytes: Self.maximumBufferedBytes)
+    }
+
+    /// The transport with another limit on a stream's unread bytes (tests use a small one).
+    init(
+        configuration: PushClientConfiguration, sessionConfiguration: URLSessionConfiguration,
+        maximumBufferedBytes: Int
     ) throws {
         guard var components = URLComponents(url: configuration.serverURL, resolvingAgainstBaseURL: false),
               let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
@@ -48,7 +68,7 @@ public final class URLSessionTransport: PushTransport {
         sessionConfiguration.timeoutIntervalForRequest = Self.seconds(requestTimeout)
         // A stream lasts as long as the app runs: no limit on the whole transfer.
         sessionConfiguration.timeoutIntervalForResource = 365 * 24 * 3600
-        let delegate = URLSessionStreamDelegate()
+        let delegate = URLSessionStreamDelegate(maximumBufferedBytes: maximumBufferedBytes)
         self.delegate = delegate
         self.session = URLSession(configuration: sessionConfiguration, delegate: delegate, delegateQueue: nil)
     }
@@ -102,6 +122,11 @@ public final class URLSessionTransport: PushTransport {
     }
 
     #if canImport(FoundationNetworking)
+    /// The most unread bytes any stream of this transport held at once (for tests).
+    var bufferedBytesHighWaterMark: Int { delegate.bufferedBytesHighWaterMark }
+    #endif
+
+    #if canImport(FoundationNetworking)
     /// Starts the request and waits for its head; the body comes through the session's data delegate.
     private func open(_ request: URLRequest, activity: StreamActivity) async throws
         -> (Int, TransportBodyReader, URLSessionDataTask)
@@ -120,10 +145,13 @@ public final class URLSessionTransport: PushTransport {
             task.cancel()
             throw Self.clientError(error, timedOut: activity.timedOut)
         }
+        let delegate = self.delegate
+        let id = task.taskIdentifier
         let reader = TransportBodyReader {
             do {
                 guard let event = try await iterator.next() else { return nil }
                 guard case .chunk(let bytes) = event else { return [] }
+                delegate.consumed(bytes.count, of: id)
                 return bytes
             } catch {
                 throw Self.clientError(error, timedOut: activity.timedOut)
