@@ -242,10 +242,11 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
         switch state {
         case .idle:
             context.close(promise: nil)  // an unfinished head will never be finished
-        case .awaitingResponse, .collecting where requestEnded:
+        case .collecting where requestEnded:
+            fallthrough  // a request read whole whose gate is still checking it counts as one being answered
+        case .awaitingResponse:
             // Answered, then closed (endResponse), if the answer comes within the linger time: a client that
-            // half-closed reads it; one that closed is gone, and its work is cancelled then (deadlinePassed). A
-            // request read whole whose gate is still checking it counts as one being answered.
+            // half-closed reads it; one that closed is gone, and its work is cancelled then (deadlinePassed).
             timer?.set(in: LingeringClose.time)
         case .collecting, .streamingBody, .responding, .upgrading:
             abandonRequest()
