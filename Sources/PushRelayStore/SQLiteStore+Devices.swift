@@ -63,9 +63,11 @@ extension SQLiteStore {
             _ = try pending.step()
             transaction.dropped.unregistered += Int(pending.int64(0))
             try pending.run()
+            let topics = try transaction.topicIDs(subscribedBy: "[\(device.id.rawValue)]")
             let delete = try connection.statement("DELETE FROM devices WHERE id = ?1")
             try delete.bind(device.id.rawValue, at: 1)
             try delete.run()
+            try transaction.deleteTopicsWithoutSubscribers(topics)
             let uncount = try connection.statement("UPDATE projects SET device_count = device_count - 1 WHERE id = ?1")
             try uncount.bind(device.project.rawValue, at: 1)
             try uncount.run()
@@ -112,27 +114,31 @@ extension SQLiteStore {
         return try await self.writer.write { transaction in
             let connection = transaction.connection
             let cutoff = transaction.nowMicros &- age
+            let select = try connection.statement("SELECT id FROM devices WHERE last_seen_at <= ?1 LIMIT ?2")
+            try select.bind(cutoff, at: 1)
+            try select.bind(Int64(max(limit, 0)), at: 2)
+            var expired: [String] = []
+            while try select.step() { expired.append(String(select.int64(0))) }
+            guard !expired.isEmpty else { return 0 }
+            let devices = "[" + expired.joined(separator: ",") + "]"
             // Their unexpired pending messages go with them (ON DELETE CASCADE): counted as dropped.
             let pending = try connection.statement(
                 """
                 SELECT count(*) FROM messages WHERE kind = 0 AND expires_at > ?2 AND device_id IN (
-                    SELECT id FROM devices WHERE last_seen_at <= ?1 LIMIT ?3)
+                    SELECT value FROM json_each(?1))
                 """)
-            try pending.bind(cutoff, at: 1)
+            try pending.bind(devices, at: 1)
             try pending.bind(transaction.nowMicros, at: 2)
-            try pending.bind(Int64(max(limit, 0)), at: 3)
             _ = try pending.step()
             let dropped = Int(pending.int64(0))
             try pending.run()
+            let topics = try transaction.topicIDs(subscribedBy: devices)
             let delete = try connection.statement(
-                """
-                DELETE FROM devices WHERE id IN (SELECT id FROM devices WHERE last_seen_at <= ?1 LIMIT ?2)
-                RETURNING project_id
-                """)
-            try delete.bind(cutoff, at: 1)
-            try delete.bind(Int64(max(limit, 0)), at: 2)
+                "DELETE FROM devices WHERE id IN (SELECT value FROM json_each(?1)) RETURNING project_id")
+            try delete.bind(devices, at: 1)
             var perProject: [Int64: Int64] = [:]
             while try delete.step() { perProject[delete.int64(0), default: 0] += 1 }
+            try transaction.deleteTopicsWithoutSubscribers(topics)
             let uncount = try connection.statement("UPDATE projects SET device_count = device_count - ?2 WHERE id = ?1")
             for (project, count) in perProject {
                 try uncount.bind(project, at: 1)

@@ -64,6 +64,8 @@ extension SQLiteStore {
                 try insert.run()
                 results.append(.ok)
             }
+            // A topic created here for subscriptions that were all refused (too many topics) is not kept.
+            if let topicID { try transaction.deleteTopicsWithoutSubscribers([topicID]) }
             return results
         }
     }
@@ -95,6 +97,7 @@ extension SQLiteStore {
                     results.append(.ok)
                 }
             }
+            if let topicID { try transaction.deleteTopicsWithoutSubscribers([topicID]) }
             return results
         }
     }

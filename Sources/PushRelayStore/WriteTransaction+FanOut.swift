@@ -242,4 +242,29 @@ extension WriteTransaction {
         try select.run()
         return id
     }
+
+    /// The topics that the devices in `devices` (a JSON array of ids) subscribe to. Read before the devices are
+    /// removed, for ``deleteTopicsWithoutSubscribers(_:)`` after.
+    func topicIDs(subscribedBy devices: String) throws(StoreError) -> [Int64] {
+        let select = try self.connection.statement(
+            "SELECT DISTINCT topic_id FROM subscriptions WHERE device_id IN (SELECT value FROM json_each(?1))")
+        try select.bind(devices, at: 1)
+        var ids: [Int64] = []
+        while try select.step() { ids.append(select.int64(0)) }
+        return ids
+    }
+
+    /// Deletes the topics among `ids` that no device subscribes to any more. A topic row lives as long as a
+    /// subscription to it: otherwise every name ever subscribed stays in the store, and a device (whose client key
+    /// ships in its app) could grow it without bound by subscribing to new names and unsubscribing. A topic
+    /// message being expanded names its topic, not the row, and finds no subscriber either way.
+    func deleteTopicsWithoutSubscribers(_ ids: [Int64]) throws(StoreError) {
+        guard !ids.isEmpty else { return }
+        let delete = try self.connection.statement(
+            "DELETE FROM topics WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE topic_id = ?1)")
+        for id in ids {
+            try delete.bind(id, at: 1)
+            try delete.run()
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PushRelayCore
+import TestSupport
 import Testing
 @testable import PushRelayStore
 
@@ -59,6 +60,52 @@ struct TopicStoreTests {
                 }
                 #expect(try await store.subscribe(tokens: [token], to: "c", project: fixture.project) == [.tooManyTopics])
                 #expect(try await store.subscribe(tokens: [token], to: "a", project: fixture.project) == [.ok])
+            }
+        }
+    }
+
+    /// Audit-q: every topic name ever subscribed kept its row, so a device could grow the store without bound by
+    /// subscribing to new names and unsubscribing.
+    @Test("a topic row lives as long as a subscription to it", arguments: StoreKind.allCases)
+    func topicRowsGoWithTheirLastSubscription(kind: StoreKind) async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory, clock: clock, configure: { $0.maxTopicsPerDevice = 2 }) { store in
+                let fixture = try await makeFixture(store)
+                let other = try await store.registerDevice(project: fixture.project, app: "com.shop", platform: "IOS")
+                let token = fixture.registration.device.token
+                func topics() async throws -> [String] { try await topicNames(kind, directory) }
+
+                for n in 0..<50 {
+                    #expect(try await store.subscribe(tokens: [token], to: "churn\(n)", project: fixture.project) == [.ok])
+                    #expect(try await store.unsubscribe(tokens: [token], from: "churn\(n)", project: fixture.project) == [.ok])
+                }
+                #expect(try await topics() == [])
+
+                // Two subscribers: the row stays until the second goes.
+                for device in [token, other.device.token] {
+                    #expect(try await store.subscribe(tokens: [device], to: "news", project: fixture.project) == [.ok])
+                }
+                #expect(try await store.unsubscribe(tokens: [token], from: "news", project: fixture.project) == [.ok])
+                #expect(try await topics() == ["news"])
+                #expect(try await store.unsubscribe(tokens: [other.device.token], from: "news", project: fixture.project) == [.ok])
+                #expect(try await topics() == [])
+
+                // A refused subscription (too many topics) creates nothing.
+                for topic in ["a", "b"] {
+                    #expect(try await store.subscribe(tokens: [token], to: topic, project: fixture.project) == [.ok])
+                }
+                #expect(try await store.subscribe(tokens: [token], to: "c", project: fixture.project) == [.tooManyTopics])
+                #expect(try await topics() == ["a", "b"])
+
+                // Removing a device removes the topics only it subscribed to.
+                #expect(try await store.subscribe(tokens: [other.device.token], to: "a", project: fixture.project) == [.ok])
+                #expect(try await store.unregisterDevice(secret: fixture.registration.secret) == fixture.registration.device)
+                #expect(try await topics() == ["a"])
+                // And so does device expiry.
+                clock.advance(by: 7_200)
+                #expect(try await store.expireDevices(unseenFor: .seconds(3600), limit: 100) == 1)
+                #expect(try await topics() == [])
             }
         }
     }
@@ -220,4 +267,21 @@ func waitForFanOut(_ store: any PushStore) async throws {
         try await Task.sleep(for: .milliseconds(10))
     }
     Issue.record("the fan-out did not finish")
+}
+
+/// The names in the `topics` table of the store of `directory`, sorted (read beside the open store).
+func topicNames(_ kind: StoreKind, _ directory: String) async throws -> [String] {
+    switch kind {
+    case .sqlite:
+        let connection = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
+        defer { connection.close() }
+        let select = try connection.statement("SELECT name FROM topics ORDER BY name")
+        var names: [String] = []
+        while try select.step() { names.append(select.text(0) ?? "") }
+        return names
+    case .postgres:
+        let result = try await TestPostgres.shared.psql(
+            "SELECT name FROM topics ORDER BY name", database: databaseName(for: directory))
+        return result.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
 }

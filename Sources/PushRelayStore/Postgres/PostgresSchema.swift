@@ -149,6 +149,11 @@ enum PostgresSchema {
         ALTER TABLE subscriptions ALTER COLUMN created_xid SET DEFAULT pg_current_xact_id();
         ALTER TABLE topic_messages ADD COLUMN visible pg_snapshot;
         """,
+        // 7: a topic row lives as long as a subscription to it (PostgresStore.deleteTopicsWithoutSubscribers); the
+        // rows that earlier versions kept after their last subscription went are deleted once.
+        """
+        DELETE FROM topics t WHERE NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.topic_id = t.id);
+        """,
     ]
 
     /// A migration's statements (each ends with `;` at the end of a line).

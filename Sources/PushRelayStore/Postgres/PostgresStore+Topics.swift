@@ -50,6 +50,8 @@ extension PostgresStore {
                 )
                 results.append(.ok)
             }
+            // A topic created here for subscriptions that were all refused (too many topics) is not kept.
+            try await Self.deleteTopicsWithoutSubscribers([topicID], in: write)
             return results
         }
     }
@@ -64,16 +66,42 @@ extension PostgresStore {
             let devices = try await Self.lookUp(tokens: tokens, project: project, in: write)
             let ids = devices.compactMap { if case .success(let device) = $0 { device.rawValue } else { nil } }
             if !ids.isEmpty {
-                try await write.run(
+                let topics = try await write.rows(
                     """
                     DELETE FROM subscriptions s USING topics t
                     WHERE t.id = s.topic_id AND t.project_id = \(project.rawValue) AND t.name = \(topic)
                         AND s.device_id = ANY(\(ids))
+                    RETURNING s.topic_id
                     """
                 )
+                try await Self.deleteTopicsWithoutSubscribers(
+                    Array(Set(try topics.map { try $0.decode(Int64.self) })), in: write)
             }
             return devices.map { if case .failure(let result) = $0 { result } else { .ok } }
         }
+    }
+
+    /// Deletes the topics among `ids` that no device subscribes to any more. A topic row lives as long as a
+    /// subscription to it: otherwise every name ever subscribed stays in the database, and a device (whose client
+    /// key ships in its app) could grow it without bound by subscribing to new names and unsubscribing. A topic
+    /// message being expanded names its topic, not the row, and finds no subscriber either way.
+    ///
+    /// Another node's subscribe holds its topic's row from its upsert to its commit, and inserts its subscription
+    /// in between; so the rows are locked first, skipping those a subscribe holds (it is adding a subscriber), and
+    /// the `DELETE`, a statement of its own and so a snapshot of its own, sees every subscription committed before
+    /// the locks. A subscribe that comes after waits for this transaction, and finds the row gone or kept.
+    /// Skipping instead of waiting also keeps lock order out of it (device removal locks devices first).
+    static func deleteTopicsWithoutSubscribers(_ ids: [Int64], in write: PostgresWriteContext) async throws {
+        guard !ids.isEmpty else { return }
+        let locked = try await write.rows(
+            "SELECT id FROM topics WHERE id = ANY(\(ids)::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED")
+        let lockedIDs = try locked.map { try $0.decode(Int64.self) }
+        guard !lockedIDs.isEmpty else { return }
+        try await write.run(
+            """
+            DELETE FROM topics t WHERE t.id = ANY(\(lockedIDs)::bigint[])
+                AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.topic_id = t.id)
+            """)
     }
 
     /// See ``PushStore/subscriptions(of:)``.

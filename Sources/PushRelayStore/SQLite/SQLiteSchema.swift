@@ -171,6 +171,13 @@ enum SQLiteSchema {
 
         PRAGMA user_version = 5;
         """,
+        // 6: a topic row lives as long as a subscription to it (WriteTransaction.deleteTopicsWithoutSubscribers);
+        // the rows that earlier versions kept after their last subscription went are deleted once.
+        """
+        DELETE FROM topics WHERE NOT EXISTS (SELECT 1 FROM subscriptions WHERE subscriptions.topic_id = topics.id);
+
+        PRAGMA user_version = 6;
+        """,
     ]
 
     /// Brings a database to the current schema (creating it when empty). Runs on the writer connection.
