@@ -268,8 +268,8 @@ public final class RelayApplication: Sendable {
         while !Task.isCancelled {
             do { try await Task.sleep(for: options.purgeInterval) } catch { return }
             do {
-                let report = try await store.purge(limit: 10_000)
-                metrics.purged(report)
+                // Up to a million expired messages a round, 10,000 a pass.
+                try await store.purgeCatchingUp(batch: 10_000, maxPasses: 100) { metrics.purged($0) }
             } catch {
                 logger.warning("purge failed", metadata: ["relay.error": "\(error)"])
             }

@@ -15,6 +15,21 @@ public struct PurgeReport: Hashable, Sendable {
     }
 }
 
+extension PushStore {
+    /// Purges in passes of ``PushStore/purge(limit:)`` until a pass deletes fewer than `batch` expired messages, at
+    /// most `maxPasses` passes; `passed` sees each pass's report. One pass a `purge_interval` would delete at most
+    /// `batch` a round: a backlog of expired messages (short-lived messages to offline devices, at a higher rate than
+    /// that) would only grow, in the database and in the queue-depth gauge. Each pass's chunks are write requests of
+    /// their own, so sends and acknowledgements commit between them.
+    public func purgeCatchingUp(batch: Int, maxPasses: Int, _ passed: (PurgeReport) -> Void) async throws {
+        for _ in 0..<max(maxPasses, 1) {
+            let report = try await self.purge(limit: batch)
+            passed(report)
+            if report.expiredMessages < batch || Task.isCancelled { return }
+        }
+    }
+}
+
 /// Gauges of the queues (for `/metrics`).
 public struct QueueStatistics: Hashable, Sendable {
     /// Messages stored in device queues, expired-but-unpurged included.

@@ -233,6 +233,35 @@ struct QueueStoreTests {
         }
     }
 
+    /// Audit-q: one purge of at most 10,000 a `purge_interval` let a higher rate of expiring messages pile up.
+    @Test("a purge round goes on in passes while a pass deletes its whole batch", arguments: StoreKind.allCases)
+    func purgeCatchesUp(kind: StoreKind) async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory, clock: clock) { store in
+                let fixture = try await makeFixture(store)
+                _ = try await store.enqueue((0..<7).map {
+                    NewMessage(device: fixture.device, body: [UInt8($0)], timeToLive: .seconds(10))
+                })
+                clock.advance(by: 11)
+                var passes: [Int] = []
+                try await store.purgeCatchingUp(batch: 3, maxPasses: 10) { passes.append($0.expiredMessages) }
+                #expect(passes == [3, 3, 1])
+                #expect(try await store.queueStatistics().storedMessages == 0)
+
+                // At most maxPasses passes a round.
+                _ = try await store.enqueue((0..<7).map {
+                    NewMessage(device: fixture.device, body: [UInt8($0)], timeToLive: .seconds(10))
+                })
+                clock.advance(by: 11)
+                passes = []
+                try await store.purgeCatchingUp(batch: 2, maxPasses: 2) { passes.append($0.expiredMessages) }
+                #expect(passes == [2, 2])
+                #expect(try await store.queueStatistics().storedMessages == 3)
+            }
+        }
+    }
+
     @Test("SQLite: the purge sweeps the queue in id order, a chunk per request, resuming where it stopped")
     func purgeSweepsInChunks() async throws {
         let clock = FakeClock()
