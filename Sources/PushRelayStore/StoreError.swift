@@ -70,4 +70,14 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// See ``Code/closed``.
     public static let closed = StoreError(code: .closed, message: "the store is closed")
+
+    /// A store written by a newer PushRelay (its schema `version` is past the `known` one of this build): not
+    /// damaged, so not ``Code-swift.struct/corrupt`` (whose remedy is a backup), but unusable by this binary, which
+    /// cannot downgrade it. ``Code-swift.struct/unavailable``: the CLI exits 69.
+    static func newerSchema(_ version: Int64, known: Int64) -> StoreError {
+        StoreError(
+            code: .unavailable,
+            message: "the store's schema is version \(version), newer than this PushRelay's \(known): it was written by a "
+                + "newer release; run that release (a store cannot be downgraded)")
+    }
 }

@@ -186,7 +186,7 @@ enum PostgresSchema {
                 current = Int(version)
             }
             if current > Self.version {
-                throw StoreError(code: .corrupt, message: "database schema \(current) is newer than \(Self.version)")
+                throw StoreError.newerSchema(Int64(current), known: Int64(Self.version))
             }
             for version in (current + 1)...max(Self.version, current + 1) where version <= Self.version {
                 try await connection.query("BEGIN", logger: logger)

@@ -196,7 +196,7 @@ enum SQLiteSchema {
             return
         }
         if version > Self.version {
-            throw StoreError(code: .corrupt, message: "database schema \(version) is newer than \(Self.version)")
+            throw StoreError.newerSchema(version, known: Self.version)
         }
         let tables = try connection.statement("SELECT count(*) FROM sqlite_master")
         _ = try tables.step()
