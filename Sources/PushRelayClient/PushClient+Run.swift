@@ -89,10 +89,11 @@ extension PushClient {
             let failure: ReconnectStateMachine.Failure
             do {
                 try await transport.withStreamingResponse(to: request, idleTimeout: configuration.heartbeatTimeout) {
-                    status, reader in
-                    guard status == 200 else {
-                        try RelayAPI.check(status, body: try await reader.next() ?? [], operation: "stream")
-                        throw PushClientError(code: .httpStatus, message: "stream: status \(status)", status: status)
+                    head, reader in
+                    guard head.status == 200 else {
+                        try RelayAPI.check(head.status, body: try await reader.next() ?? [], operation: "stream")
+                        throw PushClientError(code: .httpStatus, message: "stream: status \(head.status)",
+                                              status: head.status)
                     }
                     machine.connected()
                     connectedAt = .now
