@@ -91,7 +91,8 @@ extension PushClient {
                 try await transport.withStreamingResponse(to: request, idleTimeout: configuration.heartbeatTimeout) {
                     head, reader in
                     guard head.status == 200 else {
-                        try RelayAPI.check(head.status, body: try await reader.next() ?? [], operation: "stream")
+                        try RelayAPI.check(head.status, headerFields: head.headerFields,
+                                           body: try await reader.next() ?? [], operation: "stream")
                         throw PushClientError(code: .httpStatus, message: "stream: status \(head.status)",
                                               status: head.status)
                     }
@@ -220,7 +221,7 @@ extension PushClient {
     private func acknowledge(_ id: String, secret: String, logger: Logger) async {
         do {
             let response = try await transport.send(api.acknowledgeRequest(ids: [id], secret: secret))
-            try RelayAPI.check(response.status, body: response.body, operation: "ack")
+            try RelayAPI.check(response, operation: "ack")
         } catch {
             logger.warning("acknowledgement failed", metadata: ["error": "\(error)"])
         }

@@ -202,7 +202,7 @@ public final class PushClient: Sendable {
             throw PushClientError(code: .invalidConfiguration, message: "not registered")
         }
         let response = try await transport.send(api.unregisterRequest(secret: credentials.secret))
-        try RelayAPI.check(response.status, body: response.body, operation: "unregister")
+        try RelayAPI.check(response, operation: "unregister")
         shared.withLockedValue { $0.credentials = nil }
         if let file = configuration.credentialsFile {
             try? FileManager.default.removeItem(at: file)

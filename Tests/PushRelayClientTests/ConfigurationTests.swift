@@ -88,7 +88,7 @@ struct ConfigurationTests {
         }
         for (status, code) in [(401, PushClientError.Code.unauthorized), (403, .unauthorized), (404, .notFound),
                                (410, .notRegistered), (500, .httpStatus)] {
-            #expect { try RelayAPI.check(status, body: [], operation: "x") } throws: {
+            #expect { try RelayAPI.check(status, headerFields: [:], body: [], operation: "x") } throws: {
                 ($0 as? PushClientError)?.code == code && ($0 as? PushClientError)?.status == status
             }
         }
@@ -99,10 +99,10 @@ struct ConfigurationTests {
     @Test("errors keep the relay's message; a 404 is a wrong URL, not an unregistered device")
     func errorText() {
         let body = Array(#"{"error":"UNAUTHENTICATED","message":"unknown device secret"}"#.utf8)
-        #expect { try RelayAPI.check(401, body: body, operation: "stream") } throws: {
+        #expect { try RelayAPI.check(401, headerFields: [:], body: body, operation: "stream") } throws: {
             ($0 as? PushClientError)?.message == "stream: refused (401): UNAUTHENTICATED (unknown device secret)"
         }
-        #expect { try RelayAPI.check(404, body: Array("not found".utf8), operation: "stream") } throws: {
+        #expect { try RelayAPI.check(404, headerFields: [:], body: Array("not found".utf8), operation: "stream") } throws: {
             ($0 as? PushClientError)?.message == "stream: not found (404): is the server URL a relay's?"
         }
     }
