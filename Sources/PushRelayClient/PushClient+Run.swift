@@ -87,6 +87,7 @@ extension PushClient {
             var connectedAt: ContinuousClock.Instant?
             var stopped = false
             let failure: ReconnectStateMachine.Failure
+            var serverDelay: Duration?
             do {
                 try await transport.withStreamingResponse(to: request, idleTimeout: configuration.heartbeatTimeout) {
                     head, reader in
@@ -123,6 +124,7 @@ extension PushClient {
             } catch let error as PushClientError {
                 if Task.isCancelled { throw CancellationError() }
                 lastError = error
+                serverDelay = error.retryAfter
                 switch error.code {
                 case .heartbeatTimeout: failure = .heartbeatTimeout
                 // A refusal's text without its code: the error thrown at the end carries the code once.
@@ -136,7 +138,8 @@ extension PushClient {
             }
             // Notice, not info: why the client reconnects is what a user of `listen` (or an app's log) needs to see.
             logger.notice("stream lost", metadata: ["relay.reason": "\(failure)"])
-            action = machine.connectionLost(failure, connectedFor: connectedAt.map { .now - $0 }, using: &random)
+            action = machine.connectionLost(failure, connectedFor: connectedAt.map { .now - $0 },
+                                            serverDelay: serverDelay, using: &random)
         }
     }
 
