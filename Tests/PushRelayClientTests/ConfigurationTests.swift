@@ -117,6 +117,24 @@ struct ConfigurationTests {
         #expect(throws: PushClientError.self) { try PushClient.checkEventStreamStart(Array("{\"error\":1}".utf8)) }
     }
 
+    @Test("a 200 whose Content-Type is not text/event-stream is refused naming the type; none at all is let through")
+    func eventStreamContentType() throws {
+        try PushClient.checkEventStreamContentType([.contentType: "text/event-stream"])
+        try PushClient.checkEventStreamContentType([.contentType: "Text/Event-Stream ; charset=utf-8"])
+        try PushClient.checkEventStreamContentType([:])  // Missing: the first bytes are still checked.
+        try PushClient.checkEventStreamContentType([.contentType: ""])
+        for type in ["text/html; charset=utf-8", "application/json", "text/plain", "text/event-streams"] {
+            #expect { try PushClient.checkEventStreamContentType([.contentType: type]) } throws: { error in
+                guard let error = error as? PushClientError else { return false }
+                return error.code == .invalidResponse && error.message.contains("\"\(type)\"")
+            }
+        }
+        var twice = HTTPFields()
+        twice.append(HTTPField(name: .contentType, value: "text/event-stream"))
+        twice.append(HTTPField(name: .contentType, value: "text/html"))
+        #expect(throws: PushClientError.self) { try PushClient.checkEventStreamContentType(twice) }
+    }
+
     @Test("the client loads its credentials file at creation")
     func credentialsFileAtCreation() throws {
         let directory = try TemporaryDirectory()
