@@ -89,7 +89,8 @@ public protocol PushTransport: Sendable {
 
     /// Sends a request and hands the response's head (status and header fields, as received) and the body reader to
     /// `body`; the connection (or HTTP/2 stream) is closed when `body` returns or throws, including by
-    /// cancellation. Reads that see nothing for `idleTimeout` throw ``PushClientError/Code-swift.struct/heartbeatTimeout``.
+    /// cancellation. Reads that see nothing for `idleTimeout` throw
+    /// ``PushClientError/Code-swift.struct/heartbeatTimeout``.
     func withStreamingResponse(
         to request: TransportRequest,
         idleTimeout: Duration,

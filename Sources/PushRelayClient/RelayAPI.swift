@@ -75,7 +75,8 @@ struct RelayAPI: Sendable {
         return TransportRequest(method: .get, path: pathPrefix + DeviceAPI.streamPath, headerFields: fields, body: nil)
     }
 
-    /// Throws the client error for a complete response whose status is not 2xx (``check(_:headerFields:body:operation:)``).
+    /// Throws the client error for a complete response whose status is not 2xx
+    /// (``check(_:headerFields:body:operation:now:)``).
     static func check(_ response: TransportResponse, operation: String) throws {
         try check(response.status, headerFields: response.headerFields, body: response.body, operation: operation)
     }

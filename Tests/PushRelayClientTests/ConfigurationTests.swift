@@ -102,7 +102,9 @@ struct ConfigurationTests {
         #expect { try RelayAPI.check(401, headerFields: [:], body: body, operation: "stream") } throws: {
             ($0 as? PushClientError)?.message == "stream: refused (401): UNAUTHENTICATED (unknown device secret)"
         }
-        #expect { try RelayAPI.check(404, headerFields: [:], body: Array("not found".utf8), operation: "stream") } throws: {
+        #expect {
+            try RelayAPI.check(404, headerFields: [:], body: Array("not found".utf8), operation: "stream")
+        } throws: {
             ($0 as? PushClientError)?.message == "stream: not found (404): is the server URL a relay's?"
         }
     }

@@ -41,7 +41,8 @@ struct FailoverTransportTests {
             let status = try answer()
             let name = self.name
             let chunks = LockedValue([Array(name.utf8)])
-            try await body(TransportResponseHead(status: status, headerFields: [:]), TransportBodyReader { chunks.withLockedValue { $0.isEmpty ? nil : $0.removeFirst() } })
+            let reader = TransportBodyReader { chunks.withLockedValue { $0.isEmpty ? nil : $0.removeFirst() } }
+            try await body(TransportResponseHead(status: status, headerFields: [:]), reader)
         }
 
         func shutdown() async {}

@@ -73,7 +73,8 @@ struct RetryAfterTests {
             to request: TransportRequest, idleTimeout: Duration,
             _ body: (_ head: TransportResponseHead, _ reader: TransportBodyReader) async throws -> Void
         ) async throws {
-            try await body(TransportResponseHead(status: status, headerFields: headerFields), TransportBodyReader { nil })
+            let head = TransportResponseHead(status: status, headerFields: headerFields)
+            try await body(head, TransportBodyReader { nil })
         }
 
         func shutdown() async {}
