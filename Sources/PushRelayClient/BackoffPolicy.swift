@@ -3,6 +3,11 @@
 /// The delay before attempt *n* (counting from 1) grows as `base × multiplierⁿ⁻¹`, capped at ``maximum``; the
 /// ``jitter`` spreads it so that many clients dropped at once do not come back at once. After a connection that
 /// stayed up for ``stableAfter`` the count starts again at 1.
+///
+/// A stream refused with `429` or `503` and a `Retry-After` (from the relay, or a proxy or load balancer in front
+/// of it) waits at least what the server asked, and never less than the backoff delay; a server's wait longer than
+/// ``maximumRetryAfter`` (default one hour) is cut to it, so that a broken or hostile server cannot park the client
+/// for ever. The refusal counts as an attempt like any other failure.
 public struct BackoffPolicy: Sendable, Hashable {
     /// How a delay is drawn from the exponential bound.
     public struct Jitter: Sendable, Hashable, CustomStringConvertible {
@@ -32,6 +37,10 @@ public struct BackoffPolicy: Sendable, Hashable {
     public var stableAfter: Duration
     /// Give up after this many consecutive failed attempts; `nil` (the default) retries for ever.
     public var maximumAttempts: Int?
+    /// The longest wait a server's `Retry-After` can impose before the next attempt (a stream refused with `429` or
+    /// `503`); a longer one is cut to this. The backoff delay applies when it is longer. Default one hour; `.zero`
+    /// ignores `Retry-After`.
+    public var maximumRetryAfter: Duration
 
     /// Creates a policy; every parameter has a default.
     public init(
@@ -40,7 +49,8 @@ public struct BackoffPolicy: Sendable, Hashable {
         multiplier: Double = 2,
         jitter: Jitter = .full,
         stableAfter: Duration = .seconds(30),
-        maximumAttempts: Int? = nil
+        maximumAttempts: Int? = nil,
+        maximumRetryAfter: Duration = .seconds(3600)
     ) {
         self.base = base
         self.maximum = maximum
@@ -48,5 +58,6 @@ public struct BackoffPolicy: Sendable, Hashable {
         self.jitter = jitter
         self.stableAfter = stableAfter
         self.maximumAttempts = maximumAttempts
+        self.maximumRetryAfter = maximumRetryAfter
     }
 }

@@ -65,13 +65,13 @@ public final class FailoverTransport: PushTransport {
     public func withStreamingResponse(
         to request: TransportRequest,
         idleTimeout: Duration,
-        _ body: (_ status: Int, _ reader: TransportBodyReader) async throws -> Void
+        _ body: (_ head: TransportResponseHead, _ reader: TransportBodyReader) async throws -> Void
     ) async throws {
         try await self.inOrder { transport, isLast in
-            try await transport.withStreamingResponse(to: request, idleTimeout: idleTimeout) { status, reader in
-                if Self.isUnavailable(status), !isLast { throw Unavailable() }
+            try await transport.withStreamingResponse(to: request, idleTimeout: idleTimeout) { head, reader in
+                if Self.isUnavailable(head.status), !isLast { throw Unavailable() }
                 do {
-                    try await body(status, reader)
+                    try await body(head, reader)
                 } catch {
                     // The answer began: whatever happens now is the caller's, not a reason to try another relay.
                     throw Answered(error: error)

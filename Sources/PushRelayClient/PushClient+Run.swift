@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import PushRelayWire
 
@@ -87,13 +88,17 @@ extension PushClient {
             var connectedAt: ContinuousClock.Instant?
             var stopped = false
             let failure: ReconnectStateMachine.Failure
+            var serverDelay: Duration?
             do {
                 try await transport.withStreamingResponse(to: request, idleTimeout: configuration.heartbeatTimeout) {
-                    status, reader in
-                    guard status == 200 else {
-                        try RelayAPI.check(status, body: try await reader.next() ?? [], operation: "stream")
-                        throw PushClientError(code: .httpStatus, message: "stream: status \(status)", status: status)
+                    head, reader in
+                    guard head.status == 200 else {
+                        try RelayAPI.check(head.status, headerFields: head.headerFields,
+                                           body: try await reader.next() ?? [], operation: "stream")
+                        throw PushClientError(code: .httpStatus, message: "stream: status \(head.status)",
+                                              status: head.status)
                     }
+                    try Self.checkEventStreamContentType(head.headerFields)
                     machine.connected()
                     connectedAt = .now
                     logger.debug("stream open", metadata: ["relay.resume": "\(machine.resumeEventID ?? "-")"])
@@ -121,6 +126,7 @@ extension PushClient {
             } catch let error as PushClientError {
                 if Task.isCancelled { throw CancellationError() }
                 lastError = error
+                serverDelay = error.retryAfter
                 switch error.code {
                 case .heartbeatTimeout: failure = .heartbeatTimeout
                 // A refusal's text without its code: the error thrown at the end carries the code once.
@@ -134,14 +140,36 @@ extension PushClient {
             }
             // Notice, not info: why the client reconnects is what a user of `listen` (or an app's log) needs to see.
             logger.notice("stream lost", metadata: ["relay.reason": "\(failure)"])
-            action = machine.connectionLost(failure, connectedFor: connectedAt.map { .now - $0 }, using: &random)
+            action = machine.connectionLost(failure, connectedFor: connectedAt.map { .now - $0 },
+                                            serverDelay: serverDelay, using: &random)
         }
     }
 
     private enum Outcome { case next, stop }
 
+    /// A relay answers the stream `200` with `Content-Type: text/event-stream` (parameters such as `charset` and the
+    /// media type's case aside); a `200` with another type (a captive portal's or a proxy's HTML page, JSON) is not
+    /// an event stream: the server URL, or something between, points at something else.
+    ///
+    /// A missing (or empty) `Content-Type` is let through: HTTP lets a server leave it out, and
+    /// ``checkEventStreamStart(_:)`` still checks the body's first bytes.
+    static func checkEventStreamContentType(_ fields: HTTPFields) throws {
+        let values = fields[values: .contentType].filter { !$0.allSatisfy { $0 == " " || $0 == "\t" } }
+        for value in values {
+            let mediaType = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
+                .trimmingCharacters(in: .whitespaces)
+            if mediaType.lowercased() == DeviceAPI.eventStreamContentType { continue }
+            let shown = value.prefix(80)  // HTTPTypes has already refused CR, LF and NUL in a field value.
+            throw PushClientError(
+                code: .invalidResponse,
+                message: "stream: the answer's Content-Type is \"\(shown)\", not \(DeviceAPI.eventStreamContentType): "
+                    + "is the server URL a relay's (or is a captive portal or proxy answering)?")
+        }
+    }
+
     /// A relay's stream starts with a comment (`: connected`) or a field line; a `200` whose body starts with
-    /// anything else (an HTML page, JSON) is not an event stream: the server URL points at something else.
+    /// anything else (an HTML page, JSON) is not an event stream: the server URL points at something else. The
+    /// second line of defence after ``checkEventStreamContentType(_:)``, for an answer without a `Content-Type`.
     static func checkEventStreamStart(_ chunk: [UInt8]) throws {
         switch chunk[0] {
         case UInt8(ascii: ":"), UInt8(ascii: "d"), UInt8(ascii: "i"), UInt8(ascii: "e"), UInt8(ascii: "r"),
@@ -219,7 +247,7 @@ extension PushClient {
     private func acknowledge(_ id: String, secret: String, logger: Logger) async {
         do {
             let response = try await transport.send(api.acknowledgeRequest(ids: [id], secret: secret))
-            try RelayAPI.check(response.status, body: response.body, operation: "ack")
+            try RelayAPI.check(response, operation: "ack")
         } catch {
             logger.warning("acknowledgement failed", metadata: ["error": "\(error)"])
         }

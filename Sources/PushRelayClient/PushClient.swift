@@ -23,9 +23,13 @@ public import Logging
 ///
 /// ## Reconnection
 /// A lost, refused or silent stream (nothing for ``PushClientConfiguration/heartbeatTimeout``) is replaced after a
-/// backoff delay (``BackoffPolicy``), resuming with `Last-Event-ID`. Refused credentials (401/403), a URL that is
-/// not a relay's (404, or a `200` that is not an event stream) and a removed device (410) stop the client with
-/// ``PushClientState/failed(message:)``. A `retry:` field on the stream is
+/// backoff delay (``BackoffPolicy``), resuming with `Last-Event-ID`. A stream refused `429` or `503` with
+/// `Retry-After` (the relay draining, or a proxy or load balancer in front of it) waits at least what the server
+/// asked, never less than the backoff, and at most ``BackoffPolicy/maximumRetryAfter`` (one hour by default); the
+/// wait is published in ``PushClientState/reconnecting(attempt:after:)`` and counts as an attempt. Refused
+/// credentials (401/403), a URL that is not a relay's (404, or a `200` that is not an event stream: its
+/// `Content-Type` is not `text/event-stream`, or, without one, its first bytes are not an event stream's) and a
+/// removed device (410) stop the client with ``PushClientState/failed(message:)``. A `retry:` field on the stream is
 /// ignored: the backoff policy decides. Over HTTP/2 (the default) the acknowledgements are further streams of the
 /// stream's connection; on the HTTP/1.1 fallback each acknowledgement is its own connection.
 ///
@@ -202,7 +206,7 @@ public final class PushClient: Sendable {
             throw PushClientError(code: .invalidConfiguration, message: "not registered")
         }
         let response = try await transport.send(api.unregisterRequest(secret: credentials.secret))
-        try RelayAPI.check(response.status, body: response.body, operation: "unregister")
+        try RelayAPI.check(response, operation: "unregister")
         shared.withLockedValue { $0.credentials = nil }
         if let file = configuration.credentialsFile {
             try? FileManager.default.removeItem(at: file)

@@ -51,12 +51,21 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
     public let message: String
     /// The HTTP status the server answered, when there was one.
     public let status: Int?
+    /// How long the server asked the client to wait before trying again: the `Retry-After` of a `429` or `503`
+    /// answer (seconds, or an HTTP-date counted from when the answer arrived; a date in the past is zero), as sent
+    /// and not bounded. `nil` when the answer had none, or another status.
+    ///
+    /// ``PushClient/run(onMessage:)`` waits at least this long (up to ``BackoffPolicy/maximumRetryAfter``)
+    /// before opening a refused stream again. ``PushClient/register()`` does not retry: an app that does can read
+    /// the wait here.
+    public let retryAfter: Duration?
 
     /// Creates an error.
-    public init(code: Code, message: String, status: Int? = nil) {
+    public init(code: Code, message: String, status: Int? = nil, retryAfter: Duration? = nil) {
         self.code = code
         self.message = message
         self.status = status
+        self.retryAfter = retryAfter
     }
 
     /// `<code>: <message>`.

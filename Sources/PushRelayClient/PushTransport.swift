@@ -40,6 +40,25 @@ public struct TransportResponse: Sendable {
     }
 }
 
+/// The head of a streaming response: its status and header fields, as the server (or a proxy in front of it) sent
+/// them.
+///
+/// The client reads `Retry-After` from a refusal (`429`, `503`) and `Content-Type` from an answer (`200` must be
+/// `text/event-stream`) here, before the body.
+public struct TransportResponseHead: Sendable {
+    /// The status code, e.g. `200`.
+    public var status: Int
+    /// The header fields: the HTTP/1.1 head's fields, or the HTTP/2 HEADERS frame's regular fields (no
+    /// pseudo-header fields).
+    public var headerFields: HTTPFields
+
+    /// Creates a response head.
+    public init(status: Int, headerFields: HTTPFields) {
+        self.status = status
+        self.headerFields = headerFields
+    }
+}
+
 /// Reads the body of a streaming response, chunk by chunk, in order; `nil` at the end of the body.
 ///
 /// A transport throws ``PushClientError/Code-swift.struct/heartbeatTimeout`` from ``next()`` when nothing arrived
@@ -68,13 +87,14 @@ public protocol PushTransport: Sendable {
     /// Sends a request and returns the whole response.
     func send(_ request: TransportRequest) async throws -> TransportResponse
 
-    /// Sends a request and hands the status and the body reader to `body`; the connection (or HTTP/2 stream) is
-    /// closed when `body` returns or throws, including by cancellation. Reads that see nothing for `idleTimeout`
-    /// throw ``PushClientError/Code-swift.struct/heartbeatTimeout``.
+    /// Sends a request and hands the response's head (status and header fields, as received) and the body reader to
+    /// `body`; the connection (or HTTP/2 stream) is closed when `body` returns or throws, including by
+    /// cancellation. Reads that see nothing for `idleTimeout` throw
+    /// ``PushClientError/Code-swift.struct/heartbeatTimeout``.
     func withStreamingResponse(
         to request: TransportRequest,
         idleTimeout: Duration,
-        _ body: (_ status: Int, _ reader: TransportBodyReader) async throws -> Void
+        _ body: (_ head: TransportResponseHead, _ reader: TransportBodyReader) async throws -> Void
     ) async throws
 
     /// Releases what the transport holds (pooled connections, the session). Requests after this fail.

@@ -80,9 +80,15 @@ struct ReconnectStateMachine: Sendable {
         state = .connected(failedMessageOnThisConnection: true)
     }
 
-    /// The connection ended or could not be made. `connectedFor` is how long it was up (`nil` if it never was).
+    /// The connection ended or could not be made. `connectedFor` is how long it was up (`nil` if it never was);
+    /// `serverDelay` is the wait the server asked for (`Retry-After` on a `429` or `503`), if it did.
+    ///
+    /// The delay is the backoff's, or the server's when that is longer, the server's cut to
+    /// ``BackoffPolicy/maximumRetryAfter``. A server's wait counts as an attempt and does not feed the backoff:
+    /// the next delay grows from the backoff's own previous one.
     mutating func connectionLost(
-        _ failure: Failure, connectedFor: Duration?, using random: inout some RandomNumberGenerator
+        _ failure: Failure, connectedFor: Duration?, serverDelay: Duration? = nil,
+        using random: inout some RandomNumberGenerator
     ) -> Action {
         if case .permanent(let reason) = failure {
             state = .failed
@@ -103,9 +109,11 @@ struct ReconnectStateMachine: Sendable {
             return .fail(reason: "gave up after \(maximum) attempts: \(why)", exhausted: true)
         }
         state = .waiting
-        let delay = nextDelay(using: &random)
-        previousDelay = delay
-        return .reconnect(after: delay, attempt: attempt)
+        let backoff = nextDelay(using: &random)
+        previousDelay = backoff
+        guard let serverDelay else { return .reconnect(after: backoff, attempt: attempt) }
+        let bounded = min(max(serverDelay, .zero), max(policy.maximumRetryAfter, .zero))
+        return .reconnect(after: max(backoff, bounded), attempt: attempt)
     }
 
     /// The delay for the current ``attempt``.

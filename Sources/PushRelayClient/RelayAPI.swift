@@ -40,7 +40,7 @@ struct RelayAPI: Sendable {
     }
 
     func registration(from response: TransportResponse) throws -> PushCredentials {
-        try Self.check(response.status, body: response.body, operation: "register")
+        try Self.check(response, operation: "register")
         guard let object = try? JSON.parse(Data(response.body)),
               let secret = object["secret"]?.stringValue, !secret.isEmpty,
               let token = object["token"]?.stringValue, !token.isEmpty
@@ -75,10 +75,24 @@ struct RelayAPI: Sendable {
         return TransportRequest(method: .get, path: pathPrefix + DeviceAPI.streamPath, headerFields: fields, body: nil)
     }
 
-    /// Throws the client error for a status that is not 2xx. `operation` names the call in the message.
-    static func check(_ status: Int, body: [UInt8], operation: String) throws {
+    /// Throws the client error for a complete response whose status is not 2xx
+    /// (``check(_:headerFields:body:operation:now:)``).
+    static func check(_ response: TransportResponse, operation: String) throws {
+        try check(response.status, headerFields: response.headerFields, body: response.body, operation: operation)
+    }
+
+    /// Throws the client error for a status that is not 2xx. `operation` names the call in the message. A `429` or
+    /// `503` with a readable `Retry-After` carries it in ``PushClientError/retryAfter`` (counted from now).
+    static func check(
+        _ status: Int, headerFields: HTTPFields, body: [UInt8], operation: String, now: Date = Date()
+    ) throws {
         guard !(200..<300).contains(status) else { return }
-        let detail = Self.errorDetail(body)
+        var detail = Self.errorDetail(body)
+        var retryAfter: Duration?
+        if RetryAfter.applies(to: status), let value = headerFields[.retryAfter] {
+            retryAfter = RetryAfter.delay(value, now: now)
+            if let retryAfter { detail += " (Retry-After \(Self.secondsText(retryAfter)) s)" }
+        }
         switch status {
         case 401, 403:
             throw PushClientError(code: .unauthorized, message: "\(operation): refused (\(status))\(detail)",
@@ -92,8 +106,15 @@ struct RelayAPI: Sendable {
                                   status: status)
         default:
             throw PushClientError(code: .httpStatus, message: "\(operation): status \(status)\(detail)",
-                                  status: status)
+                                  status: status, retryAfter: retryAfter)
         }
+    }
+
+    /// `2`, `0.5`: whole seconds without a fraction.
+    private static func secondsText(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        guard attoseconds != 0 else { return String(seconds) }
+        return String(Double(seconds) + Double(attoseconds) / 1e18)
     }
 
     /// `: <error>` from a JSON error body (`{"error": "..."}`), else empty. Bounded, one line.

@@ -1,6 +1,7 @@
 #if canImport(FoundationNetworking)
 import Foundation
 import FoundationNetworking
+import HTTPTypes
 
 /// The session's data delegate, for platforms without `bytes(for:)`: hands each streaming task's head and body
 /// chunks to the stream that waits for them. Tasks it was not told about (the acknowledgements, which complete
@@ -13,7 +14,7 @@ import FoundationNetworking
 final class URLSessionStreamDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     /// What a streaming task delivers, in order.
     enum Event: Sendable {
-        case head(status: Int)
+        case head(TransportResponseHead)
         case chunk([UInt8])
     }
 
@@ -65,7 +66,10 @@ final class URLSessionStreamDelegate: NSObject, URLSessionDataDelegate, @uncheck
     ) {
         if let stream = state.withLockedValue({ $0.streams[dataTask.taskIdentifier] }) {
             stream.activity.touch()
-            stream.continuation.yield(.head(status: (response as? HTTPURLResponse)?.statusCode ?? 0))
+            let head = (response as? HTTPURLResponse).map {
+                TransportResponseHead(status: $0.statusCode, headerFields: URLSessionTransport.fields($0))
+            }
+            stream.continuation.yield(.head(head ?? TransportResponseHead(status: 0, headerFields: [:])))
         }
         completionHandler(.allow)
     }

@@ -101,19 +101,19 @@ public final class URLSessionTransport: PushTransport {
     public func withStreamingResponse(
         to request: TransportRequest,
         idleTimeout: Duration,
-        _ body: (_ status: Int, _ reader: TransportBodyReader) async throws -> Void
+        _ body: (_ head: TransportResponseHead, _ reader: TransportBodyReader) async throws -> Void
     ) async throws {
         // URLSession's own timer only backs up the watchdog, which is exact.
         let urlRequest = try makeRequest(request, timeout: idleTimeout + requestTimeout)
         let activity = StreamActivity()
         try await withThrowingTaskGroup(of: Void.self) { group in
-            let (status, reader, task) = try await open(urlRequest, activity: activity)
+            let (head, reader, task) = try await open(urlRequest, activity: activity)
             defer { task.cancel() }
             group.addTask {
                 await activity.watch(idleTimeout: idleTimeout) { task.cancel() }
             }
             defer { group.cancelAll() }
-            try await body(status, reader)
+            try await body(head, reader)
         }
     }
 
@@ -129,18 +129,18 @@ public final class URLSessionTransport: PushTransport {
     #if canImport(FoundationNetworking)
     /// Starts the request and waits for its head; the body comes through the session's data delegate.
     private func open(_ request: URLRequest, activity: StreamActivity) async throws
-        -> (Int, TransportBodyReader, URLSessionDataTask)
+        -> (TransportResponseHead, TransportBodyReader, URLSessionDataTask)
     {
         let task = session.dataTask(with: request)
         let events = delegate.register(task, activity: activity)
         var iterator = events.makeAsyncIterator()
         task.resume()
-        let status: Int
+        let responseHead: TransportResponseHead
         do {
             guard case .head(let head)? = try await iterator.next() else {
                 throw PushClientError(code: .connectionClosed, message: "stream: closed before the response")
             }
-            status = head
+            responseHead = head
         } catch {
             task.cancel()
             throw Self.clientError(error, timedOut: activity.timedOut)
@@ -157,12 +157,12 @@ public final class URLSessionTransport: PushTransport {
                 throw Self.clientError(error, timedOut: activity.timedOut)
             }
         }
-        return (status, reader, task)
+        return (responseHead, reader, task)
     }
     #else
     /// Starts the request with `bytes(for:)`; the reader hands on what arrived up to each line end.
     private func open(_ request: URLRequest, activity: StreamActivity) async throws
-        -> (Int, TransportBodyReader, URLSessionDataTask)
+        -> (TransportResponseHead, TransportBodyReader, URLSessionDataTask)
     {
         let bytes: URLSession.AsyncBytes
         let response: URLResponse
@@ -190,7 +190,8 @@ public final class URLSessionTransport: PushTransport {
             }
             return chunk.isEmpty ? nil : chunk
         }
-        return (response.statusCode, reader, bytes.task)
+        let head = TransportResponseHead(status: response.statusCode, headerFields: Self.fields(response))
+        return (head, reader, bytes.task)
     }
     #endif
 
@@ -222,7 +223,9 @@ public final class URLSessionTransport: PushTransport {
         return PushClientError(code: .connectionClosed, message: "URLSession: \(error)")
     }
 
-    private static func fields(_ response: HTTPURLResponse) -> HTTPFields {
+    /// The response's header fields (`allHeaderFields`) as `HTTPFields`; a name that is not a valid field name is
+    /// left out.
+    static func fields(_ response: HTTPURLResponse) -> HTTPFields {
         var fields = HTTPFields()
         for (name, value) in response.allHeaderFields {
             if let text = name as? String, let name = HTTPField.Name(text), let value = value as? String {

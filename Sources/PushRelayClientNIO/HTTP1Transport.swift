@@ -74,18 +74,21 @@ struct HTTP1Transport: PushTransport {
     func withStreamingResponse(
         to request: TransportRequest,
         idleTimeout: Duration,
-        _ body: (_ status: Int, _ reader: TransportBodyReader) async throws -> Void
+        _ body: (_ head: TransportResponseHead, _ reader: TransportBodyReader) async throws -> Void
     ) async throws {
         let channel = try await connect(idleTimeout: idleTimeout)
         try await channel.executeThenClose { inbound, outbound in
             try await write(request, keepAlive: true, to: outbound)
             var iterator = inbound.makeAsyncIterator()
-            var status: Int?
-            while status == nil {
+            var responseHead: TransportResponseHead?
+            while responseHead == nil {
                 guard let part = try await iterator.next() else {
                     throw PushClientError(code: .connectionClosed, message: "connection closed before the response")
                 }
-                if case .head(let head) = part { status = Int(head.status.code) }
+                if case .head(let head) = part {
+                    responseHead = TransportResponseHead(status: Int(head.status.code),
+                                                         headerFields: Self.fields(head.headers))
+                }
             }
             var ended = false
             let reader = TransportBodyReader {
@@ -101,7 +104,7 @@ struct HTTP1Transport: PushTransport {
                 }
                 return nil
             }
-            try await body(status!, reader)
+            try await body(responseHead!, reader)
         }
     }
 

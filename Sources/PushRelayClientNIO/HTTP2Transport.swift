@@ -109,7 +109,7 @@ public final class HTTP2Transport: PushTransport {
     public func withStreamingResponse(
         to request: TransportRequest,
         idleTimeout: Duration,
-        _ body: (_ status: Int, _ reader: TransportBodyReader) async throws -> Void
+        _ body: (_ head: TransportResponseHead, _ reader: TransportBodyReader) async throws -> Void
     ) async throws {
         guard let (client, response) = try await open(request) else {
             return try await fallback.withStreamingResponse(to: request, idleTimeout: idleTimeout, body)
@@ -140,7 +140,9 @@ public final class HTTP2Transport: PushTransport {
             return Array(chunk.readableBytesView)
         }
         do {
-            try await body(response.head.status.code, reader)
+            // The HEADERS frame's regular fields; HTTPTypes keeps `:status` out of `headerFields`.
+            try await body(TransportResponseHead(status: response.head.status.code,
+                                                 headerFields: response.head.headerFields), reader)
         } catch {
             if !ended { responseBody.cancel() }
             throw error

@@ -88,7 +88,7 @@ struct ConfigurationTests {
         }
         for (status, code) in [(401, PushClientError.Code.unauthorized), (403, .unauthorized), (404, .notFound),
                                (410, .notRegistered), (500, .httpStatus)] {
-            #expect { try RelayAPI.check(status, body: [], operation: "x") } throws: {
+            #expect { try RelayAPI.check(status, headerFields: [:], body: [], operation: "x") } throws: {
                 ($0 as? PushClientError)?.code == code && ($0 as? PushClientError)?.status == status
             }
         }
@@ -99,10 +99,12 @@ struct ConfigurationTests {
     @Test("errors keep the relay's message; a 404 is a wrong URL, not an unregistered device")
     func errorText() {
         let body = Array(#"{"error":"UNAUTHENTICATED","message":"unknown device secret"}"#.utf8)
-        #expect { try RelayAPI.check(401, body: body, operation: "stream") } throws: {
+        #expect { try RelayAPI.check(401, headerFields: [:], body: body, operation: "stream") } throws: {
             ($0 as? PushClientError)?.message == "stream: refused (401): UNAUTHENTICATED (unknown device secret)"
         }
-        #expect { try RelayAPI.check(404, body: Array("not found".utf8), operation: "stream") } throws: {
+        #expect {
+            try RelayAPI.check(404, headerFields: [:], body: Array("not found".utf8), operation: "stream")
+        } throws: {
             ($0 as? PushClientError)?.message == "stream: not found (404): is the server URL a relay's?"
         }
     }
@@ -115,6 +117,24 @@ struct ConfigurationTests {
             ($0 as? PushClientError)?.code == .invalidResponse
         }
         #expect(throws: PushClientError.self) { try PushClient.checkEventStreamStart(Array("{\"error\":1}".utf8)) }
+    }
+
+    @Test("a 200 whose Content-Type is not text/event-stream is refused naming the type; none at all is let through")
+    func eventStreamContentType() throws {
+        try PushClient.checkEventStreamContentType([.contentType: "text/event-stream"])
+        try PushClient.checkEventStreamContentType([.contentType: "Text/Event-Stream ; charset=utf-8"])
+        try PushClient.checkEventStreamContentType([:])  // Missing: the first bytes are still checked.
+        try PushClient.checkEventStreamContentType([.contentType: ""])
+        for type in ["text/html; charset=utf-8", "application/json", "text/plain", "text/event-streams"] {
+            #expect { try PushClient.checkEventStreamContentType([.contentType: type]) } throws: { error in
+                guard let error = error as? PushClientError else { return false }
+                return error.code == .invalidResponse && error.message.contains("\"\(type)\"")
+            }
+        }
+        var twice = HTTPFields()
+        twice.append(HTTPField(name: .contentType, value: "text/event-stream"))
+        twice.append(HTTPField(name: .contentType, value: "text/html"))
+        #expect(throws: PushClientError.self) { try PushClient.checkEventStreamContentType(twice) }
     }
 
     @Test("the client loads its credentials file at creation")

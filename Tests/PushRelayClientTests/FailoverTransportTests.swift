@@ -36,12 +36,13 @@ struct FailoverTransportTests {
 
         func withStreamingResponse(
             to request: TransportRequest, idleTimeout: Duration,
-            _ body: (_ status: Int, _ reader: TransportBodyReader) async throws -> Void
+            _ body: (_ head: TransportResponseHead, _ reader: TransportBodyReader) async throws -> Void
         ) async throws {
             let status = try answer()
             let name = self.name
             let chunks = LockedValue([Array(name.utf8)])
-            try await body(status, TransportBodyReader { chunks.withLockedValue { $0.isEmpty ? nil : $0.removeFirst() } })
+            let reader = TransportBodyReader { chunks.withLockedValue { $0.isEmpty ? nil : $0.removeFirst() } }
+            try await body(TransportResponseHead(status: status, headerFields: [:]), reader)
         }
 
         func shutdown() async {}
@@ -94,8 +95,8 @@ struct FailoverTransportTests {
         let a = FakeTransport("a", reachable: false), b = FakeTransport("b"), c = FakeTransport("c")
         let failover = FailoverTransport(transports: [a, b, c])
         var got: [String] = []
-        try await failover.withStreamingResponse(to: Self.request, idleTimeout: .seconds(1)) { status, reader in
-            #expect(status == 200)
+        try await failover.withStreamingResponse(to: Self.request, idleTimeout: .seconds(1)) { head, reader in
+            #expect(head.status == 200)
             while let chunk = try await reader.next() { got.append(String(decoding: chunk, as: UTF8.self)) }
         }
         #expect(got == ["b"])

@@ -135,4 +135,85 @@ struct ReconnectStateMachineTests {
         machine.messageHandled(id: "2")
         #expect(machine.resumeEventID == "2")
     }
+
+    // MARK: Retry-After
+
+    @Test("a server's Retry-After longer than the backoff is the delay")
+    func serverDelayLongerThanBackoff() {
+        var machine = ReconnectStateMachine(policy: policy(.none))
+        var random = FixedRandomNumberGenerator(0)
+        _ = machine.start()
+        #expect(machine.connectionLost(lost, connectedFor: nil, serverDelay: .seconds(5), using: &random)
+            == .reconnect(after: .seconds(5), attempt: 1))
+    }
+
+    @Test("a server's Retry-After shorter than the backoff does not shorten it")
+    func serverDelayShorterThanBackoff() {
+        var machine = ReconnectStateMachine(policy: policy(.none))
+        var random = FixedRandomNumberGenerator(0)
+        _ = machine.start()
+        _ = delays(&machine, count: 2, random: &random)  // 1 s, 2 s: the third attempt's backoff is 4 s.
+        #expect(machine.connectionLost(lost, connectedFor: nil, serverDelay: .milliseconds(500), using: &random)
+            == .reconnect(after: .seconds(4), attempt: 3))
+        machine.reconnecting()
+        #expect(machine.connectionLost(lost, connectedFor: nil, serverDelay: .zero, using: &random)
+            == .reconnect(after: .seconds(8), attempt: 4))
+    }
+
+    @Test("a server's Retry-After is cut to maximumRetryAfter (one hour by default; zero ignores it)")
+    func serverDelayIsCapped() {
+        #expect(BackoffPolicy().maximumRetryAfter == .seconds(3600))
+        var random = FixedRandomNumberGenerator(0)
+        var byDefault = ReconnectStateMachine(policy: policy(.none))
+        _ = byDefault.start()
+        #expect(byDefault.connectionLost(lost, connectedFor: nil, serverDelay: .seconds(86_400 * 365), using: &random)
+            == .reconnect(after: .seconds(3600), attempt: 1))
+
+        var capped = policy(.none)
+        capped.maximumRetryAfter = .seconds(60)
+        var machine = ReconnectStateMachine(policy: capped)
+        _ = machine.start()
+        #expect(machine.connectionLost(lost, connectedFor: nil, serverDelay: .seconds(61), using: &random)
+            == .reconnect(after: .seconds(60), attempt: 1))
+
+        capped.maximumRetryAfter = .zero
+        var ignoring = ReconnectStateMachine(policy: capped)
+        _ = ignoring.start()
+        #expect(ignoring.connectionLost(lost, connectedFor: nil, serverDelay: .seconds(30), using: &random)
+            == .reconnect(after: .seconds(1), attempt: 1))
+    }
+
+    @Test("a refusal with Retry-After counts as an attempt; the backoff goes on growing from its own delays")
+    func serverDelayCountsAsAttempt() {
+        var machine = ReconnectStateMachine(policy: policy(.none, maximumAttempts: 2))
+        var random = FixedRandomNumberGenerator(0)
+        _ = machine.start()
+        #expect(machine.connectionLost(lost, connectedFor: nil, serverDelay: .seconds(7), using: &random)
+            == .reconnect(after: .seconds(7), attempt: 1))
+        machine.reconnecting()
+        #expect(machine.attempt == 1)
+        #expect(machine.connectionLost(lost, connectedFor: nil, serverDelay: nil, using: &random)
+            == .reconnect(after: .seconds(2), attempt: 2))
+        machine.reconnecting()
+        guard case .fail(let reason, let exhausted)
+            = machine.connectionLost(lost, connectedFor: nil, serverDelay: .seconds(7), using: &random)
+        else {
+            Issue.record("expected to give up")
+            return
+        }
+        #expect(exhausted && reason.contains("2 attempts"))
+
+        var decorrelated = ReconnectStateMachine(policy: policy(.decorrelated))
+        var top = FixedRandomNumberGenerator(.max)
+        _ = decorrelated.start()
+        #expect(decorrelated.connectionLost(lost, connectedFor: nil, serverDelay: .seconds(60), using: &top)
+            == .reconnect(after: .seconds(60), attempt: 1))
+        decorrelated.reconnecting()
+        // From the backoff's own previous delay (2 s): at most 4 s, not 60 s × 2.
+        guard case .reconnect(let next, 2) = decorrelated.connectionLost(lost, connectedFor: nil, using: &top) else {
+            Issue.record("expected a reconnect")
+            return
+        }
+        #expect(next <= .seconds(4) && next >= .seconds(4) * 0.99)
+    }
 }

@@ -40,8 +40,8 @@ struct URLSessionTransportBufferTests {
         var failure: (any Error)?
         do {
             try await transport.withStreamingResponse(to: Self.streamRequest, idleTimeout: .seconds(60)) {
-                status, reader in
-                #expect(status == 200)
+                head, reader in
+                #expect(head.status == 200)
                 // Read nothing until the transport has given the stream up (without the bound it never does, and
                 // this wait fails).
                 try await relay.waitUntilClosed(stream: 0)
@@ -70,8 +70,8 @@ struct URLSessionTransportBufferTests {
         let line = ":" + String(repeating: "y", count: 100 << 10) + "\n"
         let rounds = 24  // 2.4 MiB in all, nearly ten times the bound.
         try await transport.withStreamingResponse(to: Self.streamRequest, idleTimeout: .seconds(60)) {
-            status, reader in
-            #expect(status == 200)
+            head, reader in
+            #expect(head.status == 200)
             var pending = ": welcome\n\n".utf8.count
             for round in 0...rounds {
                 while pending > 0 {

@@ -1,0 +1,87 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import PushRelayHTTP
+
+/// A relay that answers each `GET /v1/stream` as its plan says: refused with a status and `Retry-After` (a relay
+/// draining, or a proxy or load balancer in front of it), a `200` that is not an event stream (a captive portal's
+/// page), or a real event stream. Any other request gets `200 {}` (so acknowledgements succeed).
+///
+/// It runs on PushRelayHTTP's `HTTPServer` on loopback, port 0, which speaks HTTP/2 (prior knowledge, as
+/// `HTTP2Transport` does on `http://` URLs) and HTTP/1.1 on the same port: each transport of the client meets the
+/// same answers over the protocol it speaks, and the fake records which one carried each stream request.
+final class FakeStreamAnswerRelay: Sendable {
+    enum Answer: Sendable {
+        /// `status` with a JSON error body and, when given, `Retry-After: <retryAfter>`.
+        case refuse(status: Int, retryAfter: String?)
+        /// `200` with `Content-Type: <contentType>` and `body`, then the end of the body.
+        case page(contentType: String, body: String)
+        /// `200 text/event-stream`: `: welcome`, one event with id `eventID`, then open until the client leaves.
+        case eventStream(eventID: String)
+    }
+
+    private let server: HTTPServer
+    private let port: Int
+    private let versions: NIOLockedValueBox<[HTTPProtocolVersion]>
+
+    var serverURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    /// The protocol of each stream request so far, in order.
+    var streamRequests: [HTTPProtocolVersion] { versions.withLockedValue { $0 } }
+
+    private init(server: HTTPServer, port: Int, versions: NIOLockedValueBox<[HTTPProtocolVersion]>) {
+        self.server = server
+        self.port = port
+        self.versions = versions
+    }
+
+    /// Starts the fake on 127.0.0.1, port 0; stream request *n* gets `plan[n]` (the last one again when they run out).
+    static func start(_ plan: [Answer]) async throws -> FakeStreamAnswerRelay {
+        precondition(!plan.isEmpty)
+        let versions = NIOLockedValueBox<[HTTPProtocolVersion]>([])
+        let router = HTTPRouter()
+        router.add(.get, "/v1/stream", .async { request in
+            let index = versions.withLockedValue { versions in
+                versions.append(request.protocolVersion)
+                return versions.count - 1
+            }
+            return Self.response(plan[min(index, plan.count - 1)])
+        })
+        router.add(.post, "/v1/ack", .collected { _ in Self.json(.ok, "{}") })
+        var logger = Logger(label: "test.fake-stream-answer-relay")
+        logger.logLevel = .critical
+        let server = HTTPServer(listeners: [.init(host: "127.0.0.1", port: 0)], responder: router, logger: logger)
+        let port = try await server.start()[0].port!
+        return FakeStreamAnswerRelay(server: server, port: port, versions: versions)
+    }
+
+    func shutdown() async {
+        await server.shutdown()
+    }
+
+    private static func response(_ answer: Answer) -> HTTPServerResponse {
+        switch answer {
+        case .refuse(let status, let retryAfter):
+            var response = json(HTTPResponse.Status(code: status), #"{"error":"UNAVAILABLE","message":"later"}"#)
+            if let retryAfter { response.head.headerFields[.retryAfter] = retryAfter }
+            return response
+        case .page(let contentType, let body):
+            return HTTPServerResponse(status: .ok, headerFields: [.contentType: contentType],
+                                      body: .bytes(ByteBuffer(string: body)))
+        case .eventStream(let eventID):
+            let text = ": welcome\n\nid: \(eventID)\ndata: {\"gcm.message_id\": \"\(eventID)\"}\n\n"
+            return HTTPServerResponse(
+                status: .ok, headerFields: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+                body: .stream { writer in
+                    try await writer.write(writer.allocator.buffer(string: text))
+                    await writer.waitUntilClosed()
+                })
+        }
+    }
+
+    private static func json(_ status: HTTPResponse.Status, _ text: String) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, headerFields: [.contentType: "application/json"],
+                           body: .bytes(ByteBuffer(string: text)))
+    }
+}
