@@ -51,16 +51,7 @@ final class FakeFloodingRelay: Sendable {
     static func start(_ plan: [Stream]) async throws -> FakeFloodingRelay {
         precondition(!plan.isEmpty)
         let box = NIOLockedValueBox<FakeFloodingRelay?>(nil)
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(
-                        FakeFloodingRelayHandler(relay: box.withLockedValue { $0! }))
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
+        let channel = try await bindFakeHTTP1Listener { FakeFloodingRelayHandler(relay: box.withLockedValue { $0! }) }
         let relay = FakeFloodingRelay(channel: channel, plan: plan)
         box.withLockedValue { $0 = relay }
         return relay

@@ -75,16 +75,7 @@ final class FakeRelayServer: RelayUnderTest, Sendable {
     /// Starts a server on 127.0.0.1, port 0.
     static func start(redeliverEverything: Bool = false) async throws -> FakeRelayServer {
         let box = NIOLockedValueBox<FakeRelayServer?>(nil)
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(
-                        FakeRelayHandler(server: box.withLockedValue { $0! }))
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
+        let channel = try await bindFakeHTTP1Listener { FakeRelayHandler(server: box.withLockedValue { $0! }) }
         let server = FakeRelayServer(channel: channel, redeliverEverything: redeliverEverything)
         box.withLockedValue { $0 = server }
         return server
