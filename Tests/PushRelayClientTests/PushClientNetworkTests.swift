@@ -54,8 +54,18 @@ struct PushClientNetworkTests {
         handled: HandledMessages = HandledMessages(),
         _ body: () async throws -> Void
     ) async throws {
+        try await withRunningClient(client, onMessage: { try await handled.handle($0) }, body)
+    }
+
+    /// Runs `client` with the handler `onMessage` while `body` runs, then stops it and waits for `run` to return.
+    static func withRunningClient(
+        isolation: isolated (any Actor)? = #isolation,
+        _ client: PushClient,
+        onMessage: @escaping @Sendable (PushMessage) async throws -> Void,
+        _ body: () async throws -> Void
+    ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await client.run { try await handled.handle($0) } }
+            group.addTask { try await client.run(onMessage: onMessage) }
             do {
                 try await body()
             } catch {

@@ -30,6 +30,13 @@ struct URLSessionTransportBufferTests {
                                 maximumBufferedBytes: limit)
     }
 
+    /// A client over ``transport(_:)`` that logs only critical messages.
+    static func client(_ configuration: PushClientConfiguration, _ url: URL) throws -> PushClient {
+        var logger = Logger(label: "test.client")
+        logger.logLevel = .critical
+        return try PushClient(configuration: configuration, transport: Self.transport(url), logger: logger)
+    }
+
     static let streamRequest = TransportRequest(method: .get, path: "/v1/stream", headerFields: [:], body: nil)
 
     @Test("a server flooding a stream nobody reads: the stream ends with bufferLimitExceeded, at most the bound held")
@@ -97,31 +104,16 @@ struct URLSessionTransportBufferTests {
         let relay = try await FakeFloodingRelay.start([
             .flood(prefix: ": welcome\n\n" + event, bytes: Self.flood), .quiet,
         ])
-        let configuration = Self.configuration(relay.serverURL)
-        var logger = Logger(label: "test.client")
-        logger.logLevel = .critical
-        let client = try PushClient(configuration: configuration, transport: Self.transport(relay.serverURL),
-                                    logger: logger)
+        let client = try Self.client(Self.configuration(relay.serverURL), relay.serverURL)
         let handled = HandledMessages()
         let states = client.states()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                try await client.run { message in
-                    // The handler is slow: the first stream floods on until the transport gives it up.
-                    try await relay.waitUntilClosed(stream: 0)
-                    try await handled.handle(message)
-                }
-            }
-            do {
-                _ = try await states.until("a reconnection") { if case .reconnecting = $0 { true } else { false } }
-                _ = try await states.until("connected again") { if case .connected = $0 { true } else { false } }
-            } catch {
-                client.stop()
-                group.cancelAll()
-                throw error
-            }
-            client.stop()
-            try await group.waitForAll()
+        try await PushClientNetworkTests.withRunningClient(client, onMessage: { message in
+            // The handler is slow: the first stream floods on until the transport gives it up.
+            try await relay.waitUntilClosed(stream: 0)
+            try await handled.handle(message)
+        }) {
+            _ = try await states.until("a reconnection") { if case .reconnecting = $0 { true } else { false } }
+            _ = try await states.until("connected again") { if case .connected = $0 { true } else { false } }
         }
         #expect(await handled.ids == ["1603214613006763"])
         let streams = relay.streams
@@ -137,10 +129,7 @@ struct URLSessionTransportBufferTests {
         let relay = try await FakeRelayServer.start()
         var configuration = PushClientConfiguration(serverURL: relay.serverURL, registration: relay.registration)
         configuration.heartbeatTimeout = .seconds(20)
-        var logger = Logger(label: "test.client")
-        logger.logLevel = .critical
-        let client = try PushClient(configuration: configuration, transport: Self.transport(relay.serverURL),
-                                    logger: logger)
+        let client = try Self.client(configuration, relay.serverURL)
         let handled = HandledMessages()
         let states = client.states()
         var ids: [String] = []
