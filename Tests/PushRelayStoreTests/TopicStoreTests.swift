@@ -110,6 +110,29 @@ struct TopicStoreTests {
         }
     }
 
+    /// Audit-t: two nodes removing a topic's last two subscriptions at once left its row about once in 16 rounds
+    /// (each checked for subscribers before the other's removal committed).
+    @Test("PostgreSQL: two nodes unsubscribing a topic's last two subscribers at once leave no row")
+    func concurrentLastUnsubscribesOnTwoNodes() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory) { first in
+                let second = try await openStore(.postgres, in: directory)
+                defer { Task { await second.close() } }
+                let fixture = try await makeFixture(first)
+                let other = try await first.registerDevice(project: fixture.project, app: "com.shop", platform: "IOS")
+                let tokens = [fixture.registration.device.token, other.device.token]
+                for round in 0..<100 {
+                    let topic = "race\(round)"
+                    #expect(try await first.subscribe(tokens: tokens, to: topic, project: fixture.project) == [.ok, .ok])
+                    async let one = first.unsubscribe(tokens: [tokens[0]], from: topic, project: fixture.project)
+                    async let two = second.unsubscribe(tokens: [tokens[1]], from: topic, project: fixture.project)
+                    #expect(try await [one, two] == [[.ok], [.ok]])
+                }
+                #expect(try await topicNames(.postgres, directory) == [])
+            }
+        }
+    }
+
     @Test("a topic message reaches the subscribers at send time, not later ones, not other projects", arguments: StoreKind.allCases)
     func topicFanOut(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in

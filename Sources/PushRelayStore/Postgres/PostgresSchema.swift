@@ -150,9 +150,13 @@ enum PostgresSchema {
         ALTER TABLE topic_messages ADD COLUMN visible pg_snapshot;
         """,
         // 7: a topic row lives as long as a subscription to it (PostgresStore.deleteTopicsWithoutSubscribers); the
-        // rows that earlier versions kept after their last subscription went are deleted once.
+        // rows that earlier versions kept after their last subscription went are deleted once. A node of an earlier
+        // version may be subscribing meanwhile (a rolling upgrade): its upsert holds the topic's row, so the
+        // candidates are locked first, skipping held ones, and checked again by a statement of their own (a
+        // single DELETE would check under its first snapshot and could delete a subscription that had just
+        // committed). (The body stays on one line: migrations are split at a semicolon that ends a line.)
         """
-        DELETE FROM topics t WHERE NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.topic_id = t.id);
+        DO $mig$ DECLARE candidates bigint[]; BEGIN SELECT array_agg(id) INTO candidates FROM (SELECT t.id FROM topics t WHERE NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.topic_id = t.id) ORDER BY t.id FOR UPDATE SKIP LOCKED) AS c; DELETE FROM topics t WHERE t.id = ANY(candidates) AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.topic_id = t.id); END $mig$;
         """,
     ]
 

@@ -48,15 +48,18 @@ extension PostgresStore {
                 SELECT count(*) FROM messages m JOIN devices d ON d.id = m.device_id
                 WHERE d.secret_hash = \(ByteBuffer(bytes: hash.bytes)) AND m.kind = 0 AND m.expires_at > \(write.nowMicros)
                 """)
-            let topics = try await write.rows(
+            // Its topics' rows first, as every change to their subscriptions (deleteTopicsWithoutSubscribers).
+            let subscribed = try await write.rows(
                 """
                 SELECT DISTINCT s.topic_id FROM subscriptions s JOIN devices d ON d.id = s.device_id
                 WHERE d.secret_hash = \(ByteBuffer(bytes: hash.bytes))
                 """)
+            let topics = try await Self.lockTopics(
+                try subscribed.map { try $0.decode(Int64.self) }, in: write, skipLocked: false)
             let rows = try await write.rows(
                 "DELETE FROM devices WHERE secret_hash = \(ByteBuffer(bytes: hash.bytes)) RETURNING \(unescaped: Self.deviceColumns)")
             guard let row = rows.first, let device = try Self.device(row, matching: hash) else { return nil }
-            try await Self.deleteTopicsWithoutSubscribers(try topics.map { try $0.decode(Int64.self) }, in: write)
+            try await Self.deleteTopicsWithoutSubscribers(topics, in: write)
             try await write.run(
                 "UPDATE projects SET device_count = device_count - 1 WHERE id = \(device.project.rawValue)")
             write.dropped.unregistered += Int(try pending.first?.decode(Int64.self) ?? 0)
@@ -109,10 +112,12 @@ extension PostgresStore {
                 SELECT count(*) FROM messages
                 WHERE device_id = ANY(\(ids)::bigint[]) AND kind = 0 AND expires_at > \(write.nowMicros)
                 """)
-            let topics = try await write.rows(
+            let subscribed = try await write.rows(
                 "SELECT DISTINCT topic_id FROM subscriptions WHERE device_id = ANY(\(ids)::bigint[])")
+            let topics = try await Self.lockTopics(
+                try subscribed.map { try $0.decode(Int64.self) }, in: write, skipLocked: true)
             try await write.run("DELETE FROM devices WHERE id = ANY(\(ids)::bigint[])")
-            try await Self.deleteTopicsWithoutSubscribers(try topics.map { try $0.decode(Int64.self) }, in: write)
+            try await Self.deleteTopicsWithoutSubscribers(topics, in: write)
             for (project, count) in perProject {
                 try await write.run("UPDATE projects SET device_count = device_count - \(count) WHERE id = \(project)")
             }

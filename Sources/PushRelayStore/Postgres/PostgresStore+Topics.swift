@@ -66,16 +66,14 @@ extension PostgresStore {
             let devices = try await Self.lookUp(tokens: tokens, project: project, in: write)
             let ids = devices.compactMap { if case .success(let device) = $0 { device.rawValue } else { nil } }
             if !ids.isEmpty {
+                // The topic's row first, waiting for whoever holds it (``deleteTopicsWithoutSubscribers``).
                 let topics = try await write.rows(
-                    """
-                    DELETE FROM subscriptions s USING topics t
-                    WHERE t.id = s.topic_id AND t.project_id = \(project.rawValue) AND t.name = \(topic)
-                        AND s.device_id = ANY(\(ids))
-                    RETURNING s.topic_id
-                    """
-                )
-                try await Self.deleteTopicsWithoutSubscribers(
-                    Array(Set(try topics.map { try $0.decode(Int64.self) })), in: write)
+                    "SELECT id FROM topics WHERE project_id = \(project.rawValue) AND name = \(topic) FOR UPDATE")
+                if let topicID = try topics.first?.decode(Int64.self) {
+                    try await write.run(
+                        "DELETE FROM subscriptions WHERE topic_id = \(topicID) AND device_id = ANY(\(ids))")
+                    try await Self.deleteTopicsWithoutSubscribers([topicID], in: write)
+                }
             }
             return devices.map { if case .failure(let result) = $0 { result } else { .ok } }
         }
@@ -86,22 +84,33 @@ extension PostgresStore {
     /// key ships in its app) could grow it without bound by subscribing to new names and unsubscribing. A topic
     /// message being expanded names its topic, not the row, and finds no subscriber either way.
     ///
-    /// Another node's subscribe holds its topic's row from its upsert to its commit, and inserts its subscription
-    /// in between; so the rows are locked first, skipping those a subscribe holds (it is adding a subscriber), and
-    /// the `DELETE`, a statement of its own and so a snapshot of its own, sees every subscription committed before
-    /// the locks. A subscribe that comes after waits for this transaction, and finds the row gone or kept.
-    /// Skipping instead of waiting also keeps lock order out of it (device removal locks devices first).
+    /// Every change to a topic's subscriptions holds its row first: a subscribe by its upsert, an unsubscribe and a
+    /// device's removal by `FOR UPDATE` (``lockTopics(_:in:skipLocked:)``), until they commit. So when the rows are
+    /// locked here, every other change to them has committed, and the `DELETE`, a statement of its own and so a
+    /// snapshot of its own, sees them all (one statement that locked and checked would check under its first
+    /// snapshot, and could delete a row whose subscription had just committed, and the subscription with it). A
+    /// subscribe that comes after waits for this transaction, and finds the row gone (it makes a new one) or kept.
     static func deleteTopicsWithoutSubscribers(_ ids: [Int64], in write: PostgresWriteContext) async throws {
         guard !ids.isEmpty else { return }
-        let locked = try await write.rows(
-            "SELECT id FROM topics WHERE id = ANY(\(ids)::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED")
-        let lockedIDs = try locked.map { try $0.decode(Int64.self) }
-        guard !lockedIDs.isEmpty else { return }
         try await write.run(
             """
-            DELETE FROM topics t WHERE t.id = ANY(\(lockedIDs)::bigint[])
+            DELETE FROM topics t WHERE t.id = ANY(\(ids)::bigint[])
                 AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.topic_id = t.id)
             """)
+    }
+
+    /// Locks the rows of topics `ids` (in id order, so that two transactions locking several never deadlock) and
+    /// returns those it locked: all, waiting for their holders, or with `skipLocked` only those nobody holds (for
+    /// device expiry, which holds the devices first: waiting there could deadlock with a subscribe that holds its
+    /// topic and waits for the device; a topic skipped keeps its row until its next change).
+    static func lockTopics(_ ids: [Int64], in write: PostgresWriteContext, skipLocked: Bool) async throws -> [Int64] {
+        guard !ids.isEmpty else { return [] }
+        let rows = try await write.rows(
+            """
+            SELECT id FROM topics WHERE id = ANY(\(ids)::bigint[]) ORDER BY id
+            FOR UPDATE \(unescaped: skipLocked ? "SKIP LOCKED" : "")
+            """)
+        return try rows.map { try $0.decode(Int64.self) }
     }
 
     /// See ``PushStore/subscriptions(of:)``.
