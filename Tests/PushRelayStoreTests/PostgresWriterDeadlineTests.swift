@@ -68,7 +68,7 @@ struct PostgresWriterDeadlineTests {
                 let terminated = try await postgres.psql(
                     """
                     SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                    WHERE application_name = 'pushrelay' AND wait_event_type = 'Lock'
+                    WHERE application_name = 'pushrelay' AND wait_event_type = 'Lock' AND datname = current_database()
                     """, database: database)
                 #expect(terminated.status == 0, "\(terminated.combined)")
                 let answer = await send.value
@@ -134,11 +134,13 @@ struct PostgresWriterDeadlineTests {
         return false
     }
 
-    /// Polls `pg_stat_activity` until a backend matches `condition` (at most 60 s).
+    /// Polls `pg_stat_activity` until a backend of this test's database matches `condition` (at most 60 s); other
+    /// suites run at the same time in other databases of the shared cluster.
     private static func waitFor(_ postgres: TestPostgres, _ database: String, _ condition: String) async throws -> Bool {
         for _ in 0..<3_000 {
             let found = try await postgres.psql(
-                "SELECT count(*) FROM pg_stat_activity WHERE \(condition)", database: database)
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND \(condition)",
+                database: database)
             if found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { return true }
             try await Task.sleep(for: .milliseconds(20))
         }
