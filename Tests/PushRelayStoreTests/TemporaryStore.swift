@@ -41,6 +41,9 @@ struct StoreOptions {
     var authRecheckInterval: Duration?
     /// PostgreSQL only.
     var transientOrderTimeout: Duration?
+    /// PostgreSQL only: the writer's deadlines.
+    var commitTimeout: Duration?
+    var statementTimeout: Duration?
     /// SQLite only (the PostgreSQL writer's queue is not bounded yet).
     var maxPendingWrites: Int?
     /// SQLite only (PostgreSQL finds expired messages by an index): rows per chunk and chunks per purge.
@@ -115,6 +118,8 @@ func openStore(
         if let value = options.fanOutBatchSize { configuration.fanOutBatchSize = value }
         if let value = options.authRecheckInterval { configuration.authRecheckInterval = value }
         if let value = options.transientOrderTimeout { configuration.transientOrderTimeout = value }
+        if let value = options.commitTimeout { configuration.commitTimeout = value }
+        if let value = options.statementTimeout { configuration.statementTimeout = value }
         return try await PostgresStore.open(configuration: configuration)
     }
 }

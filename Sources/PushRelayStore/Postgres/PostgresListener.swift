@@ -24,6 +24,9 @@ final class PostgresListener: Sendable {
         while !Task.isCancelled {
             do {
                 let connection = try await self.context.connect(id: 2000 + connected)
+                // The read-backs go through it: one issued as the connection closes would otherwise never end, and
+                // the notifications after it would never be read (nor the loss of the connection seen).
+                let watch = PostgresConnectionWatch(connection: connection)
                 connected += 1
                 do {
                     try await connection.listen(on: PostgresStoreContext.channel) { notifications in
@@ -34,7 +37,7 @@ final class PostgresListener: Sendable {
                         }
                         delay = .milliseconds(50)
                         for try await notification in notifications {
-                            await self.handle(notification.payload, connection: connection)
+                            await self.handle(notification.payload, watch: watch)
                         }
                     }
                 } catch {
@@ -68,7 +71,7 @@ final class PostgresListener: Sendable {
     /// gets its rows in id order. Handing a node's own commits to its streams straight from the writer let them
     /// overtake another node's earlier commit still being read back here; the stream's cursor had then moved past
     /// that row, which it never wrote (and a `Last-Event-ID` past it acknowledged it unseen).
-    private func handle(_ payload: String, connection: PostgresConnection) async {
+    private func handle(_ payload: String, watch: PostgresConnectionWatch) async {
         let fields = payload.split(separator: " ")
         guard fields.count == 3 || fields.count == 5 else { return }
         let own = fields[0] == self.context.node
@@ -77,7 +80,7 @@ final class PostgresListener: Sendable {
         } else if fields.count == 3 {
             return  // this node's own auth flag, applied when it committed; its rows come with an id range
         }
-        await self.handOver(fields, connection: connection)
+        await self.handOver(fields, watch: watch)
         if own, let last = Int64(fields[4]) {
             // Its rows are with the streams: time-to-live-0 sends waiting behind them may go.
             self.context.deliveryOrder.settled(upTo: last)
@@ -85,7 +88,7 @@ final class PostgresListener: Sendable {
     }
 
     /// Hands a batch's rows (or its devices, or "every stream") to the observer.
-    private func handOver(_ fields: [Substring], connection: PostgresConnection) async {
+    private func handOver(_ fields: [Substring], watch: PostgresConnectionWatch) async {
         guard fields[2] != "-", let observer = self.context.remoteObserver.withLockedValue({ $0 }) else { return }
         guard fields[2] != "*" else {
             observer(.unknown)
@@ -93,7 +96,7 @@ final class PostgresListener: Sendable {
         }
         let devices = fields[2].split(separator: ",").compactMap { Int64($0) }
         if fields.count == 5, let first = Int64(fields[3]), let last = Int64(fields[4]), first <= last,
-            let rows = await self.committedRows(devices: devices, first: first, last: last, connection: connection)
+            let rows = await self.committedRows(devices: devices, first: first, last: last, watch: watch)
         {
             observer(.rows(rows))
         } else {
@@ -115,17 +118,16 @@ final class PostgresListener: Sendable {
     }
 
     /// The rows of `devices` with ids in `first...last` that are still there, in id order; nil if the read fails.
-    private func committedRows(devices: [Int64], first: Int64, last: Int64, connection: PostgresConnection) async
+    private func committedRows(devices: [Int64], first: Int64, last: Int64, watch: PostgresConnectionWatch) async
         -> [StoredMessage]?
     {
         do {
-            let rows = try await connection.query(
+            let rows = try await watch.rows(
                 """
                 SELECT device_id, id, kind, collapse_key, expires_at, body FROM messages
                 WHERE device_id = ANY(\(devices)) AND id BETWEEN \(first) AND \(last) ORDER BY id
                 """,
-                logger: self.context.logger
-            ).collect()
+                logger: self.context.logger, collect: true)
             return try rows.map { row in
                 let (device, id, kind, collapseKey, expiresAt, body) = try row.decode(
                     (Int64, Int64, Int16, String?, Int64, ByteBuffer).self)

@@ -19,6 +19,11 @@ extension PostgresStore {
         /// connection (PostgreSQL stopped answering without closing it) and the group is answered
         /// ``StoreError/Code/unavailable``. Default 10 s.
         public var commitTimeout: Duration = .seconds(10)
+        /// How long PostgreSQL may take to answer one statement of any other write (registrations, topics, key
+        /// changes, purges, imports, topic fan-out steps): with no statement answered for this long (up to twice
+        /// this), the writer drops its connection and the write is answered ``StoreError/Code/unavailable``. A
+        /// long write that goes on being answered is not cut short. Default 30 s.
+        public var statementTimeout: Duration = .seconds(30)
         /// The per-device queue limits. Default FCM's: 100 non-collapsible, 4 collapse keys.
         public var queuePolicy: QueuePolicy = QueuePolicy()
         /// How long a `deleted_messages` marker stays pending. Default 4 weeks.

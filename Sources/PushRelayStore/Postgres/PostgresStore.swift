@@ -127,11 +127,23 @@ public final class PostgresStore: PushStore {
         }
         guard first else { return }
         self.writer.queue.close()
-        await self.writerTask.value
+        // Every transaction has a deadline and every write queued after a failed connection attempt fails at once,
+        // so the writer ends; but closing (a daemon's shutdown) waits for it only so long.
+        let writerTask = self.writerTask
+        do {
+            try await Self.race(timeout: Self.writerCloseTimeout) { await writerTask.value }
+        } catch {
+            self.context.logger.warning(
+                "the PostgreSQL writer did not finish within \(Self.writerCloseTimeout); closing without it")
+        }
         let tasks = self.tasks.withLockedValue { $0 }
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
     }
+
+    /// How long ``close()`` waits for the writer to finish the writes queued (a daemon gives the store 5 s after
+    /// draining).
+    static let writerCloseTimeout = Duration.seconds(5)
 
     /// Counters of the writer since open: transactions, requests, the largest group.
     public var groupCommitStatistics: GroupCommitStatistics {

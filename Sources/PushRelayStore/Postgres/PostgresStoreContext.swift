@@ -85,6 +85,13 @@ final class PostgresStoreContext: Sendable {
         switch error.code {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
             return true
+        case .server:
+            // A FATAL error ends the session: PostgreSQL closes the connection right after it (`57P01 terminating
+            // connection due to administrator command` at a fast shutdown or `pg_terminate_backend`), maybe before
+            // postgres-nio has seen the close. A `ROLLBACK` sent then may never be answered.
+            let severity = error.serverInfo?[.severity] ?? error.serverInfo?[.localizedSeverity]
+            let state = error.serverInfo?[.sqlState] ?? ""
+            return severity == "FATAL" || severity == "PANIC" || state.hasPrefix("57P") || state.hasPrefix("08")
         default:
             return false
         }

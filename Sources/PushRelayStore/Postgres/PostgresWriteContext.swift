@@ -4,7 +4,8 @@ import PostgresNIO
 /// One write transaction of the PostgreSQL writer, as a request sees it: the connection inside `BEGIN … COMMIT`,
 /// one clock reading, and what to do after the commit.
 final class PostgresWriteContext: @unchecked Sendable {
-    let connection: PostgresConnection
+    /// The writer's connection, through which every statement goes (none waits for ever).
+    let watch: PostgresConnectionWatch
     let logger: Logger
     let nowMicros: Int64
     /// Set by writes that can turn an auth-cache hit into a miss: the epoch is bumped and every node told.
@@ -26,19 +27,22 @@ final class PostgresWriteContext: @unchecked Sendable {
     /// it was the probe.
     var provesCapacity: Bool { self.isProbe || !self.appended.isEmpty }
 
-    init(connection: PostgresConnection, logger: Logger, nowMicros: Int64) {
-        self.connection = connection
+    init(watch: PostgresConnectionWatch, logger: Logger, nowMicros: Int64) {
+        self.watch = watch
         self.logger = logger
         self.nowMicros = nowMicros
     }
 
+    /// The connection (tests).
+    var connection: PostgresConnection { self.watch.connection }
+
     /// Runs a statement, discarding its rows.
     func run(_ query: PostgresQuery) async throws {
-        try await self.connection.query(query, logger: self.logger)
+        _ = try await self.watch.rows(query, logger: self.logger, collect: false)
     }
 
     /// Runs a query and returns its rows.
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        try await self.connection.query(query, logger: self.logger).collect()
+        try await self.watch.rows(query, logger: self.logger, collect: true)
     }
 }

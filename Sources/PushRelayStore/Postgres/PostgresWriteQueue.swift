@@ -98,6 +98,9 @@ final class PostgresWriteQueue: Sendable {
         waiter?.resume()
     }
 
+    /// Whether ``close()`` was called.
+    var isClosing: Bool { self.state.withLockedValue { $0.closing } }
+
     /// Holds jobs in the queue until ``resume()`` (tests).
     func suspend() {
         self.state.withLockedValue { $0.suspended = true }

@@ -11,18 +11,31 @@ import PushRelayCore
 /// batch per transaction, any node taking any message (`FOR UPDATE SKIP LOCKED`).
 ///
 /// A commit returns once PostgreSQL has flushed it (`synchronous_commit=on`). A lost connection fails the requests
-/// in flight with ``StoreError/Code/unavailable`` and is replaced on the next request.
+/// in flight with ``StoreError/Code/unavailable`` and is replaced on the next request. No transaction waits for
+/// ever: each has a deadline (``Deadline``) past which its connection is dropped, and no statement outlives its
+/// connection (``PostgresConnectionWatch``).
 final class PostgresWriter: @unchecked Sendable {
     let queue = PostgresWriteQueue()
     private let context: PostgresStoreContext
     // Touched only by the writer task.
-    private var connection: PostgresConnection?
+    private var watch: PostgresConnectionWatch?
     private var fanOutHint = true
     private var connectionNumber = 0
+    /// Set when a connection attempt failed after the queue closed: the writes still queued then fail at once
+    /// instead of each waiting for a connect timeout, so that closing the store does not wait on PostgreSQL.
+    private var unreachableWhileClosing = false
+
+    /// How long a transaction may run before its connection is dropped under it.
+    enum Deadline {
+        /// The whole transaction (a group of sends and acknowledgements: their callers wait for it).
+        case total(Duration)
+        /// Each statement (other writes, which may be long but must go on being answered: an import, a purge).
+        case perStatement(Duration)
+    }
 
     init(context: PostgresStoreContext, connection: PostgresConnection) {
         self.context = context
-        self.connection = connection
+        self.watch = PostgresConnectionWatch(connection: connection)
     }
 
     // MARK: Callers
@@ -89,8 +102,8 @@ final class PostgresWriter: @unchecked Sendable {
                 if self.fanOutHint { self.queue.requestFanOut() }
             }
         }
-        try? await self.connection?.close()
-        self.connection = nil
+        try? await self.watch?.connection.close()
+        self.watch = nil
     }
 
     /// Runs one fan-out step now (tests, with automatic fan-out off): false when nothing is left to expand.
@@ -102,44 +115,72 @@ final class PostgresWriter: @unchecked Sendable {
 
     // MARK: Transactions
 
-    private func currentConnection() async throws(StoreError) -> PostgresConnection {
-        if let connection = self.connection, !connection.isClosed {
-            return connection
+    private func currentConnection() async throws(StoreError) -> PostgresConnectionWatch {
+        if let watch = self.watch, !watch.connection.isClosed {
+            return watch
         }
-        self.connection = nil
+        self.watch = nil
+        if self.unreachableWhileClosing {
+            throw StoreError.unavailable("PostgreSQL is unreachable and the store is closing")
+        }
         self.connectionNumber += 1
-        let connection = try await self.context.connect(id: 1000 + self.connectionNumber)
-        self.connection = connection
-        return connection
+        do {
+            let watch = PostgresConnectionWatch(
+                connection: try await self.context.connect(id: 1000 + self.connectionNumber))
+            self.watch = watch
+            return watch
+        } catch {
+            if self.queue.isClosing { self.unreachableWhileClosing = true }
+            throw error
+        }
     }
 
-    /// `BEGIN`, `body`, the notification and `COMMIT`; afterwards the observers. Rolls back on error. With a
-    /// `deadline`, a transaction still running after it has its connection closed under it (a PostgreSQL that
-    /// stopped answering without closing the connection would hold the writer, and every caller, forever): its
-    /// statement fails as a lost connection, and the next request connects anew (within the connect timeout).
+    /// Closes the connection under a transaction that outlived its deadline (a PostgreSQL that stopped answering
+    /// without closing the connection would hold the writer, and every caller, for ever): its statement fails as a
+    /// lost connection (at the latest ``PostgresConnectionWatch/grace`` later), and the next request connects anew
+    /// (within the connect timeout).
+    private func watchdog(_ deadline: Deadline, for watch: PostgresConnectionWatch) -> Task<Void, any Error> {
+        let logger = self.context.logger
+        return Task {
+            switch deadline {
+            case .total(let limit):
+                try await Task.sleep(for: limit)
+                logger.warning("PostgreSQL did not commit within \(limit); dropping the writer's connection")
+            case .perStatement(let limit):
+                // Woken every `limit`: no statement answered since the last look means one has waited at least that
+                // long (at most twice that).
+                var answered = watch.answered
+                while true {
+                    try await Task.sleep(for: limit)
+                    let now = watch.answered
+                    if now == answered { break }
+                    answered = now
+                }
+                logger.warning("PostgreSQL did not answer a statement within \(limit); dropping the writer's connection")
+            }
+            try? await watch.connection.close()
+        }
+    }
+
+    /// `BEGIN`, `body`, the notification and `COMMIT`; afterwards the observers. Rolls back on error. Past its
+    /// `deadline` the transaction has its connection closed under it (``watchdog(_:for:)``).
     private func transaction(
         counted: Bool = true,
-        deadline: Duration? = nil,
+        deadline: Deadline,
         _ body: (PostgresWriteContext) async throws -> Void
     ) async throws(StoreError) -> PostgresWriteContext {
-        let connection: PostgresConnection
+        let watch: PostgresConnectionWatch
         do {
-            connection = try await self.currentConnection()
+            watch = try await self.currentConnection()
         } catch {
             self.context.health.failed(error)
             throw error
         }
-        let watchdog = deadline.map { deadline in
-            Task {
-                try await Task.sleep(for: deadline)
-                self.context.logger.warning(
-                    "PostgreSQL did not commit within \(deadline); dropping the writer's connection")
-                try? await connection.close()
-            }
-        }
-        defer { watchdog?.cancel() }
+        let connection = watch.connection
+        let watchdog = self.watchdog(deadline, for: watch)
+        defer { watchdog.cancel() }
         let write = PostgresWriteContext(
-            connection: connection, logger: self.context.logger, nowMicros: self.context.nowMicros)
+            watch: watch, logger: self.context.logger, nowMicros: self.context.nowMicros)
         var newEpoch: Int64?
         do {
             try await write.run("BEGIN")
@@ -168,7 +209,7 @@ final class PostgresWriter: @unchecked Sendable {
             }
         } catch {
             if PostgresStoreContext.isConnectionLost(error, connection: connection) {
-                self.connection = nil
+                self.watch = nil
                 try? await connection.close()
             } else {
                 try? await write.run("ROLLBACK")
@@ -216,7 +257,9 @@ final class PostgresWriter: @unchecked Sendable {
 
     private func runIsolated(_ request: PostgresIsolatedRequest) async {
         do {
-            _ = try await self.transaction { write in try await request.perform(write) }
+            _ = try await self.transaction(deadline: .perStatement(self.context.configuration.statementTimeout)) {
+                write in try await request.perform(write)
+            }
             self.context.statistics.withLockedValue {
                 $0.requests += 1
                 $0.largestGroup = max($0.largestGroup, 1)
@@ -230,11 +273,11 @@ final class PostgresWriter: @unchecked Sendable {
     private func runHotGroup(_ requests: [PostgresHotRequest]) async {
         var results: [PostgresHotRequest.Result] = []
         do {
-            _ = try await self.transaction(deadline: self.context.configuration.commitTimeout) { write in
+            _ = try await self.transaction(deadline: .total(self.context.configuration.commitTimeout)) { write in
                 results = try await self.applyHot(requests, in: write)
             }
         } catch {
-            if requests.count > 1 && error.code != .closed && self.connection != nil {
+            if requests.count > 1 && error.code != .closed && self.watch != nil {
                 // One request may be the cause (or a deadlock with another node): each alone.
                 self.context.statistics.withLockedValue { $0.groupFailures += 1 }
                 for request in requests { await self.runHotGroup([request]) }
@@ -497,7 +540,9 @@ final class PostgresWriter: @unchecked Sendable {
         var found = false
         do {
             // An empty look (the poll found nothing) is not a group.
-            _ = try await self.transaction(counted: false) { write in
+            _ = try await self.transaction(
+                counted: false, deadline: .perStatement(self.context.configuration.statementTimeout)
+            ) { write in
                 found = try await self.expandTopicMessage(in: write)
             }
             if found { self.context.statistics.withLockedValue { $0.transactions += 1 } }

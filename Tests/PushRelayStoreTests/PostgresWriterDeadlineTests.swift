@@ -1,0 +1,176 @@
+import Foundation
+import NIOConcurrencyHelpers
+import PostgresNIO
+import PushRelayCore
+import TestSupport
+import Testing
+@testable import PushRelayStore
+
+/// The PostgreSQL writer never waits for ever (audit-s: after PostgreSQL was stopped under load, a node's writer hung
+/// for good, `/readyz` stayed 200 and SIGTERM crashed the daemon). postgres-nio drops a query written to a connection
+/// that has closed, and its caller waits for good; the writer issued one after `57P01 terminating connection` (its
+/// `ROLLBACK`), or whenever the connection closed between two statements. Each test gives the writer its chance
+/// within a safety time far above its deadlines; a writer that does not answer fails the test, and the store is then
+/// left open (closing it would wait on the stuck writer).
+@Suite("Store: PostgreSQL writer deadlines", .serialized)
+struct PostgresWriterDeadlineTests {
+    @Test("a connection closed between two statements of a write: the write is answered Unavailable, the next commits")
+    func connectionClosedBetweenStatements() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = try #require(try await openStore(.postgres, in: directory) as? PostgresStore)
+            let project = try await store.createProject(name: "shop").project.id
+            let device = try await store.registerDevice(project: project, app: "a", platform: "IOS").device
+
+            // The connection closes after the body's statement; `COMMIT` comes next on it.
+            let closed = await outcome(within: .seconds(60)) {
+                try await store.writer.write { write in
+                    try await write.run("SELECT 1")
+                    try await write.connection.close()
+                }
+            }
+            guard let closed else {
+                Issue.record("the writer never answered a write whose connection closed between two statements")
+                return
+            }
+            #expect(throws: StoreError.self) { try closed.get() }
+            #expect(store.commitFailure != nil, "/readyz fails while the writer cannot commit")
+
+            // A new connection: sends commit again, and the store closes.
+            let again = await outcome(within: .seconds(60)) {
+                try await store.enqueue([NewMessage(device: device.id, body: [1])])
+            }
+            #expect(again.map { result in (try? result.get()).map(Self.stored) == true } == true, "\(String(describing: again))")
+            #expect(store.commitFailure == nil)
+            await store.close()
+        }
+    }
+
+    @Test("the writer's backend terminated while its group waits for a lock: answered Unavailable, then commits again")
+    func backendTerminatedMidTransaction() async throws {
+        try await withTemporaryDirectory { directory in
+            let options = StoreOptions(commitTimeout: .seconds(5))
+            let store = try #require(try await openStore(.postgres, in: directory, options: options) as? PostgresStore)
+            let project = try await store.createProject(name: "shop").project.id
+            let device = try await store.registerDevice(project: project, app: "a", platform: "IOS").device
+            let postgres = try await TestPostgres.shared
+            let database = databaseName(for: directory)
+            for round in 0..<6 {
+                // Another session holds the device's row: the group's `pushrelay_lock_queues` waits for it.
+                let held = try postgres.session(database: database, name: "held_device")
+                try held.send("BEGIN; SELECT id FROM devices WHERE id = \(device.id.rawValue) FOR UPDATE;")
+                #expect(try await Self.waitFor(postgres, database, "application_name = 'held_device' AND state = 'idle in transaction'"))
+                let send = Task {
+                    await outcome(within: .seconds(60)) {
+                        try await store.enqueue([NewMessage(device: device.id, body: [UInt8(round)])])
+                    }
+                }
+                #expect(try await Self.waitFor(postgres, database, "application_name = 'pushrelay' AND wait_event_type = 'Lock'"))
+                let terminated = try await postgres.psql(
+                    """
+                    SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                    WHERE application_name = 'pushrelay' AND wait_event_type = 'Lock' AND datname = current_database()
+                    """, database: database)
+                #expect(terminated.status == 0, "\(terminated.combined)")
+                let answer = await send.value
+                try held.send("ROLLBACK;")
+                _ = await held.finish()
+                guard let answer else {
+                    Issue.record("round \(round): the writer never answered the group whose backend was terminated")
+                    return
+                }
+                #expect(throws: StoreError.self, "round \(round)") { try answer.get() }
+
+                let again = await outcome(within: .seconds(60)) {
+                    try await store.enqueue([NewMessage(device: device.id, body: [UInt8(round)])])
+                }
+                guard let again else {
+                    Issue.record("round \(round): the writer never answered the send after the termination")
+                    return
+                }
+                #expect((try? again.get()).map(Self.stored) == true, "round \(round): \(again)")
+                #expect(store.commitFailure == nil, "round \(round)")
+            }
+            await store.close()
+        }
+    }
+
+    @Test("a write whose statement is not answered within the statement timeout is answered Unavailable")
+    func statementTimeout() async throws {
+        try await withTemporaryDirectory { directory in
+            let options = StoreOptions(statementTimeout: .seconds(1))
+            let store = try #require(try await openStore(.postgres, in: directory, options: options) as? PostgresStore)
+            let project = try await store.createProject(name: "shop").project.id
+            let device = try await store.registerDevice(project: project, app: "a", platform: "IOS").device
+            let postgres = try await TestPostgres.shared
+            let database = databaseName(for: directory)
+            let held = try postgres.session(database: database, name: "held_device")
+            try held.send("BEGIN; SELECT id FROM devices WHERE id = \(device.id.rawValue) FOR UPDATE;")
+            #expect(try await Self.waitFor(postgres, database, "application_name = 'held_device' AND state = 'idle in transaction'"))
+
+            // An isolated write (not a group of sends) waiting for the held row: answered while the lock is still held.
+            let blocked = await outcome(within: .seconds(60)) {
+                try await store.writer.write { write in
+                    try await write.run("SELECT id FROM devices WHERE id = \(device.id.rawValue) FOR UPDATE")
+                }
+            }
+            let stillHeld = try await Self.waitFor(postgres, database, "application_name = 'held_device'")
+            try held.send("ROLLBACK;")
+            _ = await held.finish()
+            guard let blocked else {
+                Issue.record("an isolated write waited past its statement timeout")
+                return
+            }
+            #expect(stillHeld)
+            #expect(throws: StoreError.self) { try blocked.get() }
+
+            let again = await outcome(within: .seconds(60)) { try await store.probeCommit() }
+            #expect(again.map { (try? $0.get()) != nil } == true, "\(String(describing: again))")
+            await store.close()
+        }
+    }
+
+    private static func stored(_ results: [EnqueueResult]) -> Bool {
+        if case .stored = results.first { return true }
+        return false
+    }
+
+    /// Polls `pg_stat_activity` until a backend of this test's database matches `condition` (at most 60 s); other
+    /// suites run at the same time in other databases of the shared cluster.
+    private static func waitFor(_ postgres: TestPostgres, _ database: String, _ condition: String) async throws -> Bool {
+        for _ in 0..<3_000 {
+            let found = try await postgres.psql(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND \(condition)",
+                database: database)
+            if found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+}
+
+/// `body`'s outcome, or nil when it has none after `limit` (the body is then left running).
+private func outcome<T: Sendable>(
+    within limit: Duration, _ body: @escaping @Sendable () async throws -> T
+) async -> Result<T, any Error>? {
+    let waiting = NIOLockedValueBox<CheckedContinuation<Result<T, any Error>?, Never>?>(nil)
+    let timer = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    return await withCheckedContinuation { continuation in
+        waiting.withLockedValue { $0 = continuation }
+        let finish = { @Sendable (result: Result<T, any Error>?) in
+            waiting.withLockedValue { waiting in
+                defer { waiting = nil }
+                return waiting
+            }?.resume(returning: result)
+            timer.withLockedValue { $0 }?.cancel()
+        }
+        timer.withLockedValue {
+            $0 = Task {
+                guard (try? await Task.sleep(for: limit)) != nil else { return }
+                finish(nil)
+            }
+        }
+        Task {
+            do { finish(.success(try await body())) } catch { finish(.failure(error)) }
+        }
+    }
+}
