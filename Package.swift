@@ -164,7 +164,8 @@ let package = Package(
         .testTarget(
             name: "PushRelayServerTests",
             dependencies: [
-                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "TestSupport",
+                "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayCrypto", "PushRelayWire",
+                "TestSupport",
                 nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle, configuration,
             ],
             swiftSettings: swiftSettings

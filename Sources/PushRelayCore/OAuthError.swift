@@ -21,6 +21,9 @@ public struct OAuthError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let temporarilyUnavailable = Code("temporarily_unavailable")
         /// The server failed (`500`).
         public static let serverError = Code("server_error")
+        /// The key asked for more access tokens than its grant rate allows (with `429` and `Retry-After`); a
+        /// sender reuses a token until it expires.
+        public static let rateLimitExceeded = Code("rate_limit_exceeded")
 
         /// The wire string, e.g. `invalid_grant`.
         public var wireName: String { wire }

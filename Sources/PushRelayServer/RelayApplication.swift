@@ -50,6 +50,11 @@ public final class RelayApplication: Sendable {
         public var registrationRatePerAddress: Int = 300
         /// Devices one project may have registered at once (`max_devices_per_project`). 0: no limit.
         public var maxDevicesPerProject: Int = 1_000_000
+        /// Access tokens `/token` grants one service-account key per minute, as a burst refilled at that rate;
+        /// beyond it the grant answers `429 rate_limit_exceeded` with `Retry-After`. Not a configuration setting: a
+        /// guard (every grant stores a row for an hour), far above what senders need (a token lasts an hour and
+        /// google-auth reuses it until then). Tests lower it.
+        public var accessTokensPerKeyPerMinute: Int = 600
         /// Devices unseen this long are removed at the purge (`device_expiry`); nil keeps them forever.
         public var deviceExpiry: Duration? = .seconds(270 * 86_400)
 
@@ -145,7 +150,9 @@ public final class RelayApplication: Sendable {
         }
 
         // FCM HTTP v1: the service accounts' token endpoint and everything under /v1/projects/.
-        let token = TokenRoute(store: store, publicURL: publicURL, logger: logger)
+        let token = TokenRoute(
+            store: store, publicURL: publicURL, grants: RateLimiter(perMinute: options.accessTokensPerKeyPerMinute),
+            logger: logger)
         router.add(.post, "/token", maxBodyBytes: 64 * 1024, errors: RouteErrors.oauth, .collected(token.handle))
         let v1 = V1ProjectRoutes(
             store: store, dispatcher: dispatcher, metrics: metrics,

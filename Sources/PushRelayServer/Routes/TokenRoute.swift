@@ -15,10 +15,15 @@ import PushRelayStore
 /// (or, without `kid`, the valid keys of the account `iss` names), verify the RS256 signature against the stored
 /// public key, check the claims (issuer, audience = this relay's token URI, scope, `iat`/`exp` with a minute of
 /// clock skew), then store a fresh random access token (hashed) for one hour and answer
-/// `{"access_token", "expires_in", "token_type": "Bearer"}`. Every refusal is `400` in OAuth's JSON form.
+/// `{"access_token", "expires_in", "token_type": "Bearer"}`. Every refusal is `400` in OAuth's JSON form, but for a
+/// key past its grant rate (``grants``): `429 rate_limit_exceeded` with `Retry-After`.
 struct TokenRoute: Sendable {
     let store: any PushStore
     let publicURL: PublicURL
+    /// Grants per service-account key (``RelayApplication/Options/accessTokensPerKeyPerMinute``). Every grant stores
+    /// a row for the token's hour: without a bound, a key's holder minting in a loop would grow the store at that
+    /// rate. Counted after the signature is verified, so that nobody without the key can spend its grants.
+    let grants: RateLimiter<String>
     let logger: Logger
     /// How long an access token is valid: one hour, as Google's.
     static let lifetimeSeconds: Int64 = 3600
@@ -39,6 +44,15 @@ struct TokenRoute: Sendable {
         } catch let error as OAuthError {
             logger.info("token grant refused", metadata: ["relay.reason": "\(error.message)"])
             return Self.answer(error)
+        }
+        if let wait = grants.admit(key.id) {
+            logger.info("token grant refused: the key's grant rate", metadata: ["relay.key": "\(key.id)"])
+            return Self.answer(
+                OAuthError(
+                    code: .rateLimitExceeded,
+                    message: "more than \(grants.perMinute) access tokens a minute for this key; "
+                        + "use a token until it expires (expires_in)"),
+                status: .tooManyRequests, retryAfterSeconds: wait)
         }
         let token = Credentials.accessToken()
         do {
@@ -82,12 +96,16 @@ struct TokenRoute: Sendable {
         throw invalid
     }
 
-    static func answer(_ error: OAuthError) -> HTTPServerResponse {
+    /// `error` in OAuth's JSON form, with its status (or `status`), and `Retry-After` when given.
+    static func answer(
+        _ error: OAuthError, status: HTTPResponse.Status? = nil, retryAfterSeconds: Int? = nil
+    ) -> HTTPServerResponse {
         var fields = HTTPFields()
         fields[.contentType] = "application/json; charset=utf-8"
         fields[.cacheControl] = "no-store"
+        if let retryAfterSeconds { fields[.retryAfter] = String(retryAfterSeconds) }
         return HTTPServerResponse(
-            status: HTTPResponse.Status(code: error.httpStatus), headerFields: fields,
+            status: status ?? HTTPResponse.Status(code: error.httpStatus), headerFields: fields,
             body: .bytes(ByteBuffer(bytes: error.body)))
     }
 }
