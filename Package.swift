@@ -158,7 +158,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PushRelayStoreTests",
-            dependencies: ["PushRelayStore", "PushRelayCore", "TestSupport", logging, nioConcurrency],
+            dependencies: ["PushRelayStore", "PushRelayCore", "TestSupport", logging, nioConcurrency, postgresNIO],
             swiftSettings: swiftSettings
         ),
         .testTarget(
