@@ -118,8 +118,8 @@ struct ReconnectStateMachine: Sendable {
 
     /// The delay for the current ``attempt``.
     private func nextDelay(using random: inout some RandomNumberGenerator) -> Duration {
-        let base = Self.seconds(policy.base)
-        let maximum = max(base, Self.seconds(policy.maximum))
+        let base = policy.base.inSeconds
+        let maximum = max(base, policy.maximum.inSeconds)
         let multiplier = max(1, policy.multiplier)
         let bound = min(maximum, base * pow(multiplier, Double(attempt - 1)))
         let seconds: Double
@@ -129,7 +129,7 @@ struct ReconnectStateMachine: Sendable {
         case .full:
             seconds = bound * Self.unit(&random)
         case .decorrelated:
-            let upper = min(maximum, max(base, previousDelay.map(Self.seconds) ?? base) * multiplier)
+            let upper = min(maximum, max(base, previousDelay?.inSeconds ?? base) * multiplier)
             seconds = base + (max(upper, base) - base) * Self.unit(&random)
         }
         return .nanoseconds(Int64((seconds * 1e9).rounded()))
@@ -139,11 +139,6 @@ struct ReconnectStateMachine: Sendable {
     /// generator, even a constant one, terminates).
     private static func unit(_ random: inout some RandomNumberGenerator) -> Double {
         Double(random.next() >> 11) * 0x1p-53
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 
     /// `x` to the power `n` for small non-negative `n`, without Foundation.

@@ -113,8 +113,7 @@ struct RelayAPI: Sendable {
     /// `2`, `0.5`: whole seconds without a fraction.
     private static func secondsText(_ duration: Duration) -> String {
         let (seconds, attoseconds) = duration.components
-        guard attoseconds != 0 else { return String(seconds) }
-        return String(Double(seconds) + Double(attoseconds) / 1e18)
+        return attoseconds == 0 ? String(seconds) : String(duration.inSeconds)
     }
 
     /// `: <error>` from a JSON error body (`{"error": "..."}`), else empty. Bounded, one line.

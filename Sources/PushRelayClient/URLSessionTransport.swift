@@ -65,7 +65,7 @@ public final class URLSessionTransport: PushTransport {
         let sessionConfiguration = sessionConfiguration
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         sessionConfiguration.urlCache = nil
-        sessionConfiguration.timeoutIntervalForRequest = Self.seconds(requestTimeout)
+        sessionConfiguration.timeoutIntervalForRequest = requestTimeout.inSeconds
         // A stream lasts as long as the app runs: no limit on the whole transfer.
         sessionConfiguration.timeoutIntervalForResource = 365 * 24 * 3600
         let delegate = URLSessionStreamDelegate(maximumBufferedBytes: maximumBufferedBytes)
@@ -200,7 +200,7 @@ public final class URLSessionTransport: PushTransport {
             throw PushClientError(code: .invalidConfiguration, message: "not a URL: \(origin)\(request.path)")
         }
         var urlRequest = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData,
-                                    timeoutInterval: Self.seconds(timeout))
+                                    timeoutInterval: timeout.inSeconds)
         urlRequest.httpMethod = request.method.rawValue
         for field in request.headerFields {
             urlRequest.addValue(field.value, forHTTPHeaderField: field.name.rawName)
@@ -233,10 +233,5 @@ public final class URLSessionTransport: PushTransport {
             }
         }
         return fields
-    }
-
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }
