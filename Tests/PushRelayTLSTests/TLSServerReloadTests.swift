@@ -124,6 +124,41 @@ struct TLSServerReloadTests {
         #expect(result.combined.contains("1 s:CN = PushRelay Test Intermediate"), "\(result.combined)")
     }
 
+    @Test("a chain file cut after the leaf is refused on reload when the chain in use serves intermediates")
+    func chainCutAfterLeafRefused() async throws {
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        try install(certificates.chainedFullChain, certificates.chainedKey, into: certificates)
+        let (logger, logs) = RecordingLogHandler.makeLogger()
+        let context = try TLSServerContext(
+            configuration: TLSServerConfiguration(
+                certificateChainFile: certificates.path("live.pem"), privateKeyFile: certificates.path("live.key")),
+            logger: logger
+        )
+        let server = try await TestTLSServer.start(context)
+
+        try install(certificates.chainedLeafOnly, certificates.chainedKey, into: certificates)
+        let error = #expect(throws: TLSError.self) { try context.reload() }
+        #expect(error?.code == .certificateUnreadable)
+        #expect(error?.message.contains("CN=PushRelay Test Intermediate") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("cut after the leaf") == true, "\(String(describing: error))")
+        #expect(logs.messages("TLS certificate reload refused; still serving the previous certificate").count == 1)
+        // Still the whole chain: a client holding only the root verifies it.
+        let result = try await ChildProcess.run(
+            "openssl",
+            ["s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-CAfile",
+             certificates.caFile, "-verify_hostname", "localhost", "-verify_return_error"],
+            timeout: .seconds(30)
+        )
+        #expect(result.combined.contains("Verify return code: 0 (ok)"), "\(result.combined)")
+
+        // The whole chain again is accepted; a deployment that never served intermediates (a leaf signed by a root
+        // its clients hold, as serverCertificateA) keeps reloading leaf-only files.
+        try install(certificates.chainedFullChain, certificates.chainedKey, into: certificates)
+        #expect(try context.reload().serialNumber == "D4")
+        try await server.stop()
+    }
+
     @Test("an expired certificate is accepted at start with a warning, so a lapsed renewal cannot keep the daemon down")
     func expiredAtStart() async throws {
         let certificates = try await TestCertificates.make()
