@@ -7,10 +7,19 @@ extension PushClient {
     /// Keeps the device's stream open and delivers messages until ``stop()`` is called or the calling task is
     /// cancelled. Registers first when the client has no credentials yet.
     ///
+    /// Failures that retrying may cure (a lost or silent stream, a relay that cannot be reached, a `429` or `503`, an
+    /// answer that is not an event stream, such as a captive portal's page) are retried after the backoff delay, or
+    /// the server's `Retry-After` when longer (see ``PushClient``, *Reconnection*). While it waits, the state is
+    /// ``PushClientState/reconnecting(attempt:after:)`` and ``lastError`` says why.
+    ///
     /// - Parameter onMessage: Called for each new message, before observers are told; return to acknowledge it,
     ///   throw to have it delivered again on the next stream. Runs on the client's task, one message at a time.
-    /// - Throws: ``PushClientError`` when the client gives up (refused credentials, unknown device, attempts
-    ///   exhausted); `CancellationError` when the task is cancelled. Returns normally after ``stop()``.
+    /// - Throws: ``PushClientError`` when the client gives up: refused credentials
+    ///   (``PushClientError/Code-swift.struct/unauthorized``), an unknown device
+    ///   (``PushClientError/Code-swift.struct/notRegistered``), a URL that is not a relay's
+    ///   (``PushClientError/Code-swift.struct/notFound``), or ``BackoffPolicy/maximumAttempts`` spent
+    ///   (``PushClientError/Code-swift.struct/gaveUp``, the last failure in its message and in ``lastError``);
+    ///   `CancellationError` when the task is cancelled. Returns normally after ``stop()``.
     public func run(onMessage: @escaping @Sendable (PushMessage) async throws -> Void = { _ in }) async throws {
         let (stopSignal, stopContinuation) = AsyncStream.makeStream(of: Void.self)
         try shared.withLockedValue { shared in
@@ -20,6 +29,7 @@ extension PushClient {
             shared.running = true
             shared.stopRequested = false
             shared.stopSignal = stopContinuation
+            shared.lastError = nil
         }
         defer {
             shared.withLockedValue { shared in
@@ -55,6 +65,19 @@ extension PushClient {
         await publisher.publish(.idle)
     }
 
+    /// How the reconnect loop takes a stream's failure. A refusal that names the request or its credentials wrong
+    /// (401/403, 404, 410) is final. Everything else may pass: a lost or silent connection, a `429` or `503`, and a
+    /// `200` that is not an event stream (``PushClientError/Code-swift.struct/invalidResponse``), which is what a
+    /// captive portal or a misconfigured proxy answers until the user signs in or the network changes.
+    static func streamFailure(for error: PushClientError) -> ReconnectStateMachine.Failure {
+        switch error.code {
+        case .heartbeatTimeout: .heartbeatTimeout
+        // A refusal's text without its code: the error thrown at the end carries the code once.
+        case .unauthorized, .notRegistered, .notFound: .permanent(error.message)
+        default: .transient(error.description)
+        }
+    }
+
     /// The reconnect loop: one stream after another, as the ``ReconnectStateMachine`` says.
     private func connectionLoop(
         credentials: PushCredentials, onMessage: @Sendable (PushMessage) async throws -> Void
@@ -78,8 +101,9 @@ extension PushClient {
                 machine.reconnecting()
             case .fail(let reason, let exhausted):
                 await publisher.publish(.failed(message: reason))
-                // Spent attempts are `gaveUp` whatever the last failure was (its status stays readable); a refusal
-                // keeps its own code (`unauthorized`, `notRegistered`, `notFound`, `invalidResponse`).
+                // Spent attempts are `gaveUp` whatever the last failure was (its status stays readable, and the
+                // failure itself in `lastError`); a refusal keeps its own code (`unauthorized`, `notRegistered`,
+                // `notFound`).
                 throw PushClientError(
                     code: exhausted ? .gaveUp : lastError?.code ?? .gaveUp, message: reason, status: lastError?.status)
             }
@@ -98,14 +122,34 @@ extension PushClient {
                         throw PushClientError(code: .httpStatus, message: "stream: status \(head.status)",
                                               status: head.status)
                     }
-                    try Self.checkEventStreamContentType(head.headerFields)
+                    var pending: [UInt8]?
+                    if try !Self.checkEventStreamContentType(head.headerFields) {
+                        // Without a Content-Type only the first bytes tell an event stream from a page (a captive
+                        // portal's): read them before the stream counts as open, so that a page is never
+                        // published as `connected`. A relay writes its first comment at once.
+                        while let chunk = try await reader.next() {
+                            guard !chunk.isEmpty else { continue }
+                            try Self.checkEventStreamStart(chunk)
+                            pending = chunk
+                            break
+                        }
+                        if pending == nil { return }  // An empty body: the server ended the stream.
+                    }
                     machine.connected()
                     connectedAt = .now
+                    shared.withLockedValue { $0.lastError = nil }
                     logger.debug("stream open", metadata: ["relay.resume": "\(machine.resumeEventID ?? "-")"])
                     await publisher.publish(.connected(token: credentials.token))
                     var parser = ServerSentEventParser()
-                    var first = true
-                    while let chunk = try await reader.next() {
+                    var first = pending == nil
+                    func nextChunk() async throws -> [UInt8]? {
+                        if let chunk = pending {
+                            pending = nil
+                            return chunk
+                        }
+                        return try await reader.next()
+                    }
+                    while let chunk = try await nextChunk() {
                         if first, !chunk.isEmpty {
                             first = false
                             try Self.checkEventStreamStart(chunk)
@@ -127,16 +171,15 @@ extension PushClient {
                 if Task.isCancelled { throw CancellationError() }
                 lastError = error
                 serverDelay = error.retryAfter
-                switch error.code {
-                case .heartbeatTimeout: failure = .heartbeatTimeout
-                // A refusal's text without its code: the error thrown at the end carries the code once.
-                case .unauthorized, .notRegistered, .notFound, .invalidResponse: failure = .permanent(error.message)
-                default: failure = .transient(error.description)
-                }
+                failure = Self.streamFailure(for: error)
+                shared.withLockedValue { $0.lastError = error }
             } catch {
                 if Task.isCancelled || error is CancellationError { throw CancellationError() }
-                lastError = nil
+                // A transport's own error (a socket's, say): a connection that did not hold, for the app's eyes.
+                let wrapped = PushClientError(code: .connectionClosed, message: "stream: \(error)")
+                lastError = wrapped
                 failure = .transient("\(error)")
+                shared.withLockedValue { $0.lastError = wrapped }
             }
             // Notice, not info: why the client reconnects is what a user of `listen` (or an app's log) needs to see.
             logger.notice("stream lost", metadata: ["relay.reason": "\(failure)"])
@@ -152,8 +195,9 @@ extension PushClient {
     /// an event stream: the server URL, or something between, points at something else.
     ///
     /// A missing (or empty) `Content-Type` is let through: HTTP lets a server leave it out, and
-    /// ``checkEventStreamStart(_:)`` still checks the body's first bytes.
-    static func checkEventStreamContentType(_ fields: HTTPFields) throws {
+    /// ``checkEventStreamStart(_:)`` still checks the body's first bytes. Returns whether the answer had one.
+    @discardableResult
+    static func checkEventStreamContentType(_ fields: HTTPFields) throws -> Bool {
         let values = fields[values: .contentType].filter { !$0.allSatisfy { $0 == " " || $0 == "\t" } }
         for value in values {
             let mediaType = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
@@ -165,6 +209,7 @@ extension PushClient {
                 message: "stream: the answer's Content-Type is \"\(shown)\", not \(DeviceAPI.eventStreamContentType): "
                     + "is the server URL a relay's (or is a captive portal or proxy answering)?")
         }
+        return !values.isEmpty
     }
 
     /// A relay's stream starts with a comment (`: connected`) or a field line; a `200` whose body starts with

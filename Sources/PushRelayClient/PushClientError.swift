@@ -22,8 +22,10 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let notFound = Code(.notFound)
         /// The server answered with an unexpected status.
         public static let httpStatus = Code(.httpStatus)
-        /// The server's answer could not be read, or is not what a relay answers (a stream that is not an event
-        /// stream).
+        /// The server's answer could not be read, or is not what a relay answers: a stream that is not an event
+        /// stream, a registration without a token. A captive portal (a Wi-Fi sign-in page) or a misconfigured proxy
+        /// answers so; ``PushClient/run(onMessage:)`` takes it as temporary and tries again with its backoff, and
+        /// ``PushClient/lastError`` carries this code meanwhile.
         public static let invalidResponse = Code(.invalidResponse)
         /// The connection closed before the answer was complete.
         public static let connectionClosed = Code(.connectionClosed)

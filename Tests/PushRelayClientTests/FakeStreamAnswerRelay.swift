@@ -16,8 +16,8 @@ final class FakeStreamAnswerRelay: Sendable {
     enum Answer: Sendable {
         /// `status` with a JSON error body and, when given, `Retry-After: <retryAfter>`.
         case refuse(status: Int, retryAfter: String?)
-        /// `200` with `Content-Type: <contentType>` and `body`, then the end of the body.
-        case page(contentType: String, body: String)
+        /// `200` with `Content-Type: <contentType>` (none when `nil`) and `body`, then the end of the body.
+        case page(contentType: String?, body: String)
         /// `200 text/event-stream`: `: welcome`, one event with id `eventID`, then open until the client leaves.
         case eventStream(eventID: String)
     }
@@ -67,8 +67,9 @@ final class FakeStreamAnswerRelay: Sendable {
             if let retryAfter { response.head.headerFields[.retryAfter] = retryAfter }
             return response
         case .page(let contentType, let body):
-            return HTTPServerResponse(status: .ok, headerFields: [.contentType: contentType],
-                                      body: .bytes(ByteBuffer(string: body)))
+            var fields = HTTPFields()
+            if let contentType { fields[.contentType] = contentType }
+            return HTTPServerResponse(status: .ok, headerFields: fields, body: .bytes(ByteBuffer(string: body)))
         case .eventStream(let eventID):
             let text = ": welcome\n\nid: \(eventID)\ndata: {\"gcm.message_id\": \"\(eventID)\"}\n\n"
             return HTTPServerResponse(
