@@ -59,7 +59,8 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
     ///
     /// ``PushClient/run(onMessage:)`` waits at least this long (up to ``BackoffPolicy/maximumRetryAfter``)
     /// before opening a refused stream again. ``PushClient/register()`` does not retry: an app that does can read
-    /// the wait here.
+    /// the wait here. Through a ``FailoverTransport`` that found every relay refusing, this is the shortest wait any
+    /// of them asked for.
     public let retryAfter: Duration?
 
     /// Creates an error.

@@ -172,6 +172,63 @@ struct StreamAnswerTests {
         #expect(PushClient.streamFailure(for: silent) == .heartbeatTimeout)
     }
 
+    @Test("every relay refuses 503 with Retry-After (2 s, 1 h): the client waits the shortest, then tries its relay",
+          arguments: Transport.allCases)
+    func failoverWaitsTheShortest(_ transport: Transport) async throws {
+        let a = try await FakeStreamAnswerRelay.start([.refuse(status: 503, retryAfter: "2")])
+        let b = try await FakeStreamAnswerRelay.start([.refuse(status: 503, retryAfter: "3600")])
+        var configuration = Self.configuration(a)
+        configuration.fallbackServerURLs = [b.serverURL]
+        let failover = try FailoverTransport(configuration: configuration) { try transport.make($0) }
+        let client = try Self.client(configuration, transport: failover)
+        let states = client.states()
+        var published: PushClientState?
+        try await PushClientNetworkTests.withRunningClient(client) {
+            // Stopped as soon as the client says how long it waits: nothing here waits the 2 s.
+            published = try await states.until("a reconnection") {
+                if case .reconnecting = $0 { true } else { false }
+            }.last
+        }
+        guard case .reconnecting(let attempt, let delay) = published else {
+            Issue.record("expected reconnecting, got \(String(describing: published))")
+            return
+        }
+        #expect(attempt == 1)
+        // a's 2 s, counted from its answer and rounded up to whole seconds: more than the backoff (at most 100 ms),
+        // and not b's hour.
+        #expect(delay > .milliseconds(100) && delay <= .seconds(2), "\(delay)")
+        #expect(failover.currentIndex == 0)
+        #expect(a.streamRequests.count == 1 && b.streamRequests.count == 1)
+        await failover.shutdown()
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    @Test("one relay refuses 503 with Retry-After, the next one streams: no wait", arguments: Transport.allCases)
+    func failoverDoesNotWaitWhenOneAnswers(_ transport: Transport) async throws {
+        let a = try await FakeStreamAnswerRelay.start([.refuse(status: 503, retryAfter: "3600")])
+        let b = try await FakeStreamAnswerRelay.start([.eventStream(eventID: "1603214613006763")])
+        var configuration = Self.configuration(a)
+        configuration.fallbackServerURLs = [b.serverURL]
+        let failover = try FailoverTransport(configuration: configuration) { try transport.make($0) }
+        let client = try Self.client(configuration, transport: failover)
+        let states = client.states()
+        let handled = HandledMessages()
+        var seen: [PushClientState] = []
+        try await PushClientNetworkTests.withRunningClient(client, handled: handled) {
+            seen = try await states.until("connected") { if case .connected = $0 { true } else { false } }
+            try await withTimeout(20, "the message handled") {
+                while await handled.ids.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            }
+        }
+        #expect(!seen.contains { if case .reconnecting = $0 { true } else { false } }, "\(seen)")
+        #expect(await handled.ids == ["1603214613006763"])
+        #expect(failover.currentIndex == 1)
+        await failover.shutdown()
+        await a.shutdown()
+        await b.shutdown()
+    }
+
     @Test("200 text/event-stream: the client connects and the message arrives, as before",
           arguments: Transport.allCases)
     func eventStreamStillWorks(_ transport: Transport) async throws {
