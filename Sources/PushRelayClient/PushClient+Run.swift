@@ -9,7 +9,8 @@ extension PushClient {
     ///
     /// Failures that retrying may cure (a lost or silent stream, a relay that cannot be reached, a `429` or `503`, an
     /// answer that is not an event stream, such as a captive portal's page) are retried after the backoff delay, or
-    /// the server's `Retry-After` when longer (see ``PushClient``, *Reconnection*). While it waits, the state is
+    /// the server's `Retry-After` when longer (see ``PushClient``, *Reconnection*); so is the registration this
+    /// method makes, unlike ``register()``. While it waits, the state is
     /// ``PushClientState/reconnecting(attempt:after:)`` and ``lastError`` says why.
     ///
     /// - Parameter onMessage: Called for each new message, before observers are told; return to acknowledge it,
@@ -39,15 +40,14 @@ extension PushClient {
             }
             stopContinuation.finish()
         }
-        let credentials: PushCredentials
-        if let known = self.credentials {
-            credentials = known
-        } else {
-            credentials = try await register()
+        if self.credentials == nil, configuration.registration == nil {
+            throw PushClientError(code: .invalidConfiguration, message: "no registration (project and client key)")
         }
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
+                    // Inside the group, so that stop() also ends a registration that waits to try again.
+                    let credentials = try await self.credentialsForRun()
                     try await self.connectionLoop(credentials: credentials, onMessage: onMessage)
                 }
                 group.addTask {
@@ -65,6 +65,57 @@ extension PushClient {
         await publisher.publish(.idle)
     }
 
+    /// The credentials the stream opens with: the known ones, or a new registration, tried again as the stream is
+    /// while it fails in a way that retrying may cure (``registrationFailure(for:)``).
+    private func credentialsForRun() async throws -> PushCredentials {
+        if let known = self.credentials { return known }
+        var machine = ReconnectStateMachine(policy: configuration.backoff)
+        var random = AnyRandomNumberGenerator(base: makeRandomNumberGenerator())
+        var action = machine.start()
+        var lastError: PushClientError?
+        while true {
+            try await follow(action, machine: &machine, lastError: lastError)
+            let failure: ReconnectStateMachine.Failure
+            do {
+                return try await register(publishingFailure: false)
+            } catch let error as PushClientError {
+                if Task.isCancelled { throw CancellationError() }
+                lastError = error
+                failure = Self.registrationFailure(for: error)
+            } catch {
+                if Task.isCancelled || error is CancellationError { throw CancellationError() }
+                // Not the relay's answer: the credentials file cannot be written. Retrying would register again.
+                await publisher.publish(.failed(message: "registration failed: \(error)"))
+                throw error
+            }
+            logger.notice("registration failed", metadata: ["relay.reason": "\(failure)"])
+            action = machine.connectionLost(failure, connectedFor: nil, serverDelay: lastError?.retryAfter,
+                                            using: &random)
+        }
+    }
+
+    /// Carries out what the machine said to do before the next try: nothing (`connect`), wait (`reconnect`,
+    /// published as ``PushClientState/reconnecting(attempt:after:)``), or stop (`fail`, published as
+    /// ``PushClientState/failed(message:)`` and thrown).
+    private func follow(
+        _ action: ReconnectStateMachine.Action, machine: inout ReconnectStateMachine, lastError: PushClientError?
+    ) async throws {
+        switch action {
+        case .connect:
+            return
+        case .reconnect(let delay, let attempt):
+            await publisher.publish(.reconnecting(attempt: attempt, after: delay))
+            try await Task.sleep(for: delay)
+            machine.reconnecting()
+        case .fail(let reason, let exhausted):
+            await publisher.publish(.failed(message: reason))
+            // Spent attempts are `gaveUp` whatever the last failure was (its status stays readable, and the failure
+            // itself in `lastError`); a refusal keeps its own code (`unauthorized`, `notRegistered`, `notFound`).
+            throw PushClientError(
+                code: exhausted ? .gaveUp : lastError?.code ?? .gaveUp, message: reason, status: lastError?.status)
+        }
+    }
+
     /// How the reconnect loop takes a stream's failure. A refusal that names the request or its credentials wrong
     /// (401/403, 404, 410) is final. Everything else may pass: a lost or silent connection, a `429` or `503`, and a
     /// `200` that is not an event stream (``PushClientError/Code-swift.struct/invalidResponse``), which is what a
@@ -75,6 +126,15 @@ extension PushClient {
         // A refusal's text without its code: the error thrown at the end carries the code once.
         case .unauthorized, .notRegistered, .notFound: .permanent(error.message)
         default: .transient(error.description)
+        }
+    }
+
+    /// How ``run(onMessage:)``'s registration takes a failure: as the stream's (``streamFailure(for:)``), and a
+    /// configuration the request cannot be made with is final as well.
+    static func registrationFailure(for error: PushClientError) -> ReconnectStateMachine.Failure {
+        switch error.code {
+        case .invalidConfiguration, .invalidFile, .tlsNotConfigured: .permanent(error.message)
+        default: streamFailure(for: error)
         }
     }
 
@@ -92,21 +152,7 @@ extension PushClient {
         var action = machine.start()
         var lastError: PushClientError?
         while true {
-            switch action {
-            case .connect:
-                break
-            case .reconnect(let delay, let attempt):
-                await publisher.publish(.reconnecting(attempt: attempt, after: delay))
-                try await Task.sleep(for: delay)
-                machine.reconnecting()
-            case .fail(let reason, let exhausted):
-                await publisher.publish(.failed(message: reason))
-                // Spent attempts are `gaveUp` whatever the last failure was (its status stays readable, and the
-                // failure itself in `lastError`); a refusal keeps its own code (`unauthorized`, `notRegistered`,
-                // `notFound`).
-                throw PushClientError(
-                    code: exhausted ? .gaveUp : lastError?.code ?? .gaveUp, message: reason, status: lastError?.status)
-            }
+            try await follow(action, machine: &machine, lastError: lastError)
             await publisher.publish(.connecting)
             let request = api.streamRequest(secret: credentials.secret, lastEventID: machine.resumeEventID)
             var connectedAt: ContinuousClock.Instant?

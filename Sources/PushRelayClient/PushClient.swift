@@ -38,6 +38,10 @@ public import Logging
 /// Over HTTP/2 (the default) the acknowledgements are further streams of the stream's connection; on the HTTP/1.1
 /// fallback each acknowledgement is its own connection.
 ///
+/// ``run(onMessage:)`` on a client without credentials registers first, and retries a registration that fails for
+/// now (a `429` or `503`, with its `Retry-After` honoured the same way; a relay that cannot be reached; an answer
+/// that is not a relay's) on the same terms; ``register()`` called by the app is one attempt.
+///
 /// ## Observers
 /// ``SalesMessageViewModel`` (and its delegate), ``states()`` and ``salesNotifications()`` are fed from one source
 /// of truth and notified **on the main actor**, in order: view models (and their delegates) first, then state
@@ -189,12 +193,30 @@ public final class PushClient: Sendable {
     /// Registers the device with the relay (`POST /v1/register` with the client key) and returns the credentials;
     /// hand ``PushCredentials/token`` to the back end. Saves them to the credentials file when one is configured.
     ///
-    /// Publishes ``PushClientState/registering`` and then ``PushClientState/registered(token:)``.
+    /// Publishes ``PushClientState/registering`` and then ``PushClientState/registered(token:)``, or
+    /// ``PushClientState/failed(message:)`` when it throws.
+    ///
+    /// One attempt: this method does not wait and does not try again, whatever the relay answers, so that the app
+    /// decides when (and whether) to ask again, for example only while a screen that needs the token is shown. A
+    /// relay that refuses for now (`429` past its registration rate, `503` while it drains or cannot write) throws
+    /// ``PushClientError/Code-swift.struct/httpStatus`` with ``PushClientError/retryAfter`` set when it said how
+    /// long to wait (`Retry-After`): ask again no sooner than that. ``run(onMessage:)`` on a client without
+    /// credentials registers by itself and does wait and try again, as it does for the stream.
     ///
     /// - Throws: ``PushClientError`` (``PushClientError/Code-swift.struct/invalidConfiguration`` without a
-    ///   registration, ``PushClientError/Code-swift.struct/unauthorized`` for a wrong client key, …).
+    ///   registration, ``PushClientError/Code-swift.struct/unauthorized`` for a wrong client key,
+    ///   ``PushClientError/Code-swift.struct/httpStatus`` with ``PushClientError/retryAfter`` for a refusal for now,
+    ///   ``PushClientError/Code-swift.struct/invalidResponse`` for an answer that is not a relay's, such as a captive
+    ///   portal's page, …); the credentials file's write error when it cannot be written.
     @discardableResult
     public func register() async throws -> PushCredentials {
+        try await register(publishingFailure: true)
+    }
+
+    /// ``register()``; `publishingFailure` false leaves the state as it is when it throws (``run(onMessage:)``'s
+    /// registration publishes ``PushClientState/reconnecting(attempt:after:)`` or ``PushClientState/failed(message:)``
+    /// itself).
+    func register(publishingFailure: Bool) async throws -> PushCredentials {
         guard let registration = configuration.registration else {
             throw PushClientError(code: .invalidConfiguration, message: "no registration (project and client key)")
         }
@@ -211,7 +233,7 @@ public final class PushClient: Sendable {
             return credentials
         } catch {
             if let error = error as? PushClientError { shared.withLockedValue { $0.lastError = error } }
-            await publisher.publish(.failed(message: "registration failed: \(error)"))
+            if publishingFailure { await publisher.publish(.failed(message: "registration failed: \(error)")) }
             throw error
         }
     }

@@ -58,9 +58,10 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
     /// and not bounded. `nil` when the answer had none, or another status.
     ///
     /// ``PushClient/run(onMessage:)`` waits at least this long (up to ``BackoffPolicy/maximumRetryAfter``)
-    /// before opening a refused stream again. ``PushClient/register()`` does not retry: an app that does can read
-    /// the wait here. Through a ``FailoverTransport`` that found every relay refusing, this is the shortest wait any
-    /// of them asked for.
+    /// before opening a refused stream again, or before trying again a registration it makes itself (a client
+    /// without credentials). ``PushClient/register()`` makes one attempt and does not wait: an app that tries again
+    /// reads the wait here. Through a ``FailoverTransport`` that found every relay refusing, this is the shortest
+    /// wait any of them asked for.
     public let retryAfter: Duration?
 
     /// Creates an error.

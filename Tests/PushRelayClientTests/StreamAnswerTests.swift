@@ -164,12 +164,17 @@ struct StreamAnswerTests {
         for code in [PushClientError.Code.invalidResponse, .httpStatus, .connectionClosed, .bufferLimitExceeded] {
             let error = PushClientError(code: code, message: "m")
             #expect(PushClient.streamFailure(for: error) == .transient(error.description))
+            #expect(PushClient.registrationFailure(for: error) == .transient(error.description))
         }
         for code in [PushClientError.Code.unauthorized, .notRegistered, .notFound] {
             #expect(PushClient.streamFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
+            #expect(PushClient.registrationFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
         }
         let silent = PushClientError(code: .heartbeatTimeout, message: "m")
         #expect(PushClient.streamFailure(for: silent) == .heartbeatTimeout)
+        for code in [PushClientError.Code.invalidConfiguration, .invalidFile, .tlsNotConfigured] {
+            #expect(PushClient.registrationFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
+        }
     }
 
     @Test("every relay refuses 503 with Retry-After (2 s, 1 h): the client waits the shortest, then tries its relay",
