@@ -8,12 +8,13 @@ import HTTPTypes
 /// does not go back to it until the node it moved to fails in turn.
 ///
 /// When a relay refuses and the next one answers, the answer is the next one's, and nobody waits. When every relay
-/// refused (the last one's answer is a `429` or `502`–`504` too), the caller gets the last relay's answer with one
-/// `Retry-After` for the whole list, as a single relay's refusal carries its own: the shortest wait any relay asked
-/// for (a `503`'s or a `429`'s `Retry-After`, counted from when it came, in whole seconds rounded up), and the relay
-/// that asked for it becomes current, so that the next request starts with it. If one of them named no wait (it
-/// could not be reached, or answered `502`, `504`, or a `503` without `Retry-After`), it may be back at any moment:
-/// the answer then carries no `Retry-After`, and the caller's own backoff alone paces it.
+/// tried refused (the answer that ends the pass, the last relay's or a `429` that does not move on, is a `429` or a
+/// `502`–`504` too), the caller gets that answer with one `Retry-After` for all of them, as a single relay's refusal
+/// carries its own: the shortest wait any of them asked for (a `503`'s or a `429`'s `Retry-After`, counted from
+/// when it came, in whole seconds rounded up), and the relay that asked for it becomes current, so that the next
+/// request starts with it. If one of them named no wait (it could not be reached, or answered `502`, `504`, or a
+/// `503` without `Retry-After`), it may be back at any moment: the answer then carries no `Retry-After`, and the
+/// caller's own backoff alone paces it. A relay tried alone hands on its answer as it came.
 /// ``PushClient/run(onMessage:)`` waits the longer of that `Retry-After` (up to ``BackoffPolicy/maximumRetryAfter``)
 /// and its backoff before it tries the list again; ``PushClient/register()`` hands it on in
 /// ``PushClientError/retryAfter``.

@@ -194,6 +194,18 @@ struct FailoverTransportTests {
         #expect(a.requests == 2 && b.requests == 2)
     }
 
+    @Test("a 429 after a 503 ends the pass (a 429 does not move on): it carries the shorter wait of the two")
+    func rateLimitAfterUnavailable() async throws {
+        let a = FakeTransport("a", status: 503, retryAfter: "5")
+        let b = FakeTransport("b", status: 429, retryAfter: "60"), c = FakeTransport("c")
+        let failover = FailoverTransport(transports: [a, b, c])
+        let answer = try await failover.send(Self.request)
+        #expect(answer.status == 429 && String(decoding: answer.body, as: UTF8.self) == "b")
+        let seconds = try #require(answer.headerFields[.retryAfter].flatMap { Int($0) })
+        #expect((1...5).contains(seconds), "\(seconds)")
+        #expect(c.requests == 0 && failover.currentIndex == 0)
+    }
+
     @Test("one relay alone: its answer as it came")
     func singleRelay() async throws {
         let only = FakeTransport("a", status: 503, retryAfter: "Sun, 06 Nov 1994 08:49:37 GMT")
