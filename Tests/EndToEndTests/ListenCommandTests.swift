@@ -140,11 +140,12 @@ struct ListenCommandTests {
     /// spent) is waited for, as an unreachable relay is: listen registers once it may, then receives.
     @Test("listen --project --client-key waits out a 429 at registration, then registers and receives")
     func registrationWaitsOutRateLimit() async throws {
-        let daemon = try Daemon(arguments: ["--registration-rate-per-address", "30"])
+        // 6 a minute: a burst of 6, then one every 10 s, so a loaded machine's slow curls still spend it.
+        let daemon = try Daemon(arguments: ["--registration-rate-per-address", "6"])
         try await daemon.start()
         let keys = try await daemon.createProject()
         var refused = false
-        for _ in 0..<40 where !refused {
+        for _ in 0..<60 where !refused {
             let answer = try await run("curl", [
                 "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "\(daemon.baseURL)/v1/register",
                 "-H", "Authorization: key=\(keys.clientKey)", "-H", "Content-Type: application/json",
