@@ -52,6 +52,35 @@ struct DeviceGroupTests {
 
     // MARK: A send to a group
 
+    @Test("to (or the deprecated notification_key) with a key addresses the group; its message errors are kept")
+    func sendToAKeyAddressesTheGroup() throws {
+        let key = try #require(NotificationKey(Self.key))
+        let send = try Fixture.request(#"{"to": "\#(Self.key)", "data": {"k": "v"}}"#)
+        #expect(send.addressing == .deviceGroup(key))
+        #expect(send.recipients.isEmpty && !send.isTokenSend && send.messageError == nil)
+        #expect(try Fixture.request(#"{"notification_key": "\#(Self.key)"}"#).addressing == .deviceGroup(key))
+        #expect(try Fixture.request(#"{"to": "\#(Self.key)", "time_to_live": -1}"#).messageError == .invalidTtl)
+        #expect(try Fixture.request(#"{"to": "\#(Self.key)", "data": {"from": "x"}}"#).messageError == .invalidDataKey)
+        // A token is still a token, and a key in registration_ids is no token.
+        #expect(try Fixture.request(#"{"to": "\#(Fixture.token)"}"#).isTokenSend)
+        let list = try Fixture.request(#"{"registration_ids": ["\#(Self.key)"]}"#)
+        #expect(list.recipients.first?.error == .invalidRegistration)
+        // Plain text names one token; a key there is no token.
+        let form = try FCMSendRequest.parse(form: Array("registration_id=\(Self.key)".utf8))
+        #expect(form.recipients.first?.error == .invalidRegistration)
+    }
+
+    @Test("FCM HTTP v1: a key in message.token addresses the group; a text of neither shape is refused")
+    func v1TokenMayBeAKey() throws {
+        let message = try FCMv1Message.parse(json: Array(#"{"message": {"token": "\#(Self.key)", "data": {"k": "v"}}}"#.utf8))
+        #expect(try message.legacyRequest(nowSeconds: 0).addressing == .deviceGroup(try #require(NotificationKey(Self.key))))
+        let token = try FCMv1Message.parse(json: Array(#"{"message": {"token": "\#(Fixture.token)"}}"#.utf8))
+        #expect(try token.legacyRequest(nowSeconds: 0).isTokenSend)
+        #expect(throws: FCMv1Error.invalidRegistrationToken) {
+            try FCMv1Message.parse(json: Array(#"{"message": {"token": "APA91bshort"}}"#.utf8))
+        }
+    }
+
     @Test("the group answer: success and failure, failed_registration_ids only when something failed")
     func groupAnswer() {
         let id = MessageID(1_700_000_000_000_001)
