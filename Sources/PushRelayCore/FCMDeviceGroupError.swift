@@ -84,7 +84,8 @@ public struct FCMDeviceGroupError: Error, Sendable, Hashable, CustomStringConver
     /// `registration_ids[<index>] is not a registration token (InvalidRegistration)`.
     public static func invalidRegistration(index: Int) -> FCMDeviceGroupError {
         FCMDeviceGroupError(
-            code: .invalidRegistration, message: "registration_ids[\(index)] is not a registration token (InvalidRegistration)")
+            code: .invalidRegistration,
+            message: "registration_ids[\(index)] is not a registration token (InvalidRegistration)")
     }
     /// `registration id not registered (NotRegistered): <token>`.
     public static func notRegistered(_ token: String) -> FCMDeviceGroupError {

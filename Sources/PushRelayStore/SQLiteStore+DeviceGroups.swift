@@ -138,7 +138,9 @@ extension SQLiteStore {
         return group
     }
 
-    private static func insertMembers(_ devices: [Int64], group: Int64, in transaction: WriteTransaction) throws(StoreError) {
+    private static func insertMembers(
+        _ devices: [Int64], group: Int64, in transaction: WriteTransaction
+    ) throws(StoreError) {
         let insert = try transaction.connection.statement(
             "INSERT INTO device_group_members (group_id, device_id, added_at) VALUES (?1, ?2, ?3)")
         for device in devices {

@@ -141,6 +141,11 @@ import Testing
         #expect(removed.status == 200, "\(removed.body)")
         let one = try await f.daemon.send(#"{"to": "\#(key)", "data": {"n": "1"}}"#, serverKey: f.keys.serverKey)
         #expect(one.body == #"{"success":1,"failure":0}"#, "\(one.body)")
+        // pushrelay send takes the key as --to, as a back end's script would.
+        let cli = try await Daemon.cli([
+            "send", "--server", f.daemon.baseURL, "--server-key", f.keys.serverKey, "--to", key, "--data", "n=cli",
+        ])
+        #expect(cli.status == 0 && cli.stdout == "{\"success\":1,\"failure\":0}\n", "\(cli.stdout) \(cli.stderr)")
 
         // The group is in the store: a restarted daemon knows its name and key.
         #expect(try await f.daemon.terminate() == 0)
@@ -148,8 +153,10 @@ import Testing
         #expect(try await f.key(of: "u1") == key)
         let stream = try f.daemon.openStream(secret: devices[0].secret)
         defer { stream.stop() }
-        try await stream.waitFor("the message sent to the group before the restart") { text in
-            parseEvents(text).filter { $0.data.contains(#""n":"1""#) }.count == 1
+        try await stream.waitFor("the messages sent to the group before the restart") { text in
+            let events = parseEvents(text)
+            return events.filter { $0.data.contains(#""n":"1""#) }.count == 1
+                && events.contains { $0.data.contains(#""n":"cli""#) }
         }
 
         // The last member leaves: the group is deleted, and its key answers NotRegistered.

@@ -4,9 +4,9 @@ import PushRelayCore
 import PushRelayStore
 
 /// The send machinery below the send routes, shared by the FCM legacy route (`/fcm/send`) and the HTTP v1 route
-/// (`messages:send`): resolve the tokens (or a device group's members) (`NotRegistered`, `MismatchSenderId`, `InvalidPackageName`), build the
-/// envelope once, commit every copy in one group commit (or the topic message row), hand time-to-live-0 copies to
-/// live streams, and give each target its message id. Routes parse and answer in their own wire format; everything
+/// (`messages:send`): resolve the tokens, or a device group's members (`NotRegistered`, `MismatchSenderId`,
+/// `InvalidPackageName`), build the envelope once, commit every copy in one group commit (or the topic message row),
+/// hand time-to-live-0 copies to live streams, and give each target its message id. Routes parse and answer in their own wire format; everything
 /// between is here, once.
 ///
 /// Two ways in: ``dispatchFromMemory(_:project:on:completion:)`` for the event-loop path (every token in memory: no

@@ -121,7 +121,8 @@ extension PostgresStore {
     /// members, service-account keys and access tokens) into this database, which must hold no project yet, in one
     /// transaction: it all arrives or nothing does. Ids are kept, so tokens, secrets, notification keys, message ids
     /// and `Last-Event-ID`s go on working; the message-id high-water mark and the identity sequences move past what
-    /// was copied, and every node's auth cache is invalidated. `source` should not be written meanwhile (stop the daemon that uses it).
+    /// was copied, and every node's auth cache is invalidated. `source` should not be written meanwhile (stop the
+    /// daemon that uses it).
     ///
     /// Throws ``StoreError/Code/alreadyExists`` when this database already holds a project.
     public func importAll(from source: SQLiteStore, progress: @escaping @Sendable (String, Int) -> Void = { _, _ in })
