@@ -26,6 +26,18 @@ static inline int pushrelay_SSL_set_tlsext_host_name(SSL *ssl, const char *name)
     return (int)SSL_set_tlsext_host_name(ssl, name);
 }
 
+/* The certificates served after the leaf (SSL_CTX_get0_chain_certs is a macro, sk_X509_* are type-generic). */
+static inline int pushrelay_SSL_CTX_chain_count(SSL_CTX *ctx) {
+    STACK_OF(X509) *chain = NULL;
+    if (SSL_CTX_get0_chain_certs(ctx, &chain) != 1 || chain == NULL) return 0;
+    return sk_X509_num(chain);
+}
+static inline X509 *pushrelay_SSL_CTX_chain_certificate(SSL_CTX *ctx, int index) {
+    STACK_OF(X509) *chain = NULL;
+    if (SSL_CTX_get0_chain_certs(ctx, &chain) != 1 || chain == NULL) return NULL;
+    return sk_X509_value(chain, index);
+}
+
 /* Constants built from macros (SSL_OP_BIT and friends are not imported). */
 static inline uint64_t pushrelay_SSL_OP_NO_COMPRESSION(void) { return SSL_OP_NO_COMPRESSION; }
 static inline uint64_t pushrelay_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }

@@ -8,6 +8,10 @@
 /// of it) waits at least what the server asked, and never less than the backoff delay; a server's wait longer than
 /// ``maximumRetryAfter`` (default one hour) is cut to it, so that a broken or hostile server cannot park the client
 /// for ever. The refusal counts as an attempt like any other failure.
+///
+/// The same policy paces the registration ``PushClient/run(onMessage:)`` makes for a client without credentials
+/// (each try of it an attempt, counted apart from the stream's), and the answers that are not an event stream (a
+/// captive portal's page): they are failures that may pass, retried until ``maximumAttempts``, if one is set.
 public struct BackoffPolicy: Sendable, Hashable {
     /// How a delay is drawn from the exponential bound.
     public struct Jitter: Sendable, Hashable, CustomStringConvertible {
@@ -35,7 +39,9 @@ public struct BackoffPolicy: Sendable, Hashable {
     public var jitter: Jitter
     /// A connection that stayed up at least this long resets the attempt count. Default 30 s.
     public var stableAfter: Duration
-    /// Give up after this many consecutive failed attempts; `nil` (the default) retries for ever.
+    /// Give up after this many consecutive failed attempts (lost or refused streams, answers that are not an event
+    /// stream, ``PushClient/run(onMessage:)``'s registrations), with ``PushClientError/Code-swift.struct/gaveUp``;
+    /// `nil` (the default) retries for ever.
     public var maximumAttempts: Int?
     /// The longest wait a server's `Retry-After` can impose before the next attempt (a stream refused with `429` or
     /// `503`); a longer one is cut to this. The backoff delay applies when it is longer. Default one hour; `.zero`

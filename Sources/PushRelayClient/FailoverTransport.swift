@@ -1,10 +1,23 @@
 import Foundation
+import HTTPTypes
 
 /// A ``PushTransport`` over several relays of one deployment (nodes on one PostgreSQL, or regions behind their own
 /// names), tried in order: a request goes to the current relay; when it cannot be reached (the connection fails or
 /// closes before an answer) or answers `502`, `503` or `504`, the same request goes to the next one, once around the
 /// list. The relay that answered stays current for the requests after it, so a client moves on from a dead node and
 /// does not go back to it until the node it moved to fails in turn.
+///
+/// When a relay refuses and the next one answers, the answer is the next one's, and nobody waits. When every relay
+/// tried refused (the answer that ends the pass, the last relay's or a `429` that does not move on, is a `429` or a
+/// `502`–`504` too), the caller gets that answer with one `Retry-After` for all of them, as a single relay's refusal
+/// carries its own: the shortest wait any of them asked for (a `503`'s or a `429`'s `Retry-After`, counted from
+/// when it came, in whole seconds rounded up), and the relay that asked for it becomes current, so that the next
+/// request starts with it. If one of them named no wait (it could not be reached, or answered `502`, `504`, or a
+/// `503` without `Retry-After`), it may be back at any moment: the answer then carries no `Retry-After`, and the
+/// caller's own backoff alone paces it. A relay tried alone hands on its answer as it came.
+/// ``PushClient/run(onMessage:)`` waits the longer of that `Retry-After` (up to ``BackoffPolicy/maximumRetryAfter``)
+/// and its backoff before it tries the list again; ``PushClient/register()`` hands it on in
+/// ``PushClientError/retryAfter``.
 ///
 /// Requests are safe to repeat on another relay: registration creates at most one extra, unused device when a node
 /// dies after committing it and before answering; the stream resumes from `Last-Event-ID`; acknowledgements are
@@ -55,9 +68,14 @@ public final class FailoverTransport: PushTransport {
     public var currentIndex: Int { current.withLockedValue { $0 } }
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
-        try await self.inOrder { transport, isLast in
-            let response = try await transport.send(request)
-            if Self.isUnavailable(response.status), !isLast { throw Unavailable() }
+        try await self.inOrder { transport, index, isLast, refusals in
+            var response = try await transport.send(request)
+            if Self.isUnavailable(response.status), !isLast {
+                refusals.refused(by: index, status: response.status, headerFields: response.headerFields)
+                throw Unavailable()
+            }
+            response.headerFields = refusals.answer(from: index, status: response.status,
+                                                    headerFields: response.headerFields)
             return response
         }
     }
@@ -67,11 +85,15 @@ public final class FailoverTransport: PushTransport {
         idleTimeout: Duration,
         _ body: (_ head: TransportResponseHead, _ reader: TransportBodyReader) async throws -> Void
     ) async throws {
-        try await self.inOrder { transport, isLast in
+        try await self.inOrder { transport, index, isLast, refusals in
             try await transport.withStreamingResponse(to: request, idleTimeout: idleTimeout) { head, reader in
-                if Self.isUnavailable(head.status), !isLast { throw Unavailable() }
+                if Self.isUnavailable(head.status), !isLast {
+                    refusals.refused(by: index, status: head.status, headerFields: head.headerFields)
+                    throw Unavailable()
+                }
+                let fields = refusals.answer(from: index, status: head.status, headerFields: head.headerFields)
                 do {
-                    try await body(head, reader)
+                    try await body(TransportResponseHead(status: head.status, headerFields: fields), reader)
                 } catch {
                     // The answer began: whatever happens now is the caller's, not a reason to try another relay.
                     throw Answered(error: error)
@@ -93,27 +115,83 @@ public final class FailoverTransport: PushTransport {
     /// answer is the caller's, whatever its status.
     private struct Unavailable: Error {}
 
-    private static func isUnavailable(_ status: Int) -> Bool { (502...504).contains(status) }
+    static func isUnavailable(_ status: Int) -> Bool { (502...504).contains(status) }
+
+    /// What the relays tried so far in one pass said about when to ask them again.
+    struct Refusals {
+        /// Whether a relay was tried before the one asked now.
+        private var tried = false
+        /// Whether one of them named no time (it could not be reached; a `502`, a `504`, a `503` without a readable
+        /// `Retry-After`): it may be back at any moment.
+        private var untimed = false
+        /// The earliest time one of them asked to be tried again, and which relay it was.
+        private var earliest: (index: Int, at: ContinuousClock.Instant)?
+        /// The relay the next request starts with, when every relay refused and named a time: the one whose wait
+        /// ends first.
+        private(set) var nextStart: Int?
+
+        /// A relay could not be reached.
+        mutating func unreachable() {
+            tried = true
+            untimed = true
+        }
+
+        /// Relay `index` refused with `status`; its `Retry-After` counts when the status is one it applies to.
+        mutating func refused(by index: Int, status: Int, headerFields: HTTPFields) {
+            tried = true
+            guard RetryAfter.applies(to: status), let value = headerFields[.retryAfter],
+                  let delay = RetryAfter.delay(value, now: Date())
+            else {
+                untimed = true
+                return
+            }
+            let at = ContinuousClock.now + delay
+            if earliest.map({ at < $0.at }) ?? true { earliest = (index, at) }
+        }
+
+        /// The header fields to hand on with the answer of relay `index`, the last one asked: its own, unless
+        /// every relay refused, in which case `Retry-After` is the shortest wait of all (none when one of them named
+        /// none).
+        mutating func answer(from index: Int, status: Int, headerFields: HTTPFields) -> HTTPFields {
+            guard tried, FailoverTransport.isUnavailable(status) || RetryAfter.applies(to: status) else {
+                return headerFields
+            }
+            refused(by: index, status: status, headerFields: headerFields)
+            var fields = headerFields
+            guard !untimed, let earliest else {
+                fields[.retryAfter] = nil
+                return fields
+            }
+            // Delta-seconds, rounded up: never sooner than a relay asked.
+            let remaining = max(.zero, earliest.at - .now)
+            fields[.retryAfter] = String(Int64(remaining.inSeconds.rounded(.up)))
+            nextStart = earliest.index
+            return fields
+        }
+    }
 
     /// Runs `attempt` on the current relay, then on each next one while it cannot be reached (`attempt` is told
-    /// whether its relay is the last to try); the relay that answers becomes current.
+    /// its relay's index, whether its relay is the last to try, and what the relays before it said); the relay that
+    /// answers becomes current, or, when every relay refused with a `Retry-After`, the one whose wait ends first.
     private func inOrder<Result>(
-        _ attempt: (any PushTransport, _ isLast: Bool) async throws -> Result
+        _ attempt: (any PushTransport, _ index: Int, _ isLast: Bool, _ refusals: inout Refusals) async throws -> Result
     ) async throws -> Result {
         let start = currentIndex
+        var refusals = Refusals()
         var lastError: (any Error)?
         for offset in 0..<transports.count {
             let index = (start + offset) % transports.count
             do {
-                let result = try await attempt(transports[index], offset == transports.count - 1)
-                self.makeCurrent(index, after: start)
+                let result = try await attempt(transports[index], index, offset == transports.count - 1, &refusals)
+                self.makeCurrent(refusals.nextStart ?? index, after: start)
                 return result
             } catch let answered as Answered {
-                self.makeCurrent(index, after: start)
+                self.makeCurrent(refusals.nextStart ?? index, after: start)
                 throw answered.error
             } catch let error as Unavailable {
                 lastError = error
             } catch let error as PushClientError where error.code == .connectionClosed {
+                refusals.unreachable()
                 lastError = error
             }
         }

@@ -7,10 +7,20 @@ extension PushClient {
     /// Keeps the device's stream open and delivers messages until ``stop()`` is called or the calling task is
     /// cancelled. Registers first when the client has no credentials yet.
     ///
+    /// Failures that retrying may cure (a lost or silent stream, a relay that cannot be reached, a `429` or `503`, an
+    /// answer that is not an event stream, such as a captive portal's page) are retried after the backoff delay, or
+    /// the server's `Retry-After` when longer (see ``PushClient``, *Reconnection*); so is the registration this
+    /// method makes, unlike ``register()``. While it waits, the state is
+    /// ``PushClientState/reconnecting(attempt:after:)`` and ``lastError`` says why.
+    ///
     /// - Parameter onMessage: Called for each new message, before observers are told; return to acknowledge it,
     ///   throw to have it delivered again on the next stream. Runs on the client's task, one message at a time.
-    /// - Throws: ``PushClientError`` when the client gives up (refused credentials, unknown device, attempts
-    ///   exhausted); `CancellationError` when the task is cancelled. Returns normally after ``stop()``.
+    /// - Throws: ``PushClientError`` when the client gives up: refused credentials
+    ///   (``PushClientError/Code-swift.struct/unauthorized``), an unknown device
+    ///   (``PushClientError/Code-swift.struct/notRegistered``), a URL that is not a relay's
+    ///   (``PushClientError/Code-swift.struct/notFound``), or ``BackoffPolicy/maximumAttempts`` spent
+    ///   (``PushClientError/Code-swift.struct/gaveUp``, the last failure in its message and in ``lastError``);
+    ///   `CancellationError` when the task is cancelled. Returns normally after ``stop()``.
     public func run(onMessage: @escaping @Sendable (PushMessage) async throws -> Void = { _ in }) async throws {
         let (stopSignal, stopContinuation) = AsyncStream.makeStream(of: Void.self)
         try shared.withLockedValue { shared in
@@ -20,6 +30,7 @@ extension PushClient {
             shared.running = true
             shared.stopRequested = false
             shared.stopSignal = stopContinuation
+            shared.lastError = nil
         }
         defer {
             shared.withLockedValue { shared in
@@ -29,15 +40,14 @@ extension PushClient {
             }
             stopContinuation.finish()
         }
-        let credentials: PushCredentials
-        if let known = self.credentials {
-            credentials = known
-        } else {
-            credentials = try await register()
+        if self.credentials == nil, configuration.registration == nil {
+            throw PushClientError(code: .invalidConfiguration, message: "no registration (project and client key)")
         }
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
+                    // Inside the group, so that stop() also ends a registration that waits to try again.
+                    let credentials = try await self.credentialsForRun()
                     try await self.connectionLoop(credentials: credentials, onMessage: onMessage)
                 }
                 group.addTask {
@@ -55,6 +65,79 @@ extension PushClient {
         await publisher.publish(.idle)
     }
 
+    /// The credentials the stream opens with: the known ones, or a new registration, tried again as the stream is
+    /// while it fails in a way that retrying may cure (``registrationFailure(for:)``).
+    private func credentialsForRun() async throws -> PushCredentials {
+        if let known = self.credentials { return known }
+        var machine = ReconnectStateMachine(policy: configuration.backoff)
+        var random = AnyRandomNumberGenerator(base: makeRandomNumberGenerator())
+        var action = machine.start()
+        var lastError: PushClientError?
+        while true {
+            try await follow(action, machine: &machine, lastError: lastError)
+            let failure: ReconnectStateMachine.Failure
+            do {
+                return try await register(publishingFailure: false)
+            } catch let error as PushClientError {
+                if Task.isCancelled { throw CancellationError() }
+                lastError = error
+                failure = Self.registrationFailure(for: error)
+            } catch {
+                if Task.isCancelled || error is CancellationError { throw CancellationError() }
+                // Not the relay's answer: the credentials file cannot be written. Retrying would register again.
+                await publisher.publish(.failed(message: "registration failed: \(error)"))
+                throw error
+            }
+            logger.notice("registration failed", metadata: ["relay.reason": "\(failure)"])
+            action = machine.connectionLost(failure, connectedFor: nil, serverDelay: lastError?.retryAfter,
+                                            using: &random)
+        }
+    }
+
+    /// Carries out what the machine said to do before the next try: nothing (`connect`), wait (`reconnect`,
+    /// published as ``PushClientState/reconnecting(attempt:after:)``), or stop (`fail`, published as
+    /// ``PushClientState/failed(message:)`` and thrown).
+    private func follow(
+        _ action: ReconnectStateMachine.Action, machine: inout ReconnectStateMachine, lastError: PushClientError?
+    ) async throws {
+        switch action {
+        case .connect:
+            return
+        case .reconnect(let delay, let attempt):
+            await publisher.publish(.reconnecting(attempt: attempt, after: delay))
+            try await Task.sleep(for: delay)
+            machine.reconnecting()
+        case .fail(let reason, let exhausted):
+            await publisher.publish(.failed(message: reason))
+            // Spent attempts are `gaveUp` whatever the last failure was (its status stays readable, and the failure
+            // itself in `lastError`); a refusal keeps its own code (`unauthorized`, `notRegistered`, `notFound`).
+            throw PushClientError(
+                code: exhausted ? .gaveUp : lastError?.code ?? .gaveUp, message: reason, status: lastError?.status)
+        }
+    }
+
+    /// How the reconnect loop takes a stream's failure. A refusal that names the request or its credentials wrong
+    /// (401/403, 404, 410) is final. Everything else may pass: a lost or silent connection, a `429` or `503`, and a
+    /// `200` that is not an event stream (``PushClientError/Code-swift.struct/invalidResponse``), which is what a
+    /// captive portal or a misconfigured proxy answers until the user signs in or the network changes.
+    static func streamFailure(for error: PushClientError) -> ReconnectStateMachine.Failure {
+        switch error.code {
+        case .heartbeatTimeout: .heartbeatTimeout
+        // A refusal's text without its code: the error thrown at the end carries the code once.
+        case .unauthorized, .notRegistered, .notFound: .permanent(error.message)
+        default: .transient(error.description)
+        }
+    }
+
+    /// How ``run(onMessage:)``'s registration takes a failure: as the stream's (``streamFailure(for:)``), and a
+    /// configuration the request cannot be made with is final as well.
+    static func registrationFailure(for error: PushClientError) -> ReconnectStateMachine.Failure {
+        switch error.code {
+        case .invalidConfiguration, .invalidFile, .tlsNotConfigured: .permanent(error.message)
+        default: streamFailure(for: error)
+        }
+    }
+
     /// The reconnect loop: one stream after another, as the ``ReconnectStateMachine`` says.
     private func connectionLoop(
         credentials: PushCredentials, onMessage: @Sendable (PushMessage) async throws -> Void
@@ -69,20 +152,7 @@ extension PushClient {
         var action = machine.start()
         var lastError: PushClientError?
         while true {
-            switch action {
-            case .connect:
-                break
-            case .reconnect(let delay, let attempt):
-                await publisher.publish(.reconnecting(attempt: attempt, after: delay))
-                try await Task.sleep(for: delay)
-                machine.reconnecting()
-            case .fail(let reason, let exhausted):
-                await publisher.publish(.failed(message: reason))
-                // Spent attempts are `gaveUp` whatever the last failure was (its status stays readable); a refusal
-                // keeps its own code (`unauthorized`, `notRegistered`, `notFound`, `invalidResponse`).
-                throw PushClientError(
-                    code: exhausted ? .gaveUp : lastError?.code ?? .gaveUp, message: reason, status: lastError?.status)
-            }
+            try await follow(action, machine: &machine, lastError: lastError)
             await publisher.publish(.connecting)
             let request = api.streamRequest(secret: credentials.secret, lastEventID: machine.resumeEventID)
             var connectedAt: ContinuousClock.Instant?
@@ -98,14 +168,34 @@ extension PushClient {
                         throw PushClientError(code: .httpStatus, message: "stream: status \(head.status)",
                                               status: head.status)
                     }
-                    try Self.checkEventStreamContentType(head.headerFields)
+                    var pending: [UInt8]?
+                    if try !Self.checkEventStreamContentType(head.headerFields) {
+                        // Without a Content-Type only the first bytes tell an event stream from a page (a captive
+                        // portal's): read them before the stream counts as open, so that a page is never
+                        // published as `connected`. A relay writes its first comment at once.
+                        while let chunk = try await reader.next() {
+                            guard !chunk.isEmpty else { continue }
+                            try Self.checkEventStreamStart(chunk)
+                            pending = chunk
+                            break
+                        }
+                        if pending == nil { return }  // An empty body: the server ended the stream.
+                    }
                     machine.connected()
                     connectedAt = .now
+                    shared.withLockedValue { $0.lastError = nil }
                     logger.debug("stream open", metadata: ["relay.resume": "\(machine.resumeEventID ?? "-")"])
                     await publisher.publish(.connected(token: credentials.token))
                     var parser = ServerSentEventParser()
-                    var first = true
-                    while let chunk = try await reader.next() {
+                    var first = pending == nil
+                    func nextChunk() async throws -> [UInt8]? {
+                        if let chunk = pending {
+                            pending = nil
+                            return chunk
+                        }
+                        return try await reader.next()
+                    }
+                    while let chunk = try await nextChunk() {
                         if first, !chunk.isEmpty {
                             first = false
                             try Self.checkEventStreamStart(chunk)
@@ -127,16 +217,15 @@ extension PushClient {
                 if Task.isCancelled { throw CancellationError() }
                 lastError = error
                 serverDelay = error.retryAfter
-                switch error.code {
-                case .heartbeatTimeout: failure = .heartbeatTimeout
-                // A refusal's text without its code: the error thrown at the end carries the code once.
-                case .unauthorized, .notRegistered, .notFound, .invalidResponse: failure = .permanent(error.message)
-                default: failure = .transient(error.description)
-                }
+                failure = Self.streamFailure(for: error)
+                shared.withLockedValue { $0.lastError = error }
             } catch {
                 if Task.isCancelled || error is CancellationError { throw CancellationError() }
-                lastError = nil
+                // A transport's own error (a socket's, say): a connection that did not hold, for the app's eyes.
+                let wrapped = PushClientError(code: .connectionClosed, message: "stream: \(error)")
+                lastError = wrapped
                 failure = .transient("\(error)")
+                shared.withLockedValue { $0.lastError = wrapped }
             }
             // Notice, not info: why the client reconnects is what a user of `listen` (or an app's log) needs to see.
             logger.notice("stream lost", metadata: ["relay.reason": "\(failure)"])
@@ -152,8 +241,9 @@ extension PushClient {
     /// an event stream: the server URL, or something between, points at something else.
     ///
     /// A missing (or empty) `Content-Type` is let through: HTTP lets a server leave it out, and
-    /// ``checkEventStreamStart(_:)`` still checks the body's first bytes.
-    static func checkEventStreamContentType(_ fields: HTTPFields) throws {
+    /// ``checkEventStreamStart(_:)`` still checks the body's first bytes. Returns whether the answer had one.
+    @discardableResult
+    static func checkEventStreamContentType(_ fields: HTTPFields) throws -> Bool {
         let values = fields[values: .contentType].filter { !$0.allSatisfy { $0 == " " || $0 == "\t" } }
         for value in values {
             let mediaType = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)[0]
@@ -165,6 +255,7 @@ extension PushClient {
                 message: "stream: the answer's Content-Type is \"\(shown)\", not \(DeviceAPI.eventStreamContentType): "
                     + "is the server URL a relay's (or is a captive portal or proxy answering)?")
         }
+        return !values.isEmpty
     }
 
     /// A relay's stream starts with a comment (`: connected`) or a field line; a `200` whose body starts with

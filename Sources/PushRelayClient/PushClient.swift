@@ -26,12 +26,21 @@ public import Logging
 /// backoff delay (``BackoffPolicy``), resuming with `Last-Event-ID`. A stream refused `429` or `503` with
 /// `Retry-After` (the relay draining, or a proxy or load balancer in front of it) waits at least what the server
 /// asked, never less than the backoff, and at most ``BackoffPolicy/maximumRetryAfter`` (one hour by default); the
-/// wait is published in ``PushClientState/reconnecting(attempt:after:)`` and counts as an attempt. Refused
-/// credentials (401/403), a URL that is not a relay's (404, or a `200` that is not an event stream: its
-/// `Content-Type` is not `text/event-stream`, or, without one, its first bytes are not an event stream's) and a
-/// removed device (410) stop the client with ``PushClientState/failed(message:)``. A `retry:` field on the stream is
-/// ignored: the backoff policy decides. Over HTTP/2 (the default) the acknowledgements are further streams of the
-/// stream's connection; on the HTTP/1.1 fallback each acknowledgement is its own connection.
+/// wait is published in ``PushClientState/reconnecting(attempt:after:)`` and counts as an attempt. A `200` that is
+/// not an event stream (its `Content-Type` is not `text/event-stream`, or, without one, its first bytes are not an
+/// event stream's) is what a captive portal (a hotel's or an airport's Wi-Fi sign-in page) or a misconfigured proxy
+/// answers: it is retried like a lost connection, each answer an attempt, so the backoff grows, and
+/// ``lastError`` says ``PushClientError/Code-swift.struct/invalidResponse`` while the client waits. Only
+/// ``BackoffPolicy/maximumAttempts`` (unlimited by default) ends such a run of answers, as it ends any run of
+/// failures that retrying may cure, with ``PushClientError/Code-swift.struct/gaveUp``. Refused credentials
+/// (401/403), a URL that is not a relay's (404) and a removed device (410) stop the client at once with
+/// ``PushClientState/failed(message:)``. A `retry:` field on the stream is ignored: the backoff policy decides.
+/// Over HTTP/2 (the default) the acknowledgements are further streams of the stream's connection; on the HTTP/1.1
+/// fallback each acknowledgement is its own connection.
+///
+/// ``run(onMessage:)`` on a client without credentials registers first, and retries a registration that fails for
+/// now (a `429` or `503`, with its `Retry-After` honoured the same way; a relay that cannot be reached; an answer
+/// that is not a relay's) on the same terms; ``register()`` called by the app is one attempt.
 ///
 /// ## Observers
 /// ``SalesMessageViewModel`` (and its delegate), ``states()`` and ``salesNotifications()`` are fed from one source
@@ -58,6 +67,7 @@ public final class PushClient: Sendable {
         var processing = false
         var stopRequested = false
         var stopSignal: AsyncStream<Void>.Continuation?
+        var lastError: PushClientError?
     }
 
     /// Creates a client on the platform's `URLSession` (``URLSessionTransport``): HTTP/2 on Apple platforms,
@@ -124,6 +134,18 @@ public final class PushClient: Sendable {
     /// The last published state.
     public var state: PushClientState { publisher.state }
 
+    /// Why the client's last attempt to register or to open the stream failed: while ``run(onMessage:)`` waits to
+    /// try again (``PushClientState/reconnecting(attempt:after:)``), what it waits out; after ``register()`` or
+    /// ``run(onMessage:)`` threw, the last failure (when `run` gave up, ``PushClientError/Code-swift.struct/gaveUp``,
+    /// the last attempt's). `nil` before any failure, and again once the stream is open
+    /// (``PushClientState/connected(token:)``); ``run(onMessage:)`` starts with `nil`.
+    ///
+    /// An app can tell the user what is wrong while the client retries: for example
+    /// ``PushClientError/Code-swift.struct/invalidResponse`` is an answer that is not a relay's, which is what a
+    /// captive portal (a hotel's or an airport's Wi-Fi sign-in page) or a misconfigured proxy answers until the user
+    /// signs in. It is set before the state that follows the failure is published.
+    public var lastError: PushClientError? { shared.withLockedValue { $0.lastError } }
+
     /// A new stream of the client's states, starting with the current one. Ends when the client is released.
     ///
     /// Elements are yielded on the main actor, in order, after view models were updated; the buffer is unbounded,
@@ -171,12 +193,30 @@ public final class PushClient: Sendable {
     /// Registers the device with the relay (`POST /v1/register` with the client key) and returns the credentials;
     /// hand ``PushCredentials/token`` to the back end. Saves them to the credentials file when one is configured.
     ///
-    /// Publishes ``PushClientState/registering`` and then ``PushClientState/registered(token:)``.
+    /// Publishes ``PushClientState/registering`` and then ``PushClientState/registered(token:)``, or
+    /// ``PushClientState/failed(message:)`` when it throws.
+    ///
+    /// One attempt: this method does not wait and does not try again, whatever the relay answers, so that the app
+    /// decides when (and whether) to ask again, for example only while a screen that needs the token is shown. A
+    /// relay that refuses for now (`429` past its registration rate, `503` while it drains or cannot write) throws
+    /// ``PushClientError/Code-swift.struct/httpStatus`` with ``PushClientError/retryAfter`` set when it said how
+    /// long to wait (`Retry-After`): ask again no sooner than that. ``run(onMessage:)`` on a client without
+    /// credentials registers by itself and does wait and try again, as it does for the stream.
     ///
     /// - Throws: ``PushClientError`` (``PushClientError/Code-swift.struct/invalidConfiguration`` without a
-    ///   registration, ``PushClientError/Code-swift.struct/unauthorized`` for a wrong client key, …).
+    ///   registration, ``PushClientError/Code-swift.struct/unauthorized`` for a wrong client key,
+    ///   ``PushClientError/Code-swift.struct/httpStatus`` with ``PushClientError/retryAfter`` for a refusal for now,
+    ///   ``PushClientError/Code-swift.struct/invalidResponse`` for an answer that is not a relay's, such as a captive
+    ///   portal's page, …); the credentials file's write error when it cannot be written.
     @discardableResult
     public func register() async throws -> PushCredentials {
+        try await register(publishingFailure: true)
+    }
+
+    /// ``register()``; `publishingFailure` false leaves the state as it is when it throws (``run(onMessage:)``'s
+    /// registration publishes ``PushClientState/reconnecting(attempt:after:)`` or ``PushClientState/failed(message:)``
+    /// itself).
+    func register(publishingFailure: Bool) async throws -> PushCredentials {
         guard let registration = configuration.registration else {
             throw PushClientError(code: .invalidConfiguration, message: "no registration (project and client key)")
         }
@@ -192,7 +232,8 @@ public final class PushClient: Sendable {
             await publisher.publish(.registered(token: credentials.token ?? ""))
             return credentials
         } catch {
-            await publisher.publish(.failed(message: "registration failed: \(error)"))
+            if let error = error as? PushClientError { shared.withLockedValue { $0.lastError = error } }
+            if publishingFailure { await publisher.publish(.failed(message: "registration failed: \(error)")) }
             throw error
         }
     }

@@ -22,8 +22,10 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let notFound = Code(.notFound)
         /// The server answered with an unexpected status.
         public static let httpStatus = Code(.httpStatus)
-        /// The server's answer could not be read, or is not what a relay answers (a stream that is not an event
-        /// stream).
+        /// The server's answer could not be read, or is not what a relay answers: a stream that is not an event
+        /// stream, a registration without a token. A captive portal (a Wi-Fi sign-in page) or a misconfigured proxy
+        /// answers so; ``PushClient/run(onMessage:)`` takes it as temporary and tries again with its backoff, and
+        /// ``PushClient/lastError`` carries this code meanwhile.
         public static let invalidResponse = Code(.invalidResponse)
         /// The connection closed before the answer was complete.
         public static let connectionClosed = Code(.connectionClosed)
@@ -56,8 +58,10 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
     /// and not bounded. `nil` when the answer had none, or another status.
     ///
     /// ``PushClient/run(onMessage:)`` waits at least this long (up to ``BackoffPolicy/maximumRetryAfter``)
-    /// before opening a refused stream again. ``PushClient/register()`` does not retry: an app that does can read
-    /// the wait here.
+    /// before opening a refused stream again, or before trying again a registration it makes itself (a client
+    /// without credentials). ``PushClient/register()`` makes one attempt and does not wait: an app that tries again
+    /// reads the wait here. Through a ``FailoverTransport`` that found every relay refusing, this is the shortest
+    /// wait any of them asked for.
     public let retryAfter: Duration?
 
     /// Creates an error.

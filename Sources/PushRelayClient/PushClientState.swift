@@ -18,9 +18,11 @@ public enum PushClientState: Sendable, Hashable {
     /// A message arrived that carries no ``SalesNotification``, or a malformed one
     /// (``PushMessage/salesNotification()`` says which field).
     case receivedMessage(PushMessage)
-    /// The stream was lost; attempt `attempt` starts after `after`.
+    /// The stream was lost or could not be opened (or ``PushClient/run(onMessage:)``'s registration failed for now);
+    /// attempt `attempt` starts after `after`. ``PushClient/lastError`` says why.
     case reconnecting(attempt: Int, after: Duration)
-    /// The client stopped on an error that retrying cannot cure (refused credentials, attempts exhausted).
+    /// The client stopped on an error that retrying cannot cure (refused credentials, attempts exhausted), or
+    /// ``PushClient/register()`` failed.
     case failed(message: String)
 }
 

@@ -255,8 +255,20 @@ public struct HTTPRouter: HTTPServerResponder {
         // The query starts at the first `?`, looked for over the bytes (a `Character` search costs a grapheme
         // break check per character, on every request).
         let path = fullPath.utf8.firstIndex(of: UInt8(ascii: "?")).map { fullPath[..<$0] } ?? fullPath[...]
+        let found = self.lookup(path: path, method: head.method)
+        // `/fcm/%73end` is `/fcm/send` (RFC 3986 §6.2.2.2): a path that matched nothing is compared again in its
+        // normal form. Only then: the paths served are written normally, and captures are decoded anyway.
+        if case .notFound = found, path.utf8.contains(UInt8(ascii: "%")),
+            let normal = PercentDecoding.normalizedPath(path)
+        {
+            return self.lookup(path: normal[...], method: head.method)
+        }
+        return found
+    }
+
+    private func lookup(path: Substring, method: HTTPRequest.Method) -> Lookup {
         // The same answer the trie walk below gives for a static path, in one lookup.
-        if let methods = root.exact[path] { return Self.select(methods, head.method, [:]) }
+        if let methods = root.exact[path] { return Self.select(methods, method, [:]) }
         var parameters: [String: String] = [:]
         var node = root
         var remaining = path.split(separator: "/", omittingEmptySubsequences: true)[...]
@@ -268,14 +280,14 @@ public struct HTTPRouter: HTTPServerResponder {
                 node = capture.node
             } else if let rest = node.restCapture {
                 parameters[rest.name] = remaining.joined(separator: "/")
-                return Self.select(rest.methods, head.method, parameters)
+                return Self.select(rest.methods, method, parameters)
             } else {
                 return .notFound
             }
             remaining = remaining.dropFirst()
         }
         if node.methods.isEmpty { return .notFound }
-        return Self.select(node.methods, head.method, parameters)
+        return Self.select(node.methods, method, parameters)
     }
 
     private static func select(

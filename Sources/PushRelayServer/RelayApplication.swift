@@ -113,6 +113,12 @@ public final class RelayApplication: Sendable {
             case .rows(let rows): hub.deliver(rows)
             case .devices(let devices): hub.wake(devices: devices)
             case .unknown: hub.wakeAll()
+            case .streamAnnounced(let device, let attachment): hub.announced(device: device, attachment: attachment)
+            case .streamOpenedElsewhere(let device):
+                if hub.openedElsewhere(device: device) {
+                    logger.debug("stream ended: the device opened a newer one on another node",
+                                 metadata: ["relay.device.id": "\(device.rawValue)"])
+                }
             }
         }
     }

@@ -251,6 +251,14 @@ public protocol PushStore: Sendable {
     /// rows, in commit order as well.
     func setRemoteCommitObserver(_ observer: (@Sendable (RemoteCommit) -> Void)?)
 
+    /// Tells the other nodes of the same database that a stream of `device` opened here (`attachment`: this node's
+    /// number for it), so that an older stream of the device on another node ends, as a second stream on one node
+    /// ends the first. Fire and forget: it returns at once, and a failure only leaves the older stream open until it
+    /// ends by itself. The announcement comes back to this node too, as ``RemoteCommit/streamAnnounced(_:attachment:)``,
+    /// and to the others as ``RemoteCommit/streamOpenedElsewhere(_:)``, all in one order. A store that only one
+    /// process serves (SQLite) does nothing.
+    func announceStream(device: DeviceID, attachment: UInt64)
+
     /// Finishes the writes already submitted, stops the background work and closes the engine. Later calls throw
     /// ``StoreError/closed``.
     func close() async
@@ -259,6 +267,9 @@ public protocol PushStore: Sendable {
 extension PushStore {
     /// No other node shares the store: nothing to observe.
     public func setRemoteCommitObserver(_ observer: (@Sendable (RemoteCommit) -> Void)?) {}
+
+    /// No other node shares the store: nobody to tell.
+    public func announceStream(device: DeviceID, attachment: UInt64) {}
 
     /// Nothing in memory: every send takes the async path.
     public func cachedProject(serverKey key: String) -> Project? { nil }

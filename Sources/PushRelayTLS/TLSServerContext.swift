@@ -48,7 +48,8 @@ public final class TLSServerContext: Sendable {
     /// serves them to every new handshake (and reads them on the next reload).
     ///
     /// Open connections are not touched. On failure (unreadable file, key not matching, certificate expired or
-    /// not yet valid) the error is logged and thrown, and the certificate and files in use stay. Safe from any
+    /// not yet valid, or — when the chain in use serves intermediates — a leaf without its issuer's certificate,
+    /// as a chain file cut after the leaf is) the error is logged and thrown, and the certificate and files in use stay. Safe from any
     /// thread; the daemon calls it on SIGHUP with the paths its configuration names now.
     @discardableResult
     public func reload(certificateChainFile: String? = nil, privateKeyFile: String? = nil) throws(TLSError)
@@ -58,13 +59,26 @@ public final class TLSServerContext: Sendable {
         if let certificateChainFile { next.certificateChainFile = certificateChainFile }
         if let privateKeyFile { next.privateKeyFile = privateKeyFile }
         let handle: SSLContextHandle
-        do {
+        do throws(TLSError) {
             handle = try SSLContextHandle.server(
                 certificateChainFile: next.certificateChainFile,
                 privateKeyFile: next.privateKeyFile,
                 applicationProtocols: next.applicationProtocols,
                 rejectingExpired: true
             ).handle
+            // A chain file cut after the leaf (a renewal written half-way, `cert.pem` named for `fullchain.pem`)
+            // loads fine and then fails every client that does not hold the intermediate itself. The chain in use
+            // tells whether this deployment serves intermediates: if it does, a new leaf served without its
+            // issuer is refused.
+            let served = current.withLockedValue { $0 }
+            if !served.chainSubjects.isEmpty, !handle.servesLeafIssuer, let leaf = handle.certificate {
+                throw TLSError(
+                    code: .certificateUnreadable,
+                    message: "certificate chain \(next.certificateChainFile) has no certificate for the leaf's issuer "
+                        + "\(leaf.issuer), where the chain in use serves intermediates: is the file cut after the "
+                        + "leaf? Serve the leaf followed by its intermediates (fullchain.pem)"
+                )
+            }
         } catch {
             logger.error(
                 "TLS certificate reload refused; still serving the previous certificate",

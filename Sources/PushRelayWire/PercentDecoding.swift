@@ -40,6 +40,52 @@ public enum PercentDecoding {
         decode(text.utf8, plus: plus)
     }
 
+    /// `path` in RFC 3986's normal form for comparison (§6.2.2): escapes of unreserved characters (letters, digits,
+    /// `-`, `.`, `_`, `~`) decoded, the hex digits of every other escape in upper case. `nil` when `path` has a bad
+    /// escape (it is compared as it is) or is already normal.
+    public static func normalizedPath(_ path: some StringProtocol) -> String? {
+        let percent = UInt8(ascii: "%")
+        var output: [UInt8] = []
+        output.reserveCapacity(path.utf8.count)
+        var changed = false
+        var iterator = path.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == percent else {
+                output.append(byte)
+                continue
+            }
+            guard let high = iterator.next(), let low = iterator.next(),
+                let highValue = hexValue(high), let lowValue = hexValue(low)
+            else { return nil }
+            let decoded = highValue << 4 | lowValue
+            if isUnreserved(decoded) {
+                output.append(decoded)
+                changed = true
+            } else {
+                let upperHigh = upperHex(high)
+                let upperLow = upperHex(low)
+                changed = changed || upperHigh != high || upperLow != low
+                output.append(contentsOf: [percent, upperHigh, upperLow])
+            }
+        }
+        return changed ? String(decoding: output, as: UTF8.self) : nil
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "~"):
+            true
+        default:
+            false
+        }
+    }
+
+    private static func upperHex(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte) ? byte - 32 : byte
+    }
+
     private static func hexValue(_ byte: UInt8) -> UInt8? { byte.hexDigitValue }
 }
 

@@ -24,8 +24,9 @@ struct ListenCommand: AsyncParsableCommand {
         "The relay's base URL, e.g. http://127.0.0.1:8080; repeat it for the nodes of one deployment.",
         discussion: """
             Tried in order: when the current relay cannot be reached (or answers 502-504), the next one is. A relay \
-            that cannot be reached is tried again with back-off for as long as listen runs (a device waits for its \
-            relay); give --count and --timeout to give up.
+            that cannot be reached, or that refuses the registration for now (429, 503: after its Retry-After), is \
+            tried again with back-off for as long as listen runs (a device waits for its relay); give --count and \
+            --timeout to give up.
             """))
     var server: [String]
 
@@ -128,11 +129,11 @@ struct ListenCommand: AsyncParsableCommand {
         }
         let output = ListenOutput(json: json)
         let states = client.states()
-        if client.credentials == nil {
-            let credentials = try await client.register()
-            if let save { try credentials.save(to: URL(fileURLWithPath: save)) }
-            output.token(credentials.token ?? "")
-        } else if let token = client.credentials?.token, secret == nil {
+        // Without credentials, run() registers: it waits out a 429 or 503 (Retry-After) or an unreachable relay
+        // as it waits for the stream. The token is printed (and --save written) once it has registered, and
+        // always before the first message.
+        let registration = Registration(save: save, output: output, printsToken: client.credentials == nil)
+        if client.credentials != nil, let token = client.credentials?.token, secret == nil {
             output.token(token)
         }
 
@@ -142,11 +143,13 @@ struct ListenCommand: AsyncParsableCommand {
             group.addTask {
                 for await state in states {
                     output.state(state)
+                    if case .registered = state { try await registration.registered(client.credentials) }
                 }
                 return .statesEnded
             }
             group.addTask {
                 try await client.run { message in
+                    try await registration.registered(client.credentials)
                     output.message(message)
                     if let wanted, await received.increment() >= wanted {
                         client.stop()
@@ -168,6 +171,7 @@ struct ListenCommand: AsyncParsableCommand {
             }
             return Outcome.stopped
         }
+        try await registration.registered(client.credentials)
         if outcome == .timedOut {
             let got = await received.value
             output.error("timeout: \(got) of \(count ?? 0) messages arrived")
@@ -212,6 +216,26 @@ enum ListenTransport: String, ExpressibleByArgument, CaseIterable, Sendable {
 }
 
 /// Counts messages across the handler's calls.
+/// What `listen` does once run() has registered the device: writes --save and prints the token, once.
+private actor Registration {
+    private let save: String?
+    private let output: ListenOutput
+    private var done: Bool
+
+    init(save: String?, output: ListenOutput, printsToken: Bool) {
+        self.save = save
+        self.output = output
+        self.done = !printsToken
+    }
+
+    func registered(_ credentials: PushCredentials?) throws {
+        guard !done, let credentials else { return }
+        done = true
+        if let save { try credentials.save(to: URL(fileURLWithPath: save)) }
+        output.token(credentials.token ?? "")
+    }
+}
+
 private actor MessageCounter {
     private(set) var value = 0
 

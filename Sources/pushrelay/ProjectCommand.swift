@@ -87,7 +87,11 @@ struct ProjectCommand: AsyncParsableCommand {
         )
         @Argument(help: "The project's name.") var name: String
         @OptionGroup var store: StoreOptions
-        @Option(help: "How long the old key stays valid, in seconds (default: server_key_rotation_grace, 24 h).")
+        // Unconditional: `--grace-seconds -5` is the value -5, refused by its check below, not a missing value
+        // followed by an unknown flag.
+        @Option(
+            parsing: .unconditional,
+            help: "How long the old key stays valid, in seconds (default: server_key_rotation_grace, 24 h).")
         var graceSeconds: Int?
         @Flag(help: "Print JSON: {\"project\", \"server_key\"}.") var json = false
 

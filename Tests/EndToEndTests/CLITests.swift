@@ -146,6 +146,13 @@ import Testing
             #expect(refused.status == 64 && lines.count == 1 && lines.first?.hasPrefix("pushrelay: ") == true, "\(arguments): \(refused.stderr)")
             #expect(!refused.stderr.contains("Usage:"), "\(arguments): \(refused.stderr)")
         }
+        // A negative grace period is refused as such, in both spellings, and changes nothing.
+        for arguments in [["--grace-seconds", "-5"], ["--grace-seconds=-5"]] {
+            let negative = try await Daemon.cli(["project", "rotate-key", keys.project] + arguments + store)
+            #expect(negative.status == 64, "\(arguments): \(negative.stderr)")
+            #expect(negative.stderr.contains("--grace-seconds must not be negative"), "\(arguments): \(negative.stderr)")
+        }
+        #expect(try await daemon.send(body, serverKey: serverKey).status == 200, "the key in use stays")
         #expect(try await daemon.terminate() == 0)
     }
 

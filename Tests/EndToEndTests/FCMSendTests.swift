@@ -81,6 +81,27 @@ import Testing
         #expect(events.count == 3, "the doubly authorized sends were not queued: \(events.map(\.data))")
     }
 
+    /// `/fcm/%73end` is `/fcm/send` (RFC 3986: escapes of unreserved characters are equivalent to the characters),
+    /// over either protocol; an escaped `/` is no separator.
+    @Test func escapedUnreservedCharactersInThePath() async throws {
+        let f = try await Fixture()
+        for http2 in [false, true] {
+            let sent = try await run("curl", [
+                "-sS", "-w", "\n%{http_code}", "-X", "POST", "\(f.daemon.baseURL)/%66cm/%73%65nd",
+                "-H", "Authorization: key=\(f.keys.serverKey)", "-H", "Content-Type: application/json",
+                "-d", #"{"to": "\#(f.device.token)", "data": {"n": "escaped"}}"#,
+            ] + (http2 ? ["--http2-prior-knowledge"] : []))
+            #expect(sent.stdout.hasSuffix("\n200"), "http2 \(http2): \(sent.stdout) \(sent.stderr)")
+            #expect(sent.stdout.contains(#""success":1"#), "http2 \(http2): \(sent.stdout)")
+        }
+        let slash = try await run("curl", [
+            "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "\(f.daemon.baseURL)/fcm%2Fsend",
+            "-H", "Authorization: key=\(f.keys.serverKey)", "-H", "Content-Type: application/json",
+            "-d", #"{"to": "\#(f.device.token)"}"#,
+        ])
+        #expect(slash.stdout == "404", "\(slash.stdout) \(slash.stderr)")
+    }
+
     @Test func existingFCMSenderLibraryWorksByEndpointURLOnly() async throws {
         let f = try await Fixture()
         let script = """

@@ -135,4 +135,37 @@ struct ListenCommandTests {
         #expect(second.stdout == "Token: \(token)\n" + Self.screen(id))
         try await daemon.terminate()
     }
+
+    /// A relay that refuses the registration for now (429 with `Retry-After`: here the address's registration rate,
+    /// spent) is waited for, as an unreachable relay is: listen registers once it may, then receives.
+    @Test("listen --project --client-key waits out a 429 at registration, then registers and receives")
+    func registrationWaitsOutRateLimit() async throws {
+        let daemon = try Daemon(arguments: ["--registration-rate-per-address", "30"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        var refused = false
+        for _ in 0..<40 where !refused {
+            let answer = try await run("curl", [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "\(daemon.baseURL)/v1/register",
+                "-H", "Authorization: key=\(keys.clientKey)", "-H", "Content-Type: application/json",
+                "-d", #"{"project": "\#(keys.project)", "app": "a.b", "platform": "android"}"#,
+            ])
+            refused = answer.stdout == "429"
+        }
+        #expect(refused, "the address's registrations are spent")
+        let listener = try StreamingProcess(Daemon.binary, [
+            "listen", "--server", daemon.baseURL, "--project", keys.project, "--client-key", keys.clientKey,
+            "--count", "1", "--timeout", "120",
+        ], standardError: true)
+        defer { listener.stop() }
+        let text = try await listener.waitFor(timeout: .seconds(60), "the token after the wait") {
+            $0.contains("Token: ")
+        }
+        #expect(text.contains("status 429") && text.contains("[reconnecting (attempt 1"), "\(text)")
+        let tokenLine = try #require(text.split(separator: "\n").first { $0.hasPrefix("Token: ") })
+        let id = try await ClientLibraryTests.sendScenario(daemon, keys, to: String(tokenLine.dropFirst("Token: ".count)))
+        #expect(await listener.waitForExit() == 0, "\(listener.text)")
+        #expect(listener.text.contains(Self.screen(id)), "\(listener.text)")
+        try await daemon.terminate()
+    }
 }

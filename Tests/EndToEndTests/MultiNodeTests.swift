@@ -44,6 +44,38 @@ struct MultiNodeTests {
         for node in nodes { _ = try await node.terminate() }
     }
 
+    @Test("a device's stream opened on another node ends its older stream, as on one node; the newer one delivers")
+    func newerStreamOnAnotherNodeEndsTheOlder() async throws {
+        let nodes = try await Self.nodes(2)
+        let (a, b) = (nodes[0], nodes[1])
+        let keys = try await a.createProject()
+        let device = try await a.registerDevice(keys)
+        let older = try a.openStream(secret: device.secret)
+        defer { older.stop() }
+        try await older.waitFor(timeout: .seconds(30), "the stream on node A to open") { $0.contains(": connected") }
+        let newer = try b.openStream(secret: device.secret)
+        defer { newer.stop() }
+        try await newer.waitFor(timeout: .seconds(30), "the stream on node B to open") { $0.contains(": connected") }
+        // The older stream's response ends (curl exits), well before any heartbeat or idle timeout would end it.
+        #expect(await older.waitForExit(timeout: .seconds(30)) != nil, "the stream on node A is still open")
+        let answer = try await a.send(scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token),
+                                      serverKey: keys.serverKey)
+        #expect(answer.status == 200, "\(answer.body)")
+        let id = try messageID(ofSendResponse: answer.body)
+        try await newer.waitFor(timeout: .seconds(30), "message \(id) on node B") { $0.contains("id: \(id)") }
+        #expect(!older.text.contains("id: \(id)"))
+        // And back: a stream opened on A again ends B's.
+        let third = try a.openStream(secret: device.secret)
+        defer { third.stop() }
+        try await third.waitFor(timeout: .seconds(30), "the second stream on node A to open") { $0.contains(": connected") }
+        #expect(await newer.waitForExit(timeout: .seconds(30)) != nil, "the stream on node B is still open")
+        let again = try await b.send(scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token),
+                                     serverKey: keys.serverKey)
+        let secondID = try messageID(ofSendResponse: again.body)
+        try await third.waitFor(timeout: .seconds(30), "message \(secondID) on node A") { $0.contains("id: \(secondID)") }
+        for node in nodes { _ = try await node.terminate() }
+    }
+
     @Test("kill -9 of the node holding the stream: pushrelay listen with two --server fails over and gets every message exactly once")
     func listenerFailsOverAfterKill9() async throws {
         let nodes = try await Self.nodes(2)

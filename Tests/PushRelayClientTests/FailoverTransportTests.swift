@@ -8,41 +8,45 @@ import Testing
 /// connection, 502-504) and what does not (any other answer, a stream that breaks after its answer began).
 @Suite("FailoverTransport")
 struct FailoverTransportTests {
-    /// A fake relay: answers `status`, or fails to connect (`reachable == false`); counts the requests it got.
+    /// A fake relay: answers `status` with `Retry-After: <retryAfter>` when given, or fails to connect
+    /// (`reachable == false`); counts the requests it got.
     final class FakeTransport: PushTransport, @unchecked Sendable {
         let name: String
-        private let state: LockedValue<(reachable: Bool, status: Int, requests: Int)>
+        private let state: LockedValue<(reachable: Bool, status: Int, retryAfter: String?, requests: Int)>
 
-        init(_ name: String, reachable: Bool = true, status: Int = 200) {
+        init(_ name: String, reachable: Bool = true, status: Int = 200, retryAfter: String? = nil) {
             self.name = name
-            self.state = LockedValue((reachable, status, 0))
+            self.state = LockedValue((reachable, status, retryAfter, 0))
         }
 
         var requests: Int { state.withLockedValue { $0.requests } }
         func set(reachable: Bool, status: Int = 200) { state.withLockedValue { $0.reachable = reachable; $0.status = status } }
 
-        private func answer() throws -> Int {
-            let (reachable, status) = state.withLockedValue { state in
+        private func answer() throws -> (status: Int, headerFields: HTTPFields) {
+            let (reachable, status, retryAfter) = state.withLockedValue { state in
                 state.requests += 1
-                return (state.reachable, state.status)
+                return (state.reachable, state.status, state.retryAfter)
             }
             guard reachable else { throw PushClientError(code: .connectionClosed, message: "\(name): connection refused") }
-            return status
+            var fields = HTTPFields()
+            if let retryAfter { fields[.retryAfter] = retryAfter }
+            return (status, fields)
         }
 
         func send(_ request: TransportRequest) async throws -> TransportResponse {
-            TransportResponse(status: try answer(), headerFields: [:], body: Array(name.utf8))
+            let (status, fields) = try answer()
+            return TransportResponse(status: status, headerFields: fields, body: Array(name.utf8))
         }
 
         func withStreamingResponse(
             to request: TransportRequest, idleTimeout: Duration,
             _ body: (_ head: TransportResponseHead, _ reader: TransportBodyReader) async throws -> Void
         ) async throws {
-            let status = try answer()
+            let (status, fields) = try answer()
             let name = self.name
             let chunks = LockedValue([Array(name.utf8)])
             let reader = TransportBodyReader { chunks.withLockedValue { $0.isEmpty ? nil : $0.removeFirst() } }
-            try await body(TransportResponseHead(status: status, headerFields: [:]), reader)
+            try await body(TransportResponseHead(status: status, headerFields: fields), reader)
         }
 
         func shutdown() async {}
@@ -106,6 +110,107 @@ struct FailoverTransportTests {
         }
         #expect(c.requests == 0, "a stream broken by its reader does not move to the next relay")
         #expect(failover.currentIndex == 1)
+    }
+
+    // MARK: Retry-After
+
+    /// The `Retry-After` the caller gets from one request through a new FailoverTransport over `transports`, by
+    /// `send`, and by a stream through another; the relays' request counts go up by two each.
+    private func retryAfter(through transports: [FakeTransport]) async throws -> (send: String?, stream: String?) {
+        let sent = try await FailoverTransport(transports: transports).send(Self.request)
+        var streamed: String?
+        try await FailoverTransport(transports: transports).withStreamingResponse(
+            to: Self.request, idleTimeout: .seconds(1)
+        ) { head, _ in
+            streamed = head.headerFields[.retryAfter]
+        }
+        return (sent.headerFields[.retryAfter], streamed)
+    }
+
+    @Test("every relay refuses 503 with Retry-After: the last answer carries the shortest wait, and its relay is next")
+    func everyRelayRefusedWithRetryAfter() async throws {
+        let a = FakeTransport("a", status: 503, retryAfter: "30")
+        let b = FakeTransport("b", status: 503, retryAfter: "3600")
+        let failover = FailoverTransport(transports: [a, b])
+        let answer = try await failover.send(Self.request)
+        #expect(answer.status == 503 && String(decoding: answer.body, as: UTF8.self) == "b", "the last relay's answer")
+        // a's 30 s, counted from its answer, in whole seconds rounded up: 30 unless this machine stalled a second.
+        let seconds = try #require(answer.headerFields[.retryAfter].flatMap { Int($0) })
+        #expect((1...30).contains(seconds), "\(seconds)")
+        #expect(failover.currentIndex == 0, "the next request starts with the relay whose wait ends first")
+
+        // A stream the same way; it starts at a (current) and ends at b.
+        var streamed: String?
+        try await failover.withStreamingResponse(to: Self.request, idleTimeout: .seconds(1)) { head, _ in
+            #expect(head.status == 503)
+            streamed = head.headerFields[.retryAfter]
+        }
+        #expect(streamed.flatMap { Int($0) }.map { (1...30).contains($0) } ?? false, "\(String(describing: streamed))")
+        #expect(a.requests == 2 && b.requests == 2)
+
+        // An HTTP-date counts from when it came, as a delay.
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let dated = FakeTransport("c", status: 503, retryAfter: formatter.string(from: Date() + 120))
+        let later = FakeTransport("d", status: 503, retryAfter: "3600")
+        let fromDate = try await FailoverTransport(transports: [later, dated]).send(Self.request)
+        let wait = try #require(fromDate.headerFields[.retryAfter].flatMap { Int($0) })
+        #expect((100...121).contains(wait), "\(wait)")
+    }
+
+    @Test("one relay refuses 503 with Retry-After and the next answers: that answer, untouched, no wait")
+    func nextRelayAnswers() async throws {
+        let a = FakeTransport("a", status: 503, retryAfter: "3600"), b = FakeTransport("b")
+        let (sent, streamed) = try await retryAfter(through: [a, b])
+        #expect(sent == nil && streamed == nil)
+        #expect(a.requests == 2 && b.requests == 2)
+        let failover = FailoverTransport(transports: [a, b])
+        _ = try await failover.send(Self.request)
+        #expect(failover.currentIndex == 1)
+    }
+
+    /// How a relay refuses without naming a wait.
+    enum Untimed: String, CaseIterable, Sendable {
+        case unreachable, badGateway, unavailableWithoutRetryAfter
+
+        var transport: FakeTransport {
+            switch self {
+            case .unreachable: FakeTransport("a", reachable: false)
+            case .badGateway: FakeTransport("a", status: 502)
+            case .unavailableWithoutRetryAfter: FakeTransport("a", status: 503)
+            }
+        }
+    }
+
+    @Test("a relay that named no wait (unreachable, 502, 503 without Retry-After) may be back at once: no Retry-After",
+          arguments: Untimed.allCases)
+    func relayWithoutWait(first: Untimed) async throws {
+        let a = first.transport
+        let b = FakeTransport("b", status: 503, retryAfter: "60")
+        let (sent, streamed) = try await retryAfter(through: [a, b])
+        #expect(sent == nil && streamed == nil, "only the backoff paces the next try")
+        #expect(a.requests == 2 && b.requests == 2)
+    }
+
+    @Test("a 429 after a 503 ends the pass (a 429 does not move on): it carries the shorter wait of the two")
+    func rateLimitAfterUnavailable() async throws {
+        let a = FakeTransport("a", status: 503, retryAfter: "5")
+        let b = FakeTransport("b", status: 429, retryAfter: "60"), c = FakeTransport("c")
+        let failover = FailoverTransport(transports: [a, b, c])
+        let answer = try await failover.send(Self.request)
+        #expect(answer.status == 429 && String(decoding: answer.body, as: UTF8.self) == "b")
+        let seconds = try #require(answer.headerFields[.retryAfter].flatMap { Int($0) })
+        #expect((1...5).contains(seconds), "\(seconds)")
+        #expect(c.requests == 0 && failover.currentIndex == 0)
+    }
+
+    @Test("one relay alone: its answer as it came")
+    func singleRelay() async throws {
+        let only = FakeTransport("a", status: 503, retryAfter: "Sun, 06 Nov 1994 08:49:37 GMT")
+        let (sent, streamed) = try await retryAfter(through: [only])
+        #expect(sent == "Sun, 06 Nov 1994 08:49:37 GMT" && streamed == sent)
     }
 
     @Test("the configuration's URLs make one transport each, in order; different paths are refused")

@@ -7,8 +7,8 @@ import Testing
 @testable import PushRelayClientNIO
 
 /// What the client makes of the stream's answer head, over each transport against ``FakeStreamAnswerRelay``: a
-/// refusal's `Retry-After` sets the reconnection delay, a `200` that is not `text/event-stream` is refused, and an
-/// event stream works as before. Before, the transports handed the client only the status.
+/// refusal's `Retry-After` sets the reconnection delay, a `200` that is not an event stream (a captive portal's
+/// page) is retried with the backoff and never taken for an open stream, and an event stream works as before.
 @Suite("The stream's answer head, over each transport")
 struct StreamAnswerTests {
     enum Transport: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -40,15 +40,29 @@ struct StreamAnswerTests {
     }
 
     /// A backoff far below the fake's `Retry-After`, without jitter: a delay of seconds can only be the server's.
-    static func client(_ relay: FakeStreamAnswerRelay, over transport: Transport) throws -> PushClient {
+    static func configuration(_ relay: FakeStreamAnswerRelay) -> PushClientConfiguration {
         var configuration = PushClientConfiguration(
             serverURL: relay.serverURL, credentials: PushCredentials(token: "token", secret: "secret"))
         configuration.backoff = BackoffPolicy(base: .milliseconds(20), maximum: .milliseconds(100), jitter: .none)
         configuration.heartbeatTimeout = .seconds(20)
         configuration.connectTimeout = .seconds(5)
+        return configuration
+    }
+
+    static func client(
+        _ configuration: PushClientConfiguration, over transport: Transport
+    ) throws -> PushClient {
+        try client(configuration, transport: transport.make(configuration))
+    }
+
+    static func client(_ configuration: PushClientConfiguration, transport: any PushTransport) throws -> PushClient {
         var logger = Logger(label: "test.client")
         logger.logLevel = .critical
-        return try PushClient(configuration: configuration, transport: transport.make(configuration), logger: logger)
+        return try PushClient(configuration: configuration, transport: transport, logger: logger)
+    }
+
+    static func client(_ relay: FakeStreamAnswerRelay, over transport: Transport) throws -> PushClient {
+        try client(configuration(relay), over: transport)
     }
 
     @Test("503 with Retry-After: 2 on the stream: reconnecting is published with a delay of at least 2 s",
@@ -78,29 +92,146 @@ struct StreamAnswerTests {
         await relay.shutdown()
     }
 
-    @Test("200 with Content-Type text/html: run() fails with invalidResponse naming the type, never connected",
-          arguments: Transport.allCases)
-    func htmlIsNotAnEventStream(_ transport: Transport) async throws {
+    /// A captive portal's page: with its own `Content-Type`, or with none (judged by its first bytes).
+    static let portalPages: [String?] = ["text/html; charset=utf-8", nil]
+
+    @Test("a captive portal's 200 is retried, the backoff growing, never connected; maximumAttempts ends it",
+          arguments: Transport.allCases, portalPages)
+    func portalIsRetried(_ transport: Transport, contentType: String?) async throws {
         let relay = try await FakeStreamAnswerRelay.start([
-            .page(contentType: "text/html; charset=utf-8",
-                  body: "<!DOCTYPE html><html><title>Wi-Fi sign-in</title></html>"),
+            .page(contentType: contentType, body: "<!DOCTYPE html><html><title>Wi-Fi sign-in</title></html>"),
         ])
-        let client = try Self.client(relay, over: transport)
+        var configuration = Self.configuration(relay)
+        configuration.backoff.maximumAttempts = 3
+        let client = try Self.client(configuration, over: transport)
         let states = client.states()
         var failure: (any Error)?
         do {
-            try await withTimeout(20, "run() to fail") { try await client.run() }
+            try await withTimeout(20, "run() to give up") { try await client.run() }
         } catch {
             failure = error
         }
         let error = try #require(failure as? PushClientError, "\(String(describing: failure))")
-        #expect(error.code == .invalidResponse)
-        #expect(error.message.contains("text/html"), "\(error.message)")
+        #expect(error.code == .gaveUp, "\(error)")
+        let last = try #require(client.lastError)
+        #expect(last.code == .invalidResponse)
+        #expect(error.message.contains("3 attempts") && error.message.contains("invalidResponse"), "\(error.message)")
+        let why = contentType == nil ? "it begins \"<!DOCTYPE html>" : "\"text/html; charset=utf-8\""
+        #expect(last.message.contains(why), "\(last.message)")
         let seen = try await states.until("failed") { if case .failed = $0 { true } else { false } }
         #expect(!seen.contains { if case .connected = $0 { true } else { false } })
-        if let expected = transport.expectedProtocol { #expect(relay.streamRequests == [expected]) }
+        // Each page is an attempt: the backoff (20 ms doubling, no jitter) grows.
+        let waits = seen.compactMap { state -> Duration? in
+            if case .reconnecting(_, let delay) = state { delay } else { nil }
+        }
+        #expect(waits == [.milliseconds(20), .milliseconds(40), .milliseconds(80)])
+        #expect(relay.streamRequests.count == 4)
+        if let expected = transport.expectedProtocol { #expect(relay.streamRequests.allSatisfy { $0 == expected }) }
         await client.transport.shutdown()
         await relay.shutdown()
+    }
+
+    @Test("a captive portal's page, then the relay (the user signed in): the client connects and the message arrives",
+          arguments: Transport.allCases, portalPages)
+    func portalThenRelay(_ transport: Transport, contentType: String?) async throws {
+        let relay = try await FakeStreamAnswerRelay.start([
+            .page(contentType: contentType, body: "<html><title>Wi-Fi sign-in</title></html>"),
+            .eventStream(eventID: "1603214613006763"),
+        ])
+        let client = try Self.client(relay, over: transport)
+        let states = client.states()
+        let handled = HandledMessages()
+        var seen: [PushClientState] = []
+        try await PushClientNetworkTests.withRunningClient(client, handled: handled) {
+            seen = try await states.until("connected") { if case .connected = $0 { true } else { false } }
+            try await withTimeout(20, "the message handled") {
+                while await handled.ids.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            }
+        }
+        #expect(await handled.ids == ["1603214613006763"])
+        let reconnections = seen.filter { if case .reconnecting = $0 { true } else { false } }
+        #expect(reconnections == [.reconnecting(attempt: 1, after: .milliseconds(20))], "\(seen)")
+        // Connected once, after the page: a page is never taken for an open stream.
+        #expect(seen.filter { if case .connected = $0 { true } else { false } }.count == 1, "\(seen)")
+        #expect(client.lastError == nil)
+        #expect(relay.streamRequests.count == 2)
+        await client.transport.shutdown()
+        await relay.shutdown()
+    }
+
+    @Test("the stream's failures: a page that is not an event stream may pass; refusals of the request do not")
+    func failureClasses() {
+        for code in [PushClientError.Code.invalidResponse, .httpStatus, .connectionClosed, .bufferLimitExceeded] {
+            let error = PushClientError(code: code, message: "m")
+            #expect(PushClient.streamFailure(for: error) == .transient(error.description))
+            #expect(PushClient.registrationFailure(for: error) == .transient(error.description))
+        }
+        for code in [PushClientError.Code.unauthorized, .notRegistered, .notFound] {
+            #expect(PushClient.streamFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
+            #expect(PushClient.registrationFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
+        }
+        let silent = PushClientError(code: .heartbeatTimeout, message: "m")
+        #expect(PushClient.streamFailure(for: silent) == .heartbeatTimeout)
+        for code in [PushClientError.Code.invalidConfiguration, .invalidFile, .tlsNotConfigured] {
+            #expect(PushClient.registrationFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
+        }
+    }
+
+    @Test("every relay refuses 503 with Retry-After (2 s, 1 h): the client waits the shortest, then tries its relay",
+          arguments: Transport.allCases)
+    func failoverWaitsTheShortest(_ transport: Transport) async throws {
+        let a = try await FakeStreamAnswerRelay.start([.refuse(status: 503, retryAfter: "2")])
+        let b = try await FakeStreamAnswerRelay.start([.refuse(status: 503, retryAfter: "3600")])
+        var configuration = Self.configuration(a)
+        configuration.fallbackServerURLs = [b.serverURL]
+        let failover = try FailoverTransport(configuration: configuration) { try transport.make($0) }
+        let client = try Self.client(configuration, transport: failover)
+        let states = client.states()
+        var published: PushClientState?
+        try await PushClientNetworkTests.withRunningClient(client) {
+            // Stopped as soon as the client says how long it waits: nothing here waits the 2 s.
+            published = try await states.until("a reconnection") {
+                if case .reconnecting = $0 { true } else { false }
+            }.last
+        }
+        guard case .reconnecting(let attempt, let delay) = published else {
+            Issue.record("expected reconnecting, got \(String(describing: published))")
+            return
+        }
+        #expect(attempt == 1)
+        // a's 2 s, counted from its answer and rounded up to whole seconds: more than the backoff (at most 100 ms),
+        // and not b's hour.
+        #expect(delay > .milliseconds(100) && delay <= .seconds(2), "\(delay)")
+        #expect(failover.currentIndex == 0)
+        #expect(a.streamRequests.count == 1 && b.streamRequests.count == 1)
+        await failover.shutdown()
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    @Test("one relay refuses 503 with Retry-After, the next one streams: no wait", arguments: Transport.allCases)
+    func failoverDoesNotWaitWhenOneAnswers(_ transport: Transport) async throws {
+        let a = try await FakeStreamAnswerRelay.start([.refuse(status: 503, retryAfter: "3600")])
+        let b = try await FakeStreamAnswerRelay.start([.eventStream(eventID: "1603214613006763")])
+        var configuration = Self.configuration(a)
+        configuration.fallbackServerURLs = [b.serverURL]
+        let failover = try FailoverTransport(configuration: configuration) { try transport.make($0) }
+        let client = try Self.client(configuration, transport: failover)
+        let states = client.states()
+        let handled = HandledMessages()
+        var seen: [PushClientState] = []
+        try await PushClientNetworkTests.withRunningClient(client, handled: handled) {
+            seen = try await states.until("connected") { if case .connected = $0 { true } else { false } }
+            try await withTimeout(20, "the message handled") {
+                while await handled.ids.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            }
+        }
+        #expect(!seen.contains { if case .reconnecting = $0 { true } else { false } }, "\(seen)")
+        #expect(await handled.ids == ["1603214613006763"])
+        #expect(failover.currentIndex == 1)
+        await failover.shutdown()
+        await a.shutdown()
+        await b.shutdown()
     }
 
     @Test("200 text/event-stream: the client connects and the message arrives, as before",

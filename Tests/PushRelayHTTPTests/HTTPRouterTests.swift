@@ -27,6 +27,21 @@ import Testing
         #expect(params == ["token": "abc:def", "topic": "news"])
     }
 
+    @Test("a path with escaped unreserved characters reaches the route of its normal form; %2F stays no separator")
+    func escapedUnreservedCharactersMatch() {
+        for path in ["/%68ealthz", "/health%7A?x=1", "/%68%65%61%6c%74%68%7a"] {
+            guard case .matched = router.route(for: HTTPRequest(method: .get, scheme: nil, authority: nil, path: path))
+            else { Issue.record("\(path) did not match"); continue }
+        }
+        let head = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/%69id/v1/ab%3a/rel/%74opics/n%65ws")
+        guard case .matched(_, _, let params, _) = router.route(for: head) else { Issue.record("no match"); return }
+        #expect(params == ["token": "ab:", "topic": "news"])
+        guard case .notFound = router.route(for: HTTPRequest(method: .get, scheme: nil, authority: nil, path: "%2Fhealthz"))
+        else { Issue.record("expected 404"); return }
+        guard case .methodNotAllowed = router.route(for: HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/%68ealthz"))
+        else { Issue.record("expected 405"); return }
+    }
+
     @Test func wrongMethodAndUnknownPath() {
         guard case .methodNotAllowed = router.route(for: HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/healthz")) else {
             Issue.record("expected 405"); return

@@ -40,6 +40,42 @@ struct DeliveryHubTests {
         return false
     }
 
+    /// Two nodes on one database: each announces its stream, and every node sees the announcements in one order.
+    /// The stream announced first ends when the other's announcement reaches its node; the other stays.
+    @Test("a stream opened on another node ends the one here only if this one's announcement came back first")
+    func openedElsewhereEndsOnlyTheOlderStream() {
+        let device = DeviceID(rawValue: 7)
+        // Here first: our announcement comes back, then the other node's: ours is the older one, it ends.
+        let older = DeliveryHub()
+        let (here, _) = older.attach(device: device) {}
+        older.announced(device: device, attachment: here.attachment)
+        #expect(older.openedElsewhere(device: device))
+        #expect(isEnded(here))
+
+        // The other node first: its announcement reaches us before ours comes back: ours is the newer one, it stays,
+        // and ending it later is the other node's business, not a second announcement's from elsewhere.
+        let newer = DeliveryHub()
+        let (stays, _) = newer.attach(device: device) {}
+        #expect(work(stays)?.readStore == true)
+        #expect(!newer.openedElsewhere(device: device))
+        newer.announced(device: device, attachment: stays.attachment)
+        #expect(isIdle(stays), "not ended")
+
+        // An echo of a stream already replaced here marks nothing: the newer local stream waits for its own.
+        let replaced = DeliveryHub()
+        let (first, _) = replaced.attach(device: device) {}
+        let (second, _) = replaced.attach(device: device) {}
+        #expect(isEnded(first))
+        replaced.announced(device: device, attachment: first.attachment)
+        #expect(!replaced.openedElsewhere(device: device))
+        #expect(work(second)?.readStore == true)
+        replaced.announced(device: device, attachment: second.attachment)
+        #expect(replaced.openedElsewhere(device: device))
+        #expect(isEnded(second))
+        // No stream of the device: nothing to end.
+        #expect(!DeliveryHub().openedElsewhere(device: device))
+    }
+
     @Test("committed rows reach their own device's stream, in order, without a store read")
     func handOver() {
         let hub = DeliveryHub()

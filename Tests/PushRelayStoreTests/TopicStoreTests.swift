@@ -110,6 +110,46 @@ struct TopicStoreTests {
         }
     }
 
+    /// Device expiry skips a topic whose row another transaction holds (waiting could deadlock); that topic then had
+    /// no later change to delete its row. The next purge checks it again.
+    @Test("PostgreSQL: a topic that device expiry had to skip goes with the next purge once nobody subscribes")
+    func topicSkippedByExpiryGoesWithTheNextPurge() async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory, clock: clock) { store in
+                let fixture = try await makeFixture(store)
+                let token = fixture.registration.device.token
+                #expect(try await store.subscribe(tokens: [token], to: "held", project: fixture.project) == [.ok])
+                let postgres = try await TestPostgres.shared
+                let database = databaseName(for: directory)
+                let holder = try postgres.session(database: database, name: "topic_holder")
+                try holder.send("BEGIN; SELECT id FROM topics WHERE name = 'held' FOR UPDATE;")
+                var held = false
+                for _ in 0..<3_000 where !held {
+                    let found = try await postgres.psql(
+                        """
+                        SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+                            AND application_name = 'topic_holder' AND state = 'idle in transaction'
+                        """, database: database)
+                    held = found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
+                    if !held { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                #expect(held, "the other session holds the topic's row")
+
+                clock.advance(by: 7_200)
+                #expect(try await store.expireDevices(unseenFor: .seconds(3600), limit: 100) == 1)
+                #expect(try await topicNames(.postgres, directory) == ["held"], "skipped: its row was held")
+                _ = try await store.purge(limit: 1_000)
+                #expect(try await topicNames(.postgres, directory) == ["held"], "still held: left for the next purge")
+
+                try holder.send("ROLLBACK;")
+                _ = await holder.finish()
+                _ = try await store.purge(limit: 1_000)
+                #expect(try await topicNames(.postgres, directory) == [])
+            }
+        }
+    }
+
     /// Audit-t: two nodes removing a topic's last two subscriptions at once left its row about once in 16 rounds
     /// (each checked for subscribers before the other's removal committed).
     @Test("PostgreSQL: two nodes unsubscribing a topic's last two subscribers at once leave no row")

@@ -31,21 +31,39 @@ struct TLSServerReloadTests {
         }
     }
 
-    @Test("reload serves the new certificate to new handshakes; an open connection keeps working")
-    func reloadKeepsOpenConnections() async throws {
-        let certificates = try await TestCertificates.make()
-        defer { certificates.remove() }
-        try install(certificates.serverCertificateA, certificates.serverKeyA, into: certificates)
+    /// A context serving `certificate` and `key` as `live.pem` and `live.key`, the names a reload reads again.
+    private func liveContext(
+        _ certificate: String, _ key: String, _ certificates: TestCertificates
+    ) throws -> (TLSServerContext, RecordingLogHandler.Store) {
+        try install(certificate, key, into: certificates)
         let (logger, logs) = RecordingLogHandler.makeLogger()
         let context = try TLSServerContext(
             configuration: TLSServerConfiguration(
                 certificateChainFile: certificates.path("live.pem"), privateKeyFile: certificates.path("live.key")),
             logger: logger
         )
+        return (context, logs)
+    }
+
+    /// What `openssl s_client` holding only the root says of the chain served on `port` for `localhost`.
+    private func verification(_ port: Int, _ certificates: TestCertificates) async throws -> String {
+        try await ChildProcess.run(
+            "openssl",
+            ["s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost", "-CAfile",
+             certificates.caFile, "-verify_hostname", "localhost", "-verify_return_error"],
+            timeout: .seconds(30)
+        ).combined
+    }
+
+    @Test("reload serves the new certificate to new handshakes; an open connection keeps working")
+    func reloadKeepsOpenConnections() async throws {
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        let (context, logs) = try liveContext(certificates.serverCertificateA, certificates.serverKeyA, certificates)
         #expect(context.certificate.serialNumber == "A1")
         let server = try await TestTLSServer.start(context)
         let client = try TLSClientContext(
-            configuration: TLSClientConfiguration(trustRoots: .certificateFile(certificates.caFile)), logger: logger)
+            configuration: TLSClientConfiguration(trustRoots: .certificateFile(certificates.caFile)), logger: Logger(label: "test.tls.client"))
         let before = try await TestTLSClientConnection.connect(client, port: server.port)
         _ = try await before.handshake()
         _ = try await before.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", thenWaitFor: "ok alpn=")
@@ -69,13 +87,7 @@ struct TLSServerReloadTests {
     func badReloadRefused() async throws {
         let certificates = try await TestCertificates.make()
         defer { certificates.remove() }
-        try install(certificates.serverCertificateA, certificates.serverKeyA, into: certificates)
-        let (logger, logs) = RecordingLogHandler.makeLogger()
-        let context = try TLSServerContext(
-            configuration: TLSServerConfiguration(
-                certificateChainFile: certificates.path("live.pem"), privateKeyFile: certificates.path("live.key")),
-            logger: logger
-        )
+        let (context, logs) = try liveContext(certificates.serverCertificateA, certificates.serverKeyA, certificates)
         let server = try await TestTLSServer.start(context)
 
         let cases: [(certificate: String, key: String, code: TLSError.Code)] = [
@@ -113,15 +125,34 @@ struct TLSServerReloadTests {
         )
         #expect(context.certificate.issuer == "CN=PushRelay Test Intermediate")
         let server = try await TestTLSServer.start(context)
-        let result = try await ChildProcess.run(
-            "openssl",
-            ["s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-CAfile",
-             certificates.caFile, "-verify_hostname", "localhost", "-verify_return_error"],
-            timeout: .seconds(30)
-        )
+        let result = try await verification(server.port, certificates)
         try await server.stop()
-        #expect(result.combined.contains("Verify return code: 0 (ok)"), "\(result.combined)")
-        #expect(result.combined.contains("1 s:CN = PushRelay Test Intermediate"), "\(result.combined)")
+        #expect(result.contains("Verify return code: 0 (ok)"), "\(result)")
+        #expect(result.contains("1 s:CN = PushRelay Test Intermediate"), "\(result)")
+    }
+
+    @Test("a chain file cut after the leaf is refused on reload when the chain in use serves intermediates")
+    func chainCutAfterLeafRefused() async throws {
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        let (context, logs) = try liveContext(certificates.chainedFullChain, certificates.chainedKey, certificates)
+        let server = try await TestTLSServer.start(context)
+
+        try install(certificates.chainedLeafOnly, certificates.chainedKey, into: certificates)
+        let error = #expect(throws: TLSError.self) { try context.reload() }
+        #expect(error?.code == .certificateUnreadable)
+        #expect(error?.message.contains("CN=PushRelay Test Intermediate") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("cut after the leaf") == true, "\(String(describing: error))")
+        #expect(logs.messages("TLS certificate reload refused; still serving the previous certificate").count == 1)
+        // Still the whole chain: a client holding only the root verifies it.
+        let result = try await verification(server.port, certificates)
+        #expect(result.contains("Verify return code: 0 (ok)"), "\(result)")
+
+        // The whole chain again is accepted; a deployment that never served intermediates (a leaf signed by a root
+        // its clients hold, as serverCertificateA) keeps reloading leaf-only files.
+        try install(certificates.chainedFullChain, certificates.chainedKey, into: certificates)
+        #expect(try context.reload().serialNumber == "D4")
+        try await server.stop()
     }
 
     @Test("an expired certificate is accepted at start with a warning, so a lapsed renewal cannot keep the daemon down")

@@ -23,6 +23,8 @@ struct TestCertificates: Sendable {
     /// Serial D4, signed by an intermediate CA: the leaf then the intermediate, as Let's Encrypt's fullchain.pem.
     var chainedFullChain: String { path("chained-fullchain.pem") }
     var chainedKey: String { path("chained.key") }
+    /// The same leaf D4 alone, without its intermediate: a fullchain.pem cut after the leaf.
+    var chainedLeafOnly: String { path("chained.pem") }
 
     func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 

@@ -22,4 +22,16 @@ struct PercentDecodingTests {
         #expect(PercentDecoding.decode(text, plus: .space) == nil)
         #expect(PercentDecoding.decode(text, plus: .plus) == nil)
     }
+
+    @Test("a path's normal form (RFC 3986 §6.2.2): unreserved escapes decoded, other escapes' hex in upper case")
+    func normalizedPath() {
+        #expect(PercentDecoding.normalizedPath("/fcm/%73end") == "/fcm/send")
+        #expect(PercentDecoding.normalizedPath("/%7E%2d%2E%5F/%41%7a%30") == "/~-._/Az0")
+        #expect(PercentDecoding.normalizedPath("/a%2fb%c3%a9") == "/a%2Fb%C3%A9")
+        // Reserved characters stay escaped: %2F is not a segment separator.
+        #expect(PercentDecoding.normalizedPath("/fcm%2Fsend") == nil)
+        #expect(PercentDecoding.normalizedPath("/fcm/send") == nil)
+        #expect(PercentDecoding.normalizedPath("/fcm/%7") == nil)
+        #expect(PercentDecoding.normalizedPath("/fcm/%zzsend") == nil)
+    }
 }

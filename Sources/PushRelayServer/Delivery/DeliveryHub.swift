@@ -15,7 +15,8 @@ struct TransientMessage: Sendable {
 /// one. The store's commit observer hands each committed row to its device's stream (``deliver(_:)``), which writes
 /// it without reading the store back; a stream that falls behind by more than ``Subscription/committedLimit`` rows
 /// drops them and reads the store from its cursor instead, so a slow stream costs bounded memory however many
-/// wake-ups it misses. One stream per device: attaching a second one replaces (ends) the first.
+/// wake-ups it misses. One stream per device: attaching a second one replaces (ends) the first, and on a shared
+/// database a stream opened on another node ends the older one here (``openedElsewhere(device:)``).
 final class DeliveryHub: Sendable {
     /// One attached stream, and the work accumulated for it.
     ///
@@ -52,6 +53,8 @@ final class DeliveryHub: Sendable {
             var work = Work()
             var running = false
             var ended = false
+            /// Its announcement to the other nodes came back (``DeliveryHub/announced(device:attachment:)``).
+            var announced = false
         }
 
         let device: DeviceID
@@ -105,6 +108,14 @@ final class DeliveryHub: Sendable {
                 return Self.claim(&state)
             }
             if wakeNow { wake() }
+        }
+
+        fileprivate func markAnnounced() {
+            state.withLockedValue { $0.announced = true }
+        }
+
+        fileprivate var isAnnounced: Bool {
+            state.withLockedValue { $0.announced }
         }
 
         /// Marks the stream running; true when it was not (the caller wakes it).
@@ -202,6 +213,26 @@ final class DeliveryHub: Sendable {
     func end(devices: some Sequence<DeviceID>) {
         let subscriptions = state.withLockedValue { state in devices.compactMap { state.subscriptions[$0] } }
         for subscription in subscriptions { subscription.end() }
+    }
+
+    /// The announcement of the device's stream `attachment` (``PushStore/announceStream(device:attachment:)``) came
+    /// back through the channel the nodes share: from now on, an announcement by another node comes after it.
+    func announced(device: DeviceID, attachment: UInt64) {
+        let subscription = state.withLockedValue { $0.subscriptions[device] }
+        guard let subscription, subscription.attachment == attachment else { return }
+        subscription.markAnnounced()
+    }
+
+    /// Another node announced a stream of `device`. The stream here ends if its own announcement came back first:
+    /// it is the older one. One whose announcement has not come back yet was announced after the other node's (the
+    /// channel is ordered) and stays; the other node ends its stream when that announcement reaches it. Returns
+    /// whether a stream ended; it detaches as it ends.
+    @discardableResult
+    func openedElsewhere(device: DeviceID) -> Bool {
+        let subscription = state.withLockedValue { $0.subscriptions[device] }
+        guard let subscription, subscription.isAnnounced else { return false }
+        subscription.end()
+        return true
     }
 
     /// Tells every live stream on this node to read the store (commits of other nodes may have been missed).

@@ -69,6 +69,8 @@ final class DeviceStream: @unchecked Sendable {
             handoff.execute(on: eventLoop) { self.pump() }
         }
         self.subscription = subscription
+        // On a shared database, an older stream of the device on another node ends (a device holds one stream).
+        store.announceStream(device: device.id, attachment: subscription.attachment)
         if newDevice { metrics.deviceConnected() }
         writer.onClose { [self] in finish(machine.end()) }
     }

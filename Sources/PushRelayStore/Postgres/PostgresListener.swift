@@ -61,7 +61,8 @@ final class PostgresListener: Sendable {
         }
     }
 
-    /// `node auth-flag devices [first last]` (see ``PostgresWriter``): a device list, `*` (too many to list) or `-`
+    /// `node auth-flag devices [first last]` (see ``PostgresWriter``), or `node s device attachment` (a stream
+    /// announced, ``streamAnnounced(_:)``). A commit's payload names a device list, `*` (too many to list) or `-`
     /// (none); with the batch's id range, the rows are read back here, in one query on this connection (so in
     /// commit order), and handed over whole; without it, or if that read fails, the devices' streams read the
     /// store themselves.
@@ -73,6 +74,10 @@ final class PostgresListener: Sendable {
     /// that row, which it never wrote (and a `Last-Event-ID` past it acknowledged it unseen).
     private func handle(_ payload: String, watch: PostgresConnectionWatch) async {
         let fields = payload.split(separator: " ")
+        if fields.count == 4, fields[1] == "s" {
+            self.streamAnnounced(fields)
+            return
+        }
         guard fields.count == 3 || fields.count == 5 else { return }
         let own = fields[0] == self.context.node
         if !own {
@@ -84,6 +89,19 @@ final class PostgresListener: Sendable {
         if own, let last = Int64(fields[4]) {
             // Its rows are with the streams: time-to-live-0 sends waiting behind them may go.
             self.context.deliveryOrder.settled(upTo: last)
+        }
+    }
+
+    /// `node s device attachment` (``PostgresStore/announceStream(device:attachment:)``): this node's own stream
+    /// announced, or another node's.
+    private func streamAnnounced(_ fields: [Substring]) {
+        guard let device = Int64(fields[2]), let attachment = UInt64(fields[3]),
+            let observer = self.context.remoteObserver.withLockedValue({ $0 })
+        else { return }
+        if fields[0] == self.context.node {
+            observer(.streamAnnounced(DeviceID(rawValue: device), attachment: attachment))
+        } else {
+            observer(.streamOpenedElsewhere(DeviceID(rawValue: device)))
         }
     }
 

@@ -74,7 +74,12 @@ extension PostgresStore {
 
     /// See ``PushStore/purge(limit:)``.
     public func purge(limit: Int) async throws -> PurgeReport {
-        try await self.writer.write { write in
+        let skipped = self.context.skippedTopics.withLockedValue { Array($0.prefix(max(limit, 0))) }
+        let (report, checked) = try await self.writer.write { write in
+            // The topics device expiry had to skip: deleted if nobody subscribes to them now, unless they are
+            // held again (then the next purge tries).
+            let checked = try await Self.lockTopics(skipped, in: write, skipLocked: true)
+            try await Self.deleteTopicsWithoutSubscribers(checked, in: write)
             var report = PurgeReport()
             report.expiredMessages = try await write.rows(
                 """
@@ -93,8 +98,12 @@ extension PostgresStore {
                 """
             ).count
             try await write.run("DELETE FROM access_tokens WHERE expires_at <= \(write.nowMicros)")
-            return report
+            return (report, checked)
         }
+        if !checked.isEmpty {
+            self.context.skippedTopics.withLockedValue { $0.subtract(checked) }
+        }
+        return report
     }
 
     /// See ``PushStore/queueStatistics()``.

@@ -102,7 +102,8 @@ extension PostgresStore {
     /// Locks the rows of topics `ids` (in id order, so that two transactions locking several never deadlock) and
     /// returns those it locked: all, waiting for their holders, or with `skipLocked` only those nobody holds (for
     /// device expiry, which holds the devices first: waiting there could deadlock with a subscribe that holds its
-    /// topic and waits for the device; a topic skipped keeps its row until its next change).
+    /// topic and waits for the device; a topic skipped is checked again by the next purge,
+    /// ``PostgresStoreContext/skippedTopics``).
     static func lockTopics(_ ids: [Int64], in write: PostgresWriteContext, skipLocked: Bool) async throws -> [Int64] {
         guard !ids.isEmpty else { return [] }
         let rows = try await write.rows(

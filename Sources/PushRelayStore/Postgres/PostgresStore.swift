@@ -150,6 +150,26 @@ public final class PostgresStore: PushStore {
         self.context.statistics.withLockedValue { $0 }
     }
 
+    /// See ``PushStore/announceStream(device:attachment:)``: `NOTIFY` on the commit channel, `node s device
+    /// attachment` (nodes of earlier releases take only three or five fields, and ignore it), from a pool
+    /// connection in a task of its own.
+    public func announceStream(device: DeviceID, attachment: UInt64) {
+        let payload = "\(self.context.node) s \(device.rawValue) \(attachment)"
+        let logger = self.context.logger
+        Task {
+            do {
+                _ = try await self.read { client in
+                    try await client.query(
+                        "SELECT pg_notify(\(PostgresStoreContext.channel), \(payload))", logger: logger)
+                }
+            } catch {
+                logger.debug(
+                    "could not announce a stream to the other nodes; an older stream of the device elsewhere stays open",
+                    metadata: ["relay.device.id": "\(device.rawValue)", "relay.error": "\(error)"])
+            }
+        }
+    }
+
     /// Runs a read on the pool; ``StoreError/closed`` after ``close()``.
     func read<T: Sendable>(_ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws(StoreError) -> T {
         guard !self.closed.withLockedValue({ $0 }) else { throw StoreError.closed }

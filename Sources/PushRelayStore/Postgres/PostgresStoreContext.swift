@@ -21,6 +21,11 @@ final class PostgresStoreContext: Sendable {
     let statistics = NIOLockedValueBox(GroupCommitStatistics())
     /// Whether the writer's last transaction could commit.
     let health: CommitHealth
+    /// Topics device expiry could not check for subscribers (another transaction held their rows): the next purge
+    /// checks them again, so that none keeps its row after its last subscription for want of a later change. At
+    /// most ``skippedTopicsLimit``; a node that stops forgets them (they are rare: a subscribe racing an expiry).
+    let skippedTopics = NIOLockedValueBox(Set<Int64>())
+    static let skippedTopicsLimit = 100_000
 
     /// The notification channel every node listens on.
     static let channel = "pushrelay_commits"

@@ -15,13 +15,24 @@ final class SSLContextHandle: @unchecked Sendable {
     let pointer: OpaquePointer
     /// The served certificate (servers only).
     let certificate: TLSCertificateInfo?
+    /// The subjects (RFC 2253) of the certificates served after the leaf: its intermediates (servers only).
+    let chainSubjects: [String]
     /// Server ALPN preference, read by the select callback through `Unmanaged`.
     private let alpn: ALPNPreference
 
-    private init(pointer: OpaquePointer, certificate: TLSCertificateInfo?, alpn: ALPNPreference) {
+    private init(
+        pointer: OpaquePointer, certificate: TLSCertificateInfo?, chainSubjects: [String] = [], alpn: ALPNPreference
+    ) {
         self.pointer = pointer
         self.certificate = certificate
+        self.chainSubjects = chainSubjects
         self.alpn = alpn
+    }
+
+    /// Whether the chain served carries the certificate of the leaf's issuer (true too for a self-issued leaf).
+    var servesLeafIssuer: Bool {
+        guard let certificate else { return true }
+        return certificate.issuer == certificate.subject || self.chainSubjects.contains(certificate.issuer)
     }
 
     deinit {
@@ -70,7 +81,10 @@ final class SSLContextHandle: @unchecked Sendable {
             )
         }
 
-        let handle = SSLContextHandle(pointer: ctx, certificate: info, alpn: alpn)
+        let chainSubjects = (0..<pushrelay_SSL_CTX_chain_count(ctx)).compactMap { index in
+            pushrelay_SSL_CTX_chain_certificate(ctx, index).map { name(X509_get_subject_name($0)) }
+        }
+        let handle = SSLContextHandle(pointer: ctx, certificate: info, chainSubjects: chainSubjects, alpn: alpn)
         owned = false
         SSL_CTX_set_alpn_select_cb(ctx, alpnSelect, Unmanaged.passUnretained(handle.alpn).toOpaque())
         return (handle, expired || notYetValid)
