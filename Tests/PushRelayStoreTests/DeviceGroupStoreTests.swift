@@ -143,6 +143,49 @@ struct DeviceGroupStoreTests {
         }
     }
 
+    /// Device expiry skips a group whose row another transaction holds (waiting could deadlock with an `add`): the
+    /// group, left without members, counts as none at once, and the next purge deletes its row.
+    @Test("PostgreSQL: a group that device expiry had to skip counts as none, and goes with the next purge")
+    func groupSkippedByExpiryGoesWithTheNextPurge() async throws {
+        let clock = FakeClock()
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory, clock: clock) { store in
+                let fixture = try await makeFixture(store)
+                guard case .done(let key) = try await store.changeDeviceGroup(
+                    .create(name: "held", tokens: [fixture.registration.device.token]), project: fixture.project)
+                else { Issue.record("not created"); return }
+                let postgres = try await TestPostgres.shared
+                let database = databaseName(for: directory)
+                let holder = try postgres.session(database: database, name: "group_holder")
+                try holder.send("BEGIN; SELECT id FROM device_groups WHERE name = 'held' FOR UPDATE;")
+                var held = false
+                for _ in 0..<3_000 where !held {
+                    let found = try await postgres.psql(
+                        """
+                        SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+                            AND application_name = 'group_holder' AND state = 'idle in transaction'
+                        """, database: database)
+                    held = found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
+                    if !held { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                #expect(held, "the other session holds the group's row")
+
+                clock.advance(by: 7_200)
+                #expect(try await store.expireDevices(unseenFor: .seconds(3600), limit: 100) == 1)
+                #expect(try await groupRows(.postgres, directory) == ["held"], "skipped: its row was held")
+                #expect(try await store.deviceGroup(notificationKey: key) == nil, "without members: no group")
+                #expect(try await store.deviceGroupKey(name: "held", project: fixture.project) == nil)
+                _ = try await store.purge(limit: 1_000)
+                #expect(try await groupRows(.postgres, directory) == ["held"], "still held: left for the next purge")
+
+                try holder.send("ROLLBACK;")
+                _ = await holder.finish()
+                _ = try await store.purge(limit: 1_000)
+                #expect(try await groupRows(.postgres, directory) == [])
+            }
+        }
+    }
+
     /// Every change to a group's members holds the group's row: two nodes adding the 20th member at once count one
     /// after the other, and two creates of one name make one group.
     @Test("PostgreSQL: two nodes adding past the limit at once add one member; two creates of a name make one group")

@@ -9,7 +9,8 @@ extension PostgresStore {
     /// and the deletion of a group left without members sees every other change committed. The tokens' devices are
     /// held `FOR KEY SHARE` until the commit, so that none is removed between the look-up and the insert of its
     /// membership (a removal that came first leaves no row to hold: the token is then not registered). A group a
-    /// removal left without members (device expiry skips a group another transaction holds) counts as none.
+    /// removal left without members (device expiry skips a group another transaction holds, and the next purge
+    /// deletes it) counts as none meanwhile.
     public func changeDeviceGroup(_ operation: DeviceGroupOperation, project: ProjectID) async throws
         -> DeviceGroupOutcome
     {
@@ -123,7 +124,8 @@ extension PostgresStore {
     /// Locks the rows of device groups `ids` (in id order, so that two transactions locking several never deadlock)
     /// and returns those it locked: all, waiting for their holders, or with `skipLocked` only those nobody holds (for
     /// device expiry, which holds the devices first: waiting there could deadlock with an `add` that holds its group
-    /// and waits for the device; a group skipped may be left without members, and then counts as none).
+    /// and waits for the device; a group skipped is checked again by the next purge,
+    /// ``PostgresStoreContext/skippedDeviceGroups``, and counts as none meanwhile if it was left without members).
     static func lockDeviceGroups(_ ids: [Int64], in write: PostgresWriteContext, skipLocked: Bool) async throws
         -> [Int64]
     {

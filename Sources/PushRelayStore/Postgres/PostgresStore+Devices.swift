@@ -142,6 +142,15 @@ extension PostgresStore {
                     }
                 }
             }
+            if groups.count < joined.count {
+                // Likewise for device groups (``PostgresStoreContext/skippedDeviceGroups``).
+                let skipped = Set(joined).subtracting(groups)
+                self.context.skippedDeviceGroups.withLockedValue { pending in
+                    for group in skipped where pending.count < PostgresStoreContext.skippedTopicsLimit {
+                        pending.insert(group)
+                    }
+                }
+            }
             for (project, count) in perProject {
                 try await write.run("UPDATE projects SET device_count = device_count - \(count) WHERE id = \(project)")
             }
