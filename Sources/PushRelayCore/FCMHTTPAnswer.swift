@@ -46,6 +46,11 @@ public struct FCMHTTPAnswer: Sendable, Hashable {
         }
     }
 
+    /// `200` with a device group's response (always JSON: only a JSON send addresses a group).
+    public init(_ response: FCMDeviceGroupResponse) {
+        self.init(status: 200, contentType: Self.jsonContentType, body: response.jsonBody())
+    }
+
     /// The answer for an error that ends the request (what `FCMSendRequest.parse` throws, an auth failure, or a
     /// store that cannot commit):
     /// - `400` bad request: the plain-text reason (`Field "to" must be a JSON string: 5`);

@@ -20,4 +20,9 @@ public enum FCMLimits {
     public static let maxConditionNesting = 16
     /// The longest topic name.
     public static let maxTopicNameLength = 900
+    /// Members of one device group (`notification_key`), as FCM: a create or an add that would pass it is refused.
+    public static let maxDeviceGroupMembers = 20
+    /// The longest `notification_key_name`, in UTF-8 bytes. FCM documents none; a user name or an e-mail address
+    /// fits many times over, and the store keeps no unbounded text from a request.
+    public static let maxNotificationKeyNameLength = 256
 }

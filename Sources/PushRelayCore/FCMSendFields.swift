@@ -71,6 +71,11 @@ struct FCMSendFields {
             limit: isTopicSend ? FCMLimits.maxTopicPayloadBytes : FCMLimits.maxPayloadBytes
         )
         if isTopicSend { return request }
+        // A notification key is never a token's shape (it has no `:`): read by its shape, a device group.
+        if encoding == .json, let to, let key = NotificationKey(to) {
+            request.addressing = .deviceGroup(key)
+            return request
+        }
 
         let tokens = registrationIDs ?? [to ?? ""]
         var recipients: [FCMRecipient] = []

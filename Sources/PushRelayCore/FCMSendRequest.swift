@@ -7,7 +7,8 @@ public import PushRelayWire
 /// for problems that answer the whole request (`400`: bad JSON, wrong field types, empty or oversized
 /// `registration_ids`, a malformed topic or condition). Problems that FCM answers per target with a `200`
 /// are kept in the value: ``recipients`` carry `MissingRegistration`/`InvalidRegistration`, and
-/// ``messageError`` (`InvalidDataKey`, `InvalidTtl`, `MessageTooBig`) applies to every target.
+/// ``messageError`` (`InvalidDataKey`, `InvalidTtl`, `MessageTooBig`) applies to every target (a device group's
+/// members included).
 public struct FCMSendRequest: Sendable, Hashable {
     /// `priority`.
     public enum Priority: String, Sendable, Hashable {
@@ -54,7 +55,7 @@ public struct FCMSendRequest: Sendable, Hashable {
 
     /// How the body was encoded.
     public var encoding: Encoding
-    /// Where the message goes (tokens, a topic, or a condition).
+    /// Where the message goes (tokens, a topic, a condition, or a device group).
     public var addressing: FCMAddressing
     /// `collapse_key`.
     public var collapseKey: String?
@@ -109,7 +110,7 @@ public struct FCMSendRequest: Sendable, Hashable {
         priority ?? (notification == nil ? .normal : .high)
     }
 
-    /// The token recipients in request order (empty for topic and condition sends).
+    /// The token recipients in request order (empty for topic, condition and device-group sends).
     public var recipients: [FCMRecipient] {
         if case .tokens(let recipients) = addressing { return recipients }
         return []
@@ -152,6 +153,10 @@ public enum FCMAddressing: Sendable, Hashable {
     case topic(TopicName)
     /// `condition`.
     case condition(TopicCondition)
+    /// `to` (or the deprecated `notification_key`) with a device group's ``NotificationKey`` (JSON only: a plain-text
+    /// `registration_id` names one token). The relay sends a copy to each member and answers FCM's group form
+    /// (``FCMDeviceGroupResponse``).
+    case deviceGroup(NotificationKey)
 }
 
 /// One token target of a send and what validation already knows about it.

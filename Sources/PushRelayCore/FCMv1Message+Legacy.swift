@@ -123,7 +123,12 @@ extension FCMv1Message {
         }
 
         switch target {
-        case .token(let token): request.addressing = .tokens([FCMRecipient(token: token)])
+        case .token(let token):
+            if let key = NotificationKey(token) {
+                request.addressing = .deviceGroup(key)
+            } else {
+                request.addressing = .tokens([FCMRecipient(token: token)])
+            }
         case .topic(let topic): request.addressing = .topic(topic)
         case .condition(let condition): request.addressing = .condition(condition)
         }

@@ -12,7 +12,7 @@ public import PushRelayWire
 public struct FCMv1Message: Sendable, Hashable {
     /// Where the message goes.
     public enum Target: Sendable, Hashable {
-        /// `token`.
+        /// `token`: a registration token, or a device group's notification key (``NotificationKey``).
         case token(String)
         /// `topic` (without `/topics/`).
         case topic(TopicName)
@@ -68,7 +68,10 @@ public struct FCMv1Message: Sendable, Hashable {
             targetField = field
             switch field {
             case "token":
-                guard RegistrationToken.isWellFormed(text) else { throw FCMv1Error.invalidRegistrationToken }
+                // A device group's notification key goes in `token` too, as FCM HTTP v1 addresses groups.
+                guard RegistrationToken.isWellFormed(text) || NotificationKey.isWellFormed(text) else {
+                    throw FCMv1Error.invalidRegistrationToken
+                }
                 target = .token(text)
             case "topic":
                 let name = text.hasPrefix(TopicName.prefix) ? String(text.dropFirst(TopicName.prefix.count)) : text

@@ -21,7 +21,8 @@ public final class RelayApplication: Sendable {
         public var retryAfterSeconds: Int = 10
         /// How often expired and acknowledged messages are purged. Default 60 s.
         public var purgeInterval: Duration = .seconds(60)
-        /// The largest body on every route but the sends (register, ack, Instance ID), `max_request_body_size`.
+        /// The largest body on every route but the sends (register, ack, Instance ID, device groups),
+        /// `max_request_body_size`.
         /// Default 256 KiB.
         public var maxRequestBodyBytes: Int = 256 * 1024
         /// Whether `/metrics` is served (`metrics_enabled`); when false the route does not exist (404).
@@ -74,7 +75,7 @@ public final class RelayApplication: Sendable {
     /// Devices seen (stream opened, acknowledgement) since the purge loop last recorded them, for device expiry.
     let sightings = DeviceSightings()
 
-    /// The routes: FCM send, device, Instance ID and operations.
+    /// The routes: FCM send, device groups, device, Instance ID and operations.
     public let router: HTTPRouter
     /// The public base URL that `/token` checks audiences against; set it once the listeners are bound when
     /// `public_url` is not configured.
@@ -149,10 +150,11 @@ public final class RelayApplication: Sendable {
             readiness: readiness)
         router.add(.post, "/fcm/send", maxBodyBytes: options.maxSendBodyBytes, gate: send.gate, .promised(send.handle))
         router.add(.post, "/gcm/send", maxBodyBytes: options.maxSendBodyBytes, gate: send.gate, .promised(send.handle))
-        // FCM's device groups are not served (docs/protocol.md): their API answers that, in its `{"error": …}` form,
-        // instead of a 404 that reads like a wrong URL.
-        for method in [HTTPRequest.Method.get, .post] {
-            router.add(method, "/fcm/notification", maxBodyBytes: 64 * 1024, .immediate { _, _ in Self.deviceGroupsUnsupported })
+        // FCM's device groups: create, add and remove (POST), the key of a name (GET); sends go to /fcm/send.
+        let groups = DeviceGroupRoutes(store: store, logger: logger, maxBodyBytes: options.maxRequestBodyBytes)
+        for path in ["/fcm/notification", "/gcm/notification"] {
+            router.add(.post, path, maxBodyBytes: options.maxRequestBodyBytes, errors: RouteErrors.json, .collected(groups.change))
+            router.add(.get, path, maxBodyBytes: 0, errors: RouteErrors.json, .collected(groups.lookUp))
         }
 
         // FCM HTTP v1: the service accounts' token endpoint and everything under /v1/projects/.
@@ -211,11 +213,6 @@ public final class RelayApplication: Sendable {
         }
         return router
     }
-
-    /// The answer of `/fcm/notification` (FCM's device-group API), which PushRelay does not serve.
-    static let deviceGroupsUnsupported = JSONResponse.ok(
-        ["error": "NotImplemented: device groups (/fcm/notification, notification_key) are not supported by PushRelay; send to registration_ids or to a topic"],
-        status: .notImplemented)
 
     /// Takes the first statistics snapshot (before ``markReady()``, so `/readyz` and `/metrics` have figures at once).
     public func refreshStatistics() async { await snapshot.refresh(store: store, metrics: metrics) }

@@ -24,7 +24,8 @@ public protocol PushStore: Sendable {
     /// The project with this id, or nil (e.g. for the sender id of a device's project).
     func project(id: ProjectID) async throws -> Project?
 
-    /// Deletes a project with its devices, messages, topics and subscriptions. Returns false if there was none.
+    /// Deletes a project with its devices, messages, topics, subscriptions and device groups. Returns false if there
+    /// was none.
     func deleteProject(named name: String) async throws -> Bool
 
     /// Issues a new server key for the project and returns it in clear (once). The keys valid until now stay valid
@@ -90,12 +91,14 @@ public protocol PushStore: Sendable {
     func recordDevicesSeen(_ devices: [DeviceID]) async throws
 
     /// Removes up to `limit` devices not seen for `unseenFor` (as FCM drops tokens unused for 270 days), with their
-    /// queues and subscriptions; later sends to their tokens answer `NotRegistered`. Their unexpired pending
-    /// messages count as dropped (`unregistered`). Returns how many devices were removed.
+    /// queues, subscriptions and device-group memberships (a group left without members is deleted); later sends to
+    /// their tokens answer `NotRegistered`. Their unexpired pending messages count as dropped (`unregistered`).
+    /// Returns how many devices were removed.
     func expireDevices(unseenFor: Duration, limit: Int) async throws -> Int
 
-    /// Unregisters the device holding this secret (its messages and subscriptions go with it). Returns the removed
-    /// device, or nil if the secret is unknown. Later sends to its token find no device (`NotRegistered`).
+    /// Unregisters the device holding this secret (its messages, subscriptions and device-group memberships go with it;
+    /// a group left without members is deleted). Returns the removed device, or nil if the secret is unknown. Later
+    /// sends to its token find no device (`NotRegistered`).
     func unregisterDevice(secret: String) async throws -> Device?
 
     /// The device holding this secret, or nil (answer 401 on the stream).
@@ -163,6 +166,20 @@ public protocol PushStore: Sendable {
     /// commit observer batch by batch. Throws ``StoreError/Code/invalidArgument`` for a zero time to live or a
     /// condition the compiler rejects.
     func enqueueTopicMessage(_ message: NewTopicMessage) async throws -> MessageID
+
+    // MARK: Device groups (FCM's `notification_key`)
+
+    /// Creates a device group of `project`, or adds members to one or removes members from one, in one durable
+    /// commit; see ``DeviceGroupOutcome`` for the refusals, which change nothing. `create` generates the group's key.
+    /// A group holds at most `FCMLimits.maxDeviceGroupMembers` (20) devices; one left without members is deleted.
+    /// Adding a member twice or removing a device that is not a member is no error.
+    func changeDeviceGroup(_ operation: DeviceGroupOperation, project: ProjectID) async throws -> DeviceGroupOutcome
+
+    /// The key of `project`'s group named `name` (`GET /fcm/notification?notification_key_name=…`), or nil.
+    func deviceGroupKey(name: String, project: ProjectID) async throws -> String?
+
+    /// The group with this key and its members, or nil if there is none (a send to it answers `NotRegistered`).
+    func deviceGroup(notificationKey: String) async throws -> DeviceGroup?
 
     // MARK: The hot path without tasks
 

@@ -64,10 +64,12 @@ extension SQLiteStore {
             transaction.dropped.unregistered += Int(pending.int64(0))
             try pending.run()
             let topics = try transaction.topicIDs(subscribedBy: "[\(device.id.rawValue)]")
+            let groups = try transaction.deviceGroupIDs(joinedBy: "[\(device.id.rawValue)]")
             let delete = try connection.statement("DELETE FROM devices WHERE id = ?1")
             try delete.bind(device.id.rawValue, at: 1)
             try delete.run()
             try transaction.deleteTopicsWithoutSubscribers(topics)
+            try transaction.deleteDeviceGroupsWithoutMembers(groups)
             let uncount = try connection.statement("UPDATE projects SET device_count = device_count - 1 WHERE id = ?1")
             try uncount.bind(device.project.rawValue, at: 1)
             try uncount.run()
@@ -133,12 +135,14 @@ extension SQLiteStore {
             let dropped = Int(pending.int64(0))
             try pending.run()
             let topics = try transaction.topicIDs(subscribedBy: devices)
+            let groups = try transaction.deviceGroupIDs(joinedBy: devices)
             let delete = try connection.statement(
                 "DELETE FROM devices WHERE id IN (SELECT value FROM json_each(?1)) RETURNING project_id")
             try delete.bind(devices, at: 1)
             var perProject: [Int64: Int64] = [:]
             while try delete.step() { perProject[delete.int64(0), default: 0] += 1 }
             try transaction.deleteTopicsWithoutSubscribers(topics)
+            try transaction.deleteDeviceGroupsWithoutMembers(groups)
             let uncount = try connection.statement("UPDATE projects SET device_count = device_count - ?2 WHERE id = ?1")
             for (project, count) in perProject {
                 try uncount.bind(project, at: 1)

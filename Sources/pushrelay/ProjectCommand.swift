@@ -166,7 +166,7 @@ struct ProjectCommand: AsyncParsableCommand {
 
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Delete a project with its devices, queued messages and topic subscriptions."
+            abstract: "Delete a project with its devices, queued messages, topic subscriptions and device groups."
         )
         @Argument(help: "The project's name.") var name: String
         @OptionGroup var store: StoreOptions

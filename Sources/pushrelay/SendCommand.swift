@@ -43,7 +43,7 @@ struct SendCommand: AsyncParsableCommand {
     @Option(name: .customLong("json"), help: "Post this file's FCM JSON body as is ('-' for standard input).")
     var jsonFile: String?
 
-    @Option(help: "The registration token (or /topics/NAME) to send to.")
+    @Option(help: "The registration token, /topics/NAME, or a device group's notification key to send to.")
     var to: String?
 
     @Option(help: "notification.title")

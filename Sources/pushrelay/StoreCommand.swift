@@ -48,11 +48,11 @@ struct StoreCommand: AsyncParsableCommand {
             abstract: "Copy a SQLite store into an empty PostgreSQL database (moving from one node to several).",
             discussion: """
                 Copies projects with their key hashes, devices with their token and secret hashes, pending messages, \
-                topics and subscriptions, unfinished topic expansions, service-account keys and access tokens, in one \
-                transaction: everything arrives or nothing does. Ids are kept, so every server key, client key, \
-                device token, device secret and service-account file goes on working. Stop the daemon that uses the \
-                SQLite store first; then start the nodes with --store postgres and the same URL. The PostgreSQL \
-                database must hold no project yet. The URL is a secret: prefer PUSHRELAY_POSTGRES_URL to --to.
+                topics and subscriptions, unfinished topic expansions, device groups, service-account keys and access \
+                tokens, in one transaction: everything arrives or nothing does. Ids are kept, so every server key, \
+                client key, device token, device secret, notification key and service-account file goes on \
+                working. Stop the daemon that uses the SQLite store first; then start the nodes with --store postgres \
+                and the same URL. The PostgreSQL database must hold no project yet. The URL is a secret: prefer PUSHRELAY_POSTGRES_URL to --to.
                 """
         )
 

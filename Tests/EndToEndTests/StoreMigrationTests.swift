@@ -6,7 +6,7 @@ import Testing
 /// and every credential goes on working there.
 @Suite("Store migration: SQLite to PostgreSQL", .serialized, .tags(.endToEnd))
 struct StoreMigrationTests {
-    @Test("keys, device tokens and secrets, pending messages and subscriptions work on the nodes after the copy; a second copy is refused")
+    @Test("keys, device tokens and secrets, pending messages, subscriptions and device groups work on the nodes after the copy; a second copy is refused")
     func sqliteStoreMovesToPostgres() async throws {
         // One node on SQLite: a device with two messages it has not received, subscribed to a topic.
         let single = try Daemon()
@@ -19,6 +19,13 @@ struct StoreMigrationTests {
             "--data-binary", #"{"to": "/topics/news", "registration_tokens": ["\#(device.token)"]}"#,
         ])
         #expect(subscribed.stdout.contains("results"), "\(subscribed.stdout)")
+        // …and a member of a device group.
+        let grouped = try await run("curl", [
+            "-sS", "-X", "POST", "\(single.baseURL)/fcm/notification", "-H", "Authorization: key=\(keys.serverKey)",
+            "-H", "project_id: \(keys.senderID)", "-H", "Content-Type: application/json", "--data-binary",
+            #"{"operation": "create", "notification_key_name": "u1", "registration_ids": ["\#(device.token)"]}"#,
+        ])
+        let notificationKey = try #require(try jsonObject(grouped.stdout)["notification_key"] as? String, "\(grouped.stdout)")
         var pending: [String] = []
         for n in 0..<2 {
             let answer = try await single.send(#"{"to": "\#(device.token)", "data": {"n": "\#(n)"}}"#, serverKey: keys.serverKey)
@@ -32,6 +39,7 @@ struct StoreMigrationTests {
         #expect(copied.status == 0, "\(copied.stderr)")
         #expect(copied.stdout.contains("projects 1, server_keys 1, devices 1, messages 2, topics 1, subscriptions 1"),
                 "\(copied.stdout)")
+        #expect(copied.stdout.contains("device_groups 1, device_group_members 1"), "\(copied.stdout)")
 
         // Two nodes on the copy.
         let nodes = try await MultiNodeTests.nodes(2, url: url)
@@ -46,10 +54,13 @@ struct StoreMigrationTests {
             #"{"to": "\#(device.token)", "data": {"n": "after"}}"#, serverKey: keys.serverKey).body)
         let topicAnswer = try await nodes[0].send(#"{"to": "/topics/news", "data": {"n": "topic"}}"#, serverKey: keys.serverKey)
         let topic = "\(try jsonObject(topicAnswer.body)["message_id"] ?? "")"
-        // The topic message reaches the subscription copied with the device: four messages in all.
+        // The group's key, copied with its member, sends on node A.
+        let group = try await nodes[0].send(#"{"to": "\#(notificationKey)", "data": {"n": "group"}}"#, serverKey: keys.serverKey)
+        #expect(group.body == #"{"success":1,"failure":0}"#, "\(group.body)")
+        // The topic message reaches the subscription copied with the device: five messages in all.
         try await stream.waitFor(timeout: .seconds(30), "the new messages") { text in
             let ids = parseEvents(text).compactMap(\.id)
-            return ids.contains(direct) && ids.count >= 4
+            return ids.contains(direct) && ids.count >= 5
         }
         #expect(!topic.isEmpty)
         let another = try await nodes[0].registerDevice(keys)

@@ -62,6 +62,7 @@ import Testing
                 let connection = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
                 try connection.execute(
                     """
+                    DROP TABLE device_group_members; DROP TABLE device_groups;
                     ALTER TABLE topic_messages DROP COLUMN restricted_package_name;
                     CREATE INDEX messages_expiry ON messages (expires_at);
                     DROP INDEX devices_last_seen; ALTER TABLE devices DROP COLUMN last_seen_at;
@@ -71,7 +72,8 @@ import Testing
                 connection.close()
             case .postgres:
                 let result = try await TestPostgres.shared.psql(
-                    "ALTER TABLE subscriptions DROP COLUMN created_xid; ALTER TABLE topic_messages DROP COLUMN visible; "
+                    "DROP TABLE device_group_members; DROP TABLE device_groups; "
+                        + "ALTER TABLE subscriptions DROP COLUMN created_xid; ALTER TABLE topic_messages DROP COLUMN visible; "
                         + "ALTER TABLE topic_messages DROP COLUMN restricted_package_name; "
                         + "DROP FUNCTION pushrelay_lock_queues; ALTER TABLE devices DROP COLUMN last_seen_at; ALTER TABLE projects DROP COLUMN device_count; "
                         + "DROP TABLE access_tokens; DROP TABLE service_account_keys; "

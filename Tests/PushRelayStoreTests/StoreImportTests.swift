@@ -9,7 +9,7 @@ import TestSupport
 /// same ids and credentials, and the identity sequences and the message-id mark past the copied rows.
 @Suite("Store: SQLite into PostgreSQL")
 struct StoreImportTests {
-    @Test("keys (rotated and current), devices, queues, subscriptions, service accounts and tokens arrive; new rows get new ids")
+    @Test("keys (rotated and current), devices, queues, subscriptions, device groups, service accounts and tokens arrive; new rows get new ids")
     func everythingArrives() async throws {
         try await withTemporaryDirectory { directory in
             let sqlite = try await openStore(.sqlite, in: directory) as! SQLiteStore
@@ -20,6 +20,9 @@ struct StoreImportTests {
                 NewMessage(device: device.device.id, body: [1]), NewMessage(device: device.device.id, body: [2], collapseKey: "c"),
             ])
             _ = try await sqlite.subscribe(tokens: [device.device.token], to: "news", project: shop.project.id)
+            let grouped = try await sqlite.changeDeviceGroup(
+                .create(name: "appUser-Chris", tokens: [device.device.token]), project: shop.project.id)
+            guard case .done(let notificationKey) = grouped else { Issue.record("not created: \(grouped)"); return }
             let key = try await sqlite.addServiceAccountKey(
                 project: "shop", keyID: "k1", clientEmail: "a@shop", publicKeyPEM: "PEM")
             try await sqlite.issueAccessToken("access", key: key, expiresAt: Date().addingTimeInterval(600))
@@ -30,6 +33,7 @@ struct StoreImportTests {
             #expect(report.description.hasPrefix("projects 1, server_keys 2, devices 1, messages 2, topics 1, subscriptions 1"),
                     "\(report)")
             #expect(report.count(of: "service_account_keys") == 1 && report.count(of: "access_tokens") == 1)
+            #expect(report.count(of: "device_groups") == 1 && report.count(of: "device_group_members") == 1, "\(report)")
 
             #expect(try await postgres.authenticateServerKey(shop.serverKey)?.name == "shop", "the rotated key, in grace")
             #expect(try await postgres.authenticateServerKey(rotated)?.name == "shop")
@@ -38,6 +42,8 @@ struct StoreImportTests {
             #expect(try await postgres.authenticateAccessToken("access")?.name == "shop")
             #expect(try await postgres.pendingMessages(for: device.device.id, after: nil, limit: 10) == before)
             #expect(try await postgres.subscriptions(of: device.device.id).map(\.topic) == ["news"])
+            #expect(try await postgres.deviceGroup(notificationKey: notificationKey)?.members == [device.device])
+            #expect(try await postgres.deviceGroupKey(name: "appUser-Chris", project: shop.project.id) == notificationKey)
 
             // New rows: ids past the copied ones, message ids past the copied mark; the device count came along.
             let other = try await postgres.createProject(name: "other")
@@ -47,6 +53,13 @@ struct StoreImportTests {
             await #expect(throws: StoreError.self) {
                 try await postgres.registerDevice(project: shop.project.id, app: "a", platform: "IOS", deviceLimit: 2)
             }
+            // A new group and member get ids past the copied ones (the identity sequences moved).
+            #expect(try await postgres.changeDeviceGroup(
+                .add(notificationKey: notificationKey, name: nil, tokens: [second.device.token]), project: shop.project.id)
+                == .done(notificationKey: notificationKey))
+            let another = try await postgres.changeDeviceGroup(
+                .create(name: "another", tokens: [second.device.token]), project: shop.project.id)
+            #expect(another != .nameTaken && another != .tooManyMembers, "\(another)")
             let next = try await postgres.enqueue([NewMessage(device: device.device.id, body: [3])])
             let copiedIDs = results.compactMap(\.messageID)
             #expect(try #require(next.first?.messageID) > copiedIDs.max()!)

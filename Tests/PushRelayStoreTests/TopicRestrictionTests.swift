@@ -86,13 +86,17 @@ struct TopicRestrictionTests {
             case .sqlite:
                 let connection = try SQLiteConnection(path: directory + "/pushrelay.sqlite", busyTimeout: .seconds(5))
                 try connection.execute(
-                    "ALTER TABLE topic_messages DROP COLUMN restricted_package_name; PRAGMA user_version = 4;")
+                    """
+                    DROP TABLE device_group_members; DROP TABLE device_groups;
+                    ALTER TABLE topic_messages DROP COLUMN restricted_package_name; PRAGMA user_version = 4;
+                    """)
                 connection.close()
             case .postgres:
                 // Migration 6 (the exact topic snapshot) undone as well: rows without created_xid and a message
                 // without its visible snapshot, as the migration finds them.
                 let result = try await TestPostgres.shared.psql(
-                    "ALTER TABLE subscriptions DROP COLUMN created_xid; ALTER TABLE topic_messages DROP COLUMN visible; "
+                    "DROP TABLE device_group_members; DROP TABLE device_groups; "
+                        + "ALTER TABLE subscriptions DROP COLUMN created_xid; ALTER TABLE topic_messages DROP COLUMN visible; "
                         + "ALTER TABLE topic_messages DROP COLUMN restricted_package_name; "
                         + "DELETE FROM pushrelay_migrations WHERE version >= 5;",
                     database: databaseName(for: directory))

@@ -131,23 +131,10 @@ struct InstanceIDRoutes: Sendable {
         return JSONResponse.ok([:])
     }
 
-    /// The project of `Authorization: key=<server key>`, or, as v1 senders call these routes, of
-    /// `Authorization: Bearer <access token>` with the header `access_token_auth: true`.
+    /// The project of the request's server key or access token (``ServerCredentials``).
     private func authenticate(_ request: HTTPServerRequest) async throws -> Project? {
-        guard let header = request.head.headerFields.onlyValue(for: .authorization) else { return nil }
-        if let key = AuthorizationHeader.serverKey(header) {
-            return try await store.authenticateServerKey(String(key))
-        }
-        if let token = AuthorizationHeader.bearer(header),
-            request.head.headerFields.firstValue(for: Self.accessTokenAuth)?.lowercased() == "true"
-        {
-            return try await store.authenticateAccessToken(String(token))
-        }
-        return nil
+        try await ServerCredentials.project(of: request, store: store)
     }
-
-    /// `access_token_auth: true`: the Instance ID API's marker for an OAuth 2 bearer token.
-    static let accessTokenAuth = HTTPField.Name("access_token_auth")!
 
     private static let unauthorized = JSONResponse.ok(["error": "UNAUTHENTICATED"], status: .unauthorized)
 

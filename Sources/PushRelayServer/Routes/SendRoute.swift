@@ -128,6 +128,7 @@ struct SendRoute: Sendable {
         switch outcome {
         case .tokens(let response): Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
         case .topic(let response): Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
+        case .deviceGroup(let response): Self.answer(FCMHTTPAnswer(response))
         }
     }
 

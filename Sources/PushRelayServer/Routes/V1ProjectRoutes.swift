@@ -13,6 +13,8 @@ import PushRelayStore
 /// - `POST …/{project_id}/messages:send`: parse and validate the v1 `Message` (Core), map it onto the legacy request,
 ///   and hand it to the ``SendDispatcher`` the legacy route uses: same tokens, queues, envelope and message ids.
 ///   Answers `{"name": "projects/{project_id}/messages/{id}"}` with the id the device sees as `gcm.message_id`.
+///   A device group's notification key in `message.token` sends to every member as the legacy API does; the name is
+///   that of the first member's copy accepted, and when no member got one, the first member's error is the answer.
 /// - `POST …/{project_id}/registrations/{token}/topicSubscriptions?topic_name=…` and
 ///   `DELETE …/topicSubscriptions/{topic}?allow_missing=true`: topic membership of one token.
 /// - Anything else: `501 UNIMPLEMENTED`, never a 404, which v1 libraries read as `UNREGISTERED`.
@@ -123,6 +125,10 @@ struct V1ProjectRoutes: Sendable {
             case .topic(.messageID(let id)): result = .messageID(id, canonicalRegistrationID: nil)
             case .topic(.dryRun): result = .dryRun
             case .topic(.error(let error)): result = .error(error)
+            case .deviceGroup(let response):
+                // One name for the group: the first member's copy that was accepted, else the first member's error.
+                result = (response.members.first(where: \.succeeded) ?? response.members.first)?.result
+                    ?? .error(.internalServerError)
             }
         } catch let quota as ProjectQuotaExceeded {
             return Self.answer(.from(.quotaExceeded, retryAfterSeconds: quota.retryAfterSeconds))

@@ -4,9 +4,9 @@ import PushRelayCore
 import PushRelayStore
 
 /// The send machinery below the send routes, shared by the FCM legacy route (`/fcm/send`) and the HTTP v1 route
-/// (`messages:send`): resolve the tokens (`NotRegistered`, `MismatchSenderId`, `InvalidPackageName`), build the
-/// envelope once, commit every copy in one group commit (or the topic message row), hand time-to-live-0 copies to
-/// live streams, and give each target its message id. Routes parse and answer in their own wire format; everything
+/// (`messages:send`): resolve the tokens, or a device group's members (`NotRegistered`, `MismatchSenderId`,
+/// `InvalidPackageName`), build the envelope once, commit every copy in one group commit (or the topic message row),
+/// hand time-to-live-0 copies to live streams, and give each target its message id. Routes parse and answer in their own wire format; everything
 /// between is here, once.
 ///
 /// Two ways in: ``dispatchFromMemory(_:project:on:completion:)`` for the event-loop path (every token in memory: no
@@ -25,6 +25,8 @@ struct SendDispatcher: Sendable {
         case tokens(FCMSendResponse)
         /// The topic or condition answer.
         case topic(FCMTopicResponse)
+        /// A device group's answer: one result per member, in member order.
+        case deviceGroup(FCMDeviceGroupResponse)
     }
 
     /// Sends a validated request for `project`. Throws ``FCMError/invalidParameters(_:)`` for a condition that a
@@ -50,6 +52,8 @@ struct SendDispatcher: Sendable {
             try admitProject(send, project: project, count: 1)
             return .topic(
                 try await sendToTopic(send, target: .condition(condition.text), project: project, senderID: senderID))
+        case .deviceGroup(let key):
+            return try await sendToDeviceGroup(send, key: key, project: project)
         }
     }
 
@@ -104,6 +108,32 @@ struct SendDispatcher: Sendable {
         tokenSend.resolve(devices, send: send, project: project, quotas: quotas)
         let outcomes = tokenSend.messages.isEmpty ? [] : try await path.commit(tokenSend.messages)
         return answered(tokenSend.response(outcomes: outcomes))
+    }
+
+    /// A send to a device group: a copy to each member, exactly as a send to the members' tokens in
+    /// `registration_ids` (the same quotas, queue rules and one group commit), answered in FCM's group form. What
+    /// fails before the members are known answers as a send to one token does, with the reason: a message error
+    /// (`InvalidTtl`, `MessageTooBig`, …), a key no group has (`NotRegistered`: the group was deleted with its last
+    /// member, or never was), another project's group (`MismatchSenderId`).
+    private func sendToDeviceGroup(_ send: FCMSendRequest, key: NotificationKey, project: Project) async throws
+        -> Outcome
+    {
+        func refused(_ error: FCMError) -> Outcome {
+            .tokens(answered(FCMSendResponse(multicastID: .generate(), results: [.error(error)])))
+        }
+        if let error = send.messageError { return refused(error) }
+        guard let group = try await store.deviceGroup(notificationKey: key.rawValue) else {
+            return refused(FCMError(code: .notRegistered))
+        }
+        guard group.project == project.id else { return refused(FCMError(code: .mismatchSenderId)) }
+        var tokenSend = TokenSend(recipients: group.members.map { FCMRecipient(token: $0.token) })
+        try admitProject(send, project: project, count: tokenSend.lookups.count)
+        tokenSend.resolve(group.members, send: send, project: project, quotas: quotas)
+        let outcomes = tokenSend.messages.isEmpty ? [] : try await path.commit(tokenSend.messages)
+        let response = answered(tokenSend.response(outcomes: outcomes))
+        return .deviceGroup(
+            FCMDeviceGroupResponse(
+                members: zip(group.members, response.results).map { .init(token: $0.token, result: $1) }))
     }
 
     /// The response of a token send, counted.

@@ -158,6 +158,28 @@ enum PostgresSchema {
         """
         DO $mig$ DECLARE candidates bigint[]; BEGIN SELECT array_agg(id) INTO candidates FROM (SELECT t.id FROM topics t WHERE NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.topic_id = t.id) ORDER BY t.id FOR UPDATE SKIP LOCKED) AS c; DELETE FROM topics t WHERE t.id = ANY(candidates) AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.topic_id = t.id); END $mig$;
         """,
+        // 8: device groups (FCM's notification_key), as SQLite's version 7: a name unique in its project, the key
+        // senders address the group by, and its members (at most 20). Every change to a group's members holds the
+        // group's row first (PostgresStore+DeviceGroups), so that the count and the deletion of a group left without
+        // members see every other change committed.
+        """
+        CREATE TABLE device_groups (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            project_id bigint NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            name text NOT NULL,
+            notification_key text NOT NULL UNIQUE,
+            created_at bigint NOT NULL,
+            UNIQUE (project_id, name)
+        );
+        CREATE TABLE device_group_members (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            group_id bigint NOT NULL REFERENCES device_groups (id) ON DELETE CASCADE,
+            device_id bigint NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+            added_at bigint NOT NULL,
+            UNIQUE (group_id, device_id)
+        );
+        CREATE INDEX device_group_members_device ON device_group_members (device_id);
+        """,
     ]
 
     /// A migration's statements (each ends with `;` at the end of a line).

@@ -57,10 +57,19 @@ extension PostgresStore {
                 """)
             let topics = try await Self.lockTopics(
                 try subscribed.map { try $0.decode(Int64.self) }, in: write, skipLocked: false)
+            // Its device groups' rows too, as every change to their members (changeDeviceGroup).
+            let joined = try await write.rows(
+                """
+                SELECT DISTINCT m.group_id FROM device_group_members m JOIN devices d ON d.id = m.device_id
+                WHERE d.secret_hash = \(ByteBuffer(bytes: hash.bytes))
+                """)
+            let groups = try await Self.lockDeviceGroups(
+                try joined.map { try $0.decode(Int64.self) }, in: write, skipLocked: false)
             let rows = try await write.rows(
                 "DELETE FROM devices WHERE secret_hash = \(ByteBuffer(bytes: hash.bytes)) RETURNING \(unescaped: Self.deviceColumns)")
             guard let row = rows.first, let device = try Self.device(row, matching: hash) else { return nil }
             try await Self.deleteTopicsWithoutSubscribers(topics, in: write)
+            try await Self.deleteDeviceGroupsWithoutMembers(groups, in: write)
             try await write.run(
                 "UPDATE projects SET device_count = device_count - 1 WHERE id = \(device.project.rawValue)")
             write.dropped.unregistered += Int(try pending.first?.decode(Int64.self) ?? 0)
@@ -117,14 +126,28 @@ extension PostgresStore {
                 "SELECT DISTINCT topic_id FROM subscriptions WHERE device_id = ANY(\(ids)::bigint[])"
             ).map { try $0.decode(Int64.self) }
             let topics = try await Self.lockTopics(subscribed, in: write, skipLocked: true)
+            let joined = try await write.rows(
+                "SELECT DISTINCT group_id FROM device_group_members WHERE device_id = ANY(\(ids)::bigint[])"
+            ).map { try $0.decode(Int64.self) }
+            let groups = try await Self.lockDeviceGroups(joined, in: write, skipLocked: true)
             try await write.run("DELETE FROM devices WHERE id = ANY(\(ids)::bigint[])")
             try await Self.deleteTopicsWithoutSubscribers(topics, in: write)
+            try await Self.deleteDeviceGroupsWithoutMembers(groups, in: write)
             if topics.count < subscribed.count {
                 // Held by another transaction: left to the next purge (``PostgresStoreContext/skippedTopics``).
                 let skipped = Set(subscribed).subtracting(topics)
                 self.context.skippedTopics.withLockedValue { pending in
                     for topic in skipped where pending.count < PostgresStoreContext.skippedTopicsLimit {
                         pending.insert(topic)
+                    }
+                }
+            }
+            if groups.count < joined.count {
+                // Likewise for device groups (``PostgresStoreContext/skippedDeviceGroups``).
+                let skipped = Set(joined).subtracting(groups)
+                self.context.skippedDeviceGroups.withLockedValue { pending in
+                    for group in skipped where pending.count < PostgresStoreContext.skippedTopicsLimit {
+                        pending.insert(group)
                     }
                 }
             }

@@ -85,6 +85,15 @@ extension PostgresStore {
                       .blob("body"), .text("restricted_package_name")],
             identity: false, pagedByID: true),
         Table(
+            name: "device_groups",
+            columns: [.integer("id"), .integer("project_id"), .text("name"), .text("notification_key"),
+                      .integer("created_at")],
+            identity: true, pagedByID: true),
+        Table(
+            name: "device_group_members",
+            columns: [.integer("id"), .integer("group_id"), .integer("device_id"), .integer("added_at")],
+            identity: true, pagedByID: true),
+        Table(
             name: "service_account_keys",
             columns: [.text("key_id"), .integer("project_id"), .text("client_email"), .text("public_key"),
                       .integer("created_at"), .integer("revoked_at")],
@@ -108,11 +117,12 @@ extension PostgresStore {
     private static let pageSize = 500
 
     /// Copies everything `source` holds (projects with their key hashes, devices with their token and secret
-    /// hashes, pending messages, topics and subscriptions, unfinished topic expansions, service-account keys and
-    /// access tokens) into this database, which must hold no project yet, in one transaction: it all arrives or
-    /// nothing does. Ids are kept, so tokens, secrets, message ids and `Last-Event-ID`s go on working; the
-    /// message-id high-water mark and the identity sequences move past what was copied, and every node's auth cache
-    /// is invalidated. `source` should not be written meanwhile (stop the daemon that uses it).
+    /// hashes, pending messages, topics and subscriptions, unfinished topic expansions, device groups with their
+    /// members, service-account keys and access tokens) into this database, which must hold no project yet, in one
+    /// transaction: it all arrives or nothing does. Ids are kept, so tokens, secrets, notification keys, message ids
+    /// and `Last-Event-ID`s go on working; the message-id high-water mark and the identity sequences move past what
+    /// was copied, and every node's auth cache is invalidated. `source` should not be written meanwhile (stop the
+    /// daemon that uses it).
     ///
     /// Throws ``StoreError/Code/alreadyExists`` when this database already holds a project.
     public func importAll(from source: SQLiteStore, progress: @escaping @Sendable (String, Int) -> Void = { _, _ in })

@@ -75,11 +75,14 @@ extension PostgresStore {
     /// See ``PushStore/purge(limit:)``.
     public func purge(limit: Int) async throws -> PurgeReport {
         let skipped = self.context.skippedTopics.withLockedValue { Array($0.prefix(max(limit, 0))) }
-        let (report, checked) = try await self.writer.write { write in
+        let skippedGroups = self.context.skippedDeviceGroups.withLockedValue { Array($0.prefix(max(limit, 0))) }
+        let (report, checked, checkedGroups) = try await self.writer.write { write in
             // The topics device expiry had to skip: deleted if nobody subscribes to them now, unless they are
-            // held again (then the next purge tries).
+            // held again (then the next purge tries). The same for device groups and their members.
             let checked = try await Self.lockTopics(skipped, in: write, skipLocked: true)
             try await Self.deleteTopicsWithoutSubscribers(checked, in: write)
+            let checkedGroups = try await Self.lockDeviceGroups(skippedGroups, in: write, skipLocked: true)
+            try await Self.deleteDeviceGroupsWithoutMembers(checkedGroups, in: write)
             var report = PurgeReport()
             report.expiredMessages = try await write.rows(
                 """
@@ -98,10 +101,13 @@ extension PostgresStore {
                 """
             ).count
             try await write.run("DELETE FROM access_tokens WHERE expires_at <= \(write.nowMicros)")
-            return (report, checked)
+            return (report, checked, checkedGroups)
         }
         if !checked.isEmpty {
             self.context.skippedTopics.withLockedValue { $0.subtract(checked) }
+        }
+        if !checkedGroups.isEmpty {
+            self.context.skippedDeviceGroups.withLockedValue { $0.subtract(checkedGroups) }
         }
         return report
     }

@@ -26,6 +26,9 @@ final class PostgresStoreContext: Sendable {
     /// most ``skippedTopicsLimit``; a node that stops forgets them (they are rare: a subscribe racing an expiry).
     let skippedTopics = NIOLockedValueBox(Set<Int64>())
     static let skippedTopicsLimit = 100_000
+    /// Device groups device expiry could not check for members, likewise (an `add` racing an expiry): the next purge
+    /// deletes those left without members. At most ``skippedTopicsLimit``.
+    let skippedDeviceGroups = NIOLockedValueBox(Set<Int64>())
 
     /// The notification channel every node listens on.
     static let channel = "pushrelay_commits"

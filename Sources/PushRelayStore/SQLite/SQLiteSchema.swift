@@ -178,6 +178,31 @@ enum SQLiteSchema {
 
         PRAGMA user_version = 6;
         """,
+        // 7: device groups (FCM's notification_key): a name unique in its project, the key senders address the group
+        // by (unique in the store), and its member devices, at most 20 (checked by the writer). Members go with their
+        // device (ON DELETE CASCADE), and the group with its last member (SQLiteStore+DeviceGroups). Members have a
+        // rowid of their own so that `store migrate` copies them in pages of id, as subscriptions.
+        """
+        CREATE TABLE device_groups (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            project_id INTEGER NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            notification_key TEXT NOT NULL UNIQUE,
+            created_at INTEGER NOT NULL,
+            UNIQUE (project_id, name)
+        );
+
+        CREATE TABLE device_group_members (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            group_id INTEGER NOT NULL REFERENCES device_groups (id) ON DELETE CASCADE,
+            device_id INTEGER NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+            added_at INTEGER NOT NULL,
+            UNIQUE (group_id, device_id)
+        );
+        CREATE INDEX device_group_members_device ON device_group_members (device_id);
+
+        PRAGMA user_version = 7;
+        """,
     ]
 
     /// Brings a database to the current schema (creating it when empty). Runs on the writer connection.

@@ -92,6 +92,8 @@ struct OpenAPIConformanceTests {
         func key(_ key: String) -> HTTPFields { json + [.authorization: "key=\(key)"] }
         let server = key(project.serverKey)
         let bearer: HTTPFields = [.authorization: "Bearer \(device.secret)", .contentType: "application/json"]
+        var group = server
+        group[HTTPField.Name("project_id")!] = String(project.project.senderID)
         let send = #"{"to": "\#(device.token)", "data": {"k": "v"}}"#
         let probes: [Probe] = [
             Probe(path: "/fcm/send", method: .post, request: "/fcm/send", headers: server, body: send),
@@ -128,6 +130,13 @@ struct OpenAPIConformanceTests {
                   body: #"{"to": "/topics/news", "registration_tokens": ["\#(device.token)"]}"#),
             Probe(path: "/iid/v1:batchAdd", method: .post, request: "/iid/v1:batchAdd", headers: server, body: "{nope"),
             Probe(path: "/iid/info/{token}", method: .get, request: "/iid/info/\(device.token)", headers: server),
+            Probe(path: "/fcm/notification", method: .post, request: "/fcm/notification", headers: group,
+                  body: #"{"operation": "create", "notification_key_name": "u1", "registration_ids": ["\#(device.token)"]}"#),
+            Probe(path: "/fcm/notification", method: .post, request: "/fcm/notification", headers: group,
+                  body: #"{"operation": "create", "notification_key_name": "u1", "registration_ids": ["\#(device.token)"]}"#),
+            Probe(path: "/fcm/notification", method: .post, request: "/fcm/notification", headers: key("wrong"), body: "{}"),
+            Probe(path: "/gcm/notification", method: .get, request: "/gcm/notification?notification_key_name=u1", headers: group),
+            Probe(path: "/fcm/notification", method: .get, request: "/fcm/notification?notification_key_name=u2", headers: group),
             Probe(path: "/v1/projects/{resource}", method: .get, request: "/v1/projects/shop/apps/x", headers: json),
             Probe(path: "/v1/projects", method: .post, request: "/v1/projects", headers: json),
             Probe(path: "/healthz", method: .get, request: "/healthz"),
@@ -136,7 +145,7 @@ struct OpenAPIConformanceTests {
         ]
         // The status each probe is written to get, so that a probe cannot drift to another answer unnoticed.
         let statuses = [200, 200, 400, 400, 401, 401, 429, 401, 200, 400, 401, 429, 200, 400, 401, 200, 401, 400, 401,
-                        200, 400, 200, 501, 501, 200, 200, 200]
+                        200, 400, 200, 200, 400, 401, 200, 400, 501, 501, 200, 200, 200]
         #expect(statuses.count == probes.count)
         for (probe, status) in zip(probes, statuses) {
             let answer = try await relay.request(probe.method, probe.request, headers: probe.headers, body: probe.body)

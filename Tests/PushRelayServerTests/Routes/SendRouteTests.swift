@@ -171,19 +171,6 @@ struct SendRouteTests {
         await f.close()
     }
 
-    @Test("device groups: /fcm/notification says they are not supported, in FCM's {\"error\"} form")
-    func deviceGroupsAreRefusedClearly() async throws {
-        let f = try await Fixture()
-        let create = try await f.relay.request(
-            .post, "/fcm/notification", headers: [.contentType: "application/json", .authorization: "key=\(f.key)"],
-            body: #"{"operation": "create", "notification_key_name": "u1", "registration_ids": ["\#(f.device.token)"]}"#)
-        #expect(create.status == 501)
-        #expect(create.text.contains(#""error":"NotImplemented: device groups"#), "\(create.text)")
-        let lookUp = try await f.relay.request(.get, "/fcm/notification?notification_key_name=u1")
-        #expect(lookUp.status == 501)
-        await f.close()
-    }
-
     @Test("an unregistered token answers NotRegistered and its secret opens no stream")
     func unregisteredTokenAnswersNotRegistered() async throws {
         let f = try await Fixture()
