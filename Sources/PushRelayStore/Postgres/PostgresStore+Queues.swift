@@ -79,10 +79,13 @@ extension PostgresStore {
         let (report, checked, checkedGroups) = try await self.writer.write { write in
             // The topics device expiry had to skip: deleted if nobody subscribes to them now, unless they are
             // held again (then the next purge tries). The same for device groups and their members.
-            let checked = try await Self.lockTopics(skipped, in: write, skipLocked: true)
-            try await Self.deleteTopicsWithoutSubscribers(checked, in: write)
-            let checkedGroups = try await Self.lockDeviceGroups(skippedGroups, in: write, skipLocked: true)
-            try await Self.deleteDeviceGroupsWithoutMembers(checkedGroups, in: write)
+            let locked = try await Self.lockTopics(skipped, in: write, skipLocked: true)
+            try await Self.deleteTopicsWithoutSubscribers(locked, in: write)
+            let checked = try await Self.settled(skipped, locked: locked, table: "topics", in: write)
+            let lockedGroups = try await Self.lockDeviceGroups(skippedGroups, in: write, skipLocked: true)
+            try await Self.deleteDeviceGroupsWithoutMembers(lockedGroups, in: write)
+            let checkedGroups = try await Self.settled(
+                skippedGroups, locked: lockedGroups, table: "device_groups", in: write)
             var report = PurgeReport()
             report.expiredMessages = try await write.rows(
                 """
@@ -110,6 +113,20 @@ extension PostgresStore {
             self.context.skippedDeviceGroups.withLockedValue { $0.subtract(checkedGroups) }
         }
         return report
+    }
+
+    /// Of the rows `skipped` of `table` that a purge tried to lock, those it is done with: the ones it locked
+    /// (checked now) and the ones gone meanwhile (deleted by another path). Only rows still there and held by
+    /// another transaction are left for the next purge, so the set of skipped rows drains.
+    private static func settled(
+        _ skipped: [Int64], locked: [Int64], table: String, in write: PostgresWriteContext
+    ) async throws -> [Int64] {
+        guard skipped.count > locked.count else { return locked }
+        let present = try await write.rows(
+            "SELECT id FROM \(unescaped: table) WHERE id = ANY(\(skipped)::bigint[])"
+        ).map { try $0.decode(Int64.self) }
+        let held = Set(present).subtracting(locked)
+        return skipped.filter { !held.contains($0) }
     }
 
     /// See ``PushStore/queueStatistics()``.
