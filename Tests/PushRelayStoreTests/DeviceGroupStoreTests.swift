@@ -154,21 +154,9 @@ struct DeviceGroupStoreTests {
                 guard case .done(let key) = try await store.changeDeviceGroup(
                     .create(name: "held", tokens: [fixture.registration.device.token]), project: fixture.project)
                 else { Issue.record("not created"); return }
-                let postgres = try await TestPostgres.shared
-                let database = databaseName(for: directory)
-                let holder = try postgres.session(database: database, name: "group_holder")
-                try holder.send("BEGIN; SELECT id FROM device_groups WHERE name = 'held' FOR UPDATE;")
-                var held = false
-                for _ in 0..<3_000 where !held {
-                    let found = try await postgres.psql(
-                        """
-                        SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-                            AND application_name = 'group_holder' AND state = 'idle in transaction'
-                        """, database: database)
-                    held = found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
-                    if !held { try await Task.sleep(for: .milliseconds(20)) }
-                }
-                #expect(held, "the other session holds the group's row")
+                let holder = try await holdingSession(
+                    "BEGIN; SELECT id FROM device_groups WHERE name = 'held' FOR UPDATE;", name: "group_holder",
+                    in: directory)
 
                 clock.advance(by: 7_200)
                 #expect(try await store.expireDevices(unseenFor: .seconds(3600), limit: 100) == 1)

@@ -177,3 +177,23 @@ final class HeldNotificationReader: Sendable {
         released.signal()
     }
 }
+
+/// A `psql` session named `name` on `directory`'s test database that has sent `sql` (`BEGIN; …`) and now waits in its
+/// open transaction, holding what it locked: once this returns, the locks are held. Send `ROLLBACK;` (or `COMMIT;`)
+/// and `finish()` to let go. Throws when the session is not idle in its transaction within a minute.
+func holdingSession(_ sql: String, name: String, in directory: String) async throws -> PSQLSession {
+    let postgres = try await TestPostgres.shared
+    let database = databaseName(for: directory)
+    let session = try postgres.session(database: database, name: name)
+    try session.send(sql)
+    for _ in 0..<3_000 {
+        let found = try await postgres.psql(
+            """
+            SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+                AND application_name = '\(name)' AND state = 'idle in transaction'
+            """, database: database)
+        if found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { return session }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    throw StoreError.unavailable("test: the session \(name) did not hold its transaction open within a minute")
+}

@@ -121,21 +121,8 @@ struct TopicStoreTests {
                 let fixture = try await makeFixture(store)
                 let token = fixture.registration.device.token
                 #expect(try await store.subscribe(tokens: [token], to: "held", project: fixture.project) == [.ok])
-                let postgres = try await TestPostgres.shared
-                let database = databaseName(for: directory)
-                let holder = try postgres.session(database: database, name: "topic_holder")
-                try holder.send("BEGIN; SELECT id FROM topics WHERE name = 'held' FOR UPDATE;")
-                var held = false
-                for _ in 0..<3_000 where !held {
-                    let found = try await postgres.psql(
-                        """
-                        SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-                            AND application_name = 'topic_holder' AND state = 'idle in transaction'
-                        """, database: database)
-                    held = found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
-                    if !held { try await Task.sleep(for: .milliseconds(20)) }
-                }
-                #expect(held, "the other session holds the topic's row")
+                let holder = try await holdingSession(
+                    "BEGIN; SELECT id FROM topics WHERE name = 'held' FOR UPDATE;", name: "topic_holder", in: directory)
 
                 clock.advance(by: 7_200)
                 #expect(try await store.expireDevices(unseenFor: .seconds(3600), limit: 100) == 1)
@@ -154,19 +141,8 @@ struct TopicStoreTests {
                 // not stay there, tried at every purge).
                 let second = try await store.registerDevice(project: fixture.project, app: "com.shop", platform: "IOS")
                 #expect(try await store.subscribe(tokens: [second.device.token], to: "gone", project: fixture.project) == [.ok])
-                let holder2 = try postgres.session(database: database, name: "topic_holder2")
-                try holder2.send("BEGIN; SELECT id FROM topics WHERE name = 'gone' FOR UPDATE;")
-                var held2 = false
-                for _ in 0..<3_000 where !held2 {
-                    let found = try await postgres.psql(
-                        """
-                        SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-                            AND application_name = 'topic_holder2' AND state = 'idle in transaction'
-                        """, database: database)
-                    held2 = found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0"
-                    if !held2 { try await Task.sleep(for: .milliseconds(20)) }
-                }
-                #expect(held2)
+                let holder2 = try await holdingSession(
+                    "BEGIN; SELECT id FROM topics WHERE name = 'gone' FOR UPDATE;", name: "topic_holder2", in: directory)
                 clock.advance(by: 7_200)
                 let third = try await store.registerDevice(project: fixture.project, app: "com.shop", platform: "IOS")
                 #expect(try await store.expireDevices(unseenFor: .seconds(3600), limit: 100) == 1)
