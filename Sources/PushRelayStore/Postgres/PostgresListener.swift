@@ -61,7 +61,7 @@ final class PostgresListener: Sendable {
         }
     }
 
-    /// `node auth-flag devices [first last]` (see ``PostgresWriter``), or `node s device attachment` (a stream
+    /// `node auth-flag devices [first last]` (see ``PostgresWriter``), or `node s devices attachments` (streams
     /// announced, ``streamAnnounced(_:)``). A commit's payload names a device list, `*` (too many to list) or `-`
     /// (none); with the batch's id range, the rows are read back here, in one query on this connection (so in
     /// commit order), and handed over whole; without it, or if that read fails, the devices' streams read the
@@ -92,16 +92,15 @@ final class PostgresListener: Sendable {
         }
     }
 
-    /// `node s device attachment` (``PostgresStore/announceStream(device:attachment:)``): this node's own stream
-    /// announced, or another node's.
+    /// `node s devices attachments` (``PostgresStreamAnnouncements``): streams this node announced, or another
+    /// node's.
     private func streamAnnounced(_ fields: [Substring]) {
-        guard let device = Int64(fields[2]), let attachment = UInt64(fields[3]),
+        guard let streams = PostgresStreamAnnouncements.parse(devices: fields[2], attachments: fields[3]),
             let observer = self.context.remoteObserver.withLockedValue({ $0 })
         else { return }
-        if fields[0] == self.context.node {
-            observer(.streamAnnounced(DeviceID(rawValue: device), attachment: attachment))
-        } else {
-            observer(.streamOpenedElsewhere(DeviceID(rawValue: device)))
+        let own = fields[0] == self.context.node
+        for (device, attachment) in streams {
+            observer(own ? .streamAnnounced(device, attachment: attachment) : .streamOpenedElsewhere(device))
         }
     }
 

@@ -150,22 +150,28 @@ public final class PostgresStore: PushStore {
         self.context.statistics.withLockedValue { $0 }
     }
 
-    /// See ``PushStore/announceStream(device:attachment:)``: `NOTIFY` on the commit channel, `node s device
-    /// attachment` (nodes of earlier releases take only three or five fields, and ignore it), from a pool
-    /// connection in a task of its own.
+    /// See ``PushStore/announceStream(device:attachment:)``: `NOTIFY` on the commit channel from a pool connection,
+    /// the streams opened while one is on its way together in the next (``PostgresStreamAnnouncements``).
     public func announceStream(device: DeviceID, attachment: UInt64) {
-        let payload = "\(self.context.node) s \(device.rawValue) \(attachment)"
+        guard self.context.announcements.add(device: device, attachment: attachment) else { return }
+        Task { await self.flushAnnouncements() }
+    }
+
+    /// Sends the pending announcements until none is left.
+    private func flushAnnouncements() async {
         let logger = self.context.logger
-        Task {
-            do {
-                _ = try await self.read { client in
-                    try await client.query(
-                        "SELECT pg_notify(\(PostgresStoreContext.channel), \(payload))", logger: logger)
+        while let streams = self.context.announcements.next() {
+            for payload in PostgresStreamAnnouncements.payloads(node: self.context.node, streams) {
+                do {
+                    _ = try await self.read { client in
+                        try await client.query(
+                            "SELECT pg_notify(\(PostgresStoreContext.channel), \(payload))", logger: logger)
+                    }
+                } catch {
+                    logger.debug(
+                        "could not announce streams to the other nodes; older streams of those devices elsewhere stay open",
+                        metadata: ["relay.error": "\(error)"])
                 }
-            } catch {
-                logger.debug(
-                    "could not announce a stream to the other nodes; an older stream of the device elsewhere stays open",
-                    metadata: ["relay.device.id": "\(device.rawValue)", "relay.error": "\(error)"])
             }
         }
     }

@@ -21,6 +21,8 @@ final class PostgresStoreContext: Sendable {
     let statistics = NIOLockedValueBox(GroupCommitStatistics())
     /// Whether the writer's last transaction could commit.
     let health: CommitHealth
+    /// Streams opened here and not yet announced to the other nodes.
+    let announcements = PostgresStreamAnnouncements()
     /// Topics device expiry could not check for subscribers (another transaction held their rows): the next purge
     /// checks them again, so that none keeps its row after its last subscription for want of a later change. At
     /// most ``skippedTopicsLimit``; a node that stops forgets them (they are rare: a subscribe racing an expiry).
