@@ -21,14 +21,14 @@ public struct NotificationKey: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { rawValue }
 
-    /// The marker every key starts with.
-    public static let marker = "APA91b"
+    /// The marker every key starts with: a token's (a key is shaped like a token's part after the `:`).
+    public static let marker = RegistrationToken.marker
     /// Random characters after the marker in generated keys.
     public static let randomLength = 113
-    /// The fewest characters accepted after the marker (22 = 132 bits).
-    public static let minimumRandomLength = 22
-    /// The longest key accepted.
-    public static let maximumLength = 4096
+    /// The fewest characters accepted after the marker: a token's (22 = 132 bits).
+    public static let minimumRandomLength = RegistrationToken.minimumRandomLength
+    /// The longest key accepted: a token's.
+    public static let maximumLength = RegistrationToken.maximumLength
 
     /// A new random key from the system's secure generator.
     public static func generate() -> NotificationKey {

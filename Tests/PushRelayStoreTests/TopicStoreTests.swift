@@ -1,5 +1,4 @@
 import Foundation
-import NIOConcurrencyHelpers
 import PushRelayCore
 import TestSupport
 import Testing
@@ -135,7 +134,7 @@ struct TopicStoreTests {
                 _ = try await store.purge(limit: 1_000)
                 #expect(try await topicNames(.postgres, directory) == [])
                 let postgresStore = try #require(store as? PostgresStore)
-                #expect(postgresStore.context.skippedTopics.withLockedValue { $0.isEmpty })
+                #expect(postgresStore.context.skippedTopics.count == 0)
 
                 // A skipped topic whose row another path deletes before the purge leaves the set too (it does
                 // not stay there, tried at every purge).
@@ -146,14 +145,14 @@ struct TopicStoreTests {
                 clock.advance(by: 7_200)
                 let third = try await store.registerDevice(project: fixture.project, app: "com.shop", platform: "IOS")
                 #expect(try await store.expireDevices(unseenFor: .seconds(3600), limit: 100) == 1)
-                #expect(postgresStore.context.skippedTopics.withLockedValue { $0.count } == 1)
+                #expect(postgresStore.context.skippedTopics.count == 1)
                 try holder2.send("ROLLBACK;")
                 _ = await holder2.finish()
                 #expect(try await store.subscribe(tokens: [third.device.token], to: "gone", project: fixture.project) == [.ok])
                 #expect(try await store.unsubscribe(tokens: [third.device.token], from: "gone", project: fixture.project) == [.ok])
                 #expect(try await topicNames(.postgres, directory) == [])
                 _ = try await store.purge(limit: 1_000)
-                #expect(postgresStore.context.skippedTopics.withLockedValue { $0.isEmpty })
+                #expect(postgresStore.context.skippedTopics.count == 0)
             }
         }
     }

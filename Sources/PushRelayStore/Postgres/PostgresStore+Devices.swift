@@ -1,4 +1,3 @@
-import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
 
@@ -133,24 +132,9 @@ extension PostgresStore {
             try await write.run("DELETE FROM devices WHERE id = ANY(\(ids)::bigint[])")
             try await Self.deleteTopicsWithoutSubscribers(topics, in: write)
             try await Self.deleteDeviceGroupsWithoutMembers(groups, in: write)
-            if topics.count < subscribed.count {
-                // Held by another transaction: left to the next purge (``PostgresStoreContext/skippedTopics``).
-                let skipped = Set(subscribed).subtracting(topics)
-                self.context.skippedTopics.withLockedValue { pending in
-                    for topic in skipped where pending.count < PostgresStoreContext.skippedTopicsLimit {
-                        pending.insert(topic)
-                    }
-                }
-            }
-            if groups.count < joined.count {
-                // Likewise for device groups (``PostgresStoreContext/skippedDeviceGroups``).
-                let skipped = Set(joined).subtracting(groups)
-                self.context.skippedDeviceGroups.withLockedValue { pending in
-                    for group in skipped where pending.count < PostgresStoreContext.skippedTopicsLimit {
-                        pending.insert(group)
-                    }
-                }
-            }
+            // Held by another transaction: left to the next purge.
+            self.context.skippedTopics.remember(requested: subscribed, locked: topics)
+            self.context.skippedDeviceGroups.remember(requested: joined, locked: groups)
             for (project, count) in perProject {
                 try await write.run("UPDATE projects SET device_count = device_count - \(count) WHERE id = \(project)")
             }

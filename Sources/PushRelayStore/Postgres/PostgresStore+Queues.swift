@@ -74,8 +74,8 @@ extension PostgresStore {
 
     /// See ``PushStore/purge(limit:)``.
     public func purge(limit: Int) async throws -> PurgeReport {
-        let skipped = self.context.skippedTopics.withLockedValue { Array($0.prefix(max(limit, 0))) }
-        let skippedGroups = self.context.skippedDeviceGroups.withLockedValue { Array($0.prefix(max(limit, 0))) }
+        let skipped = self.context.skippedTopics.pending(limit: limit)
+        let skippedGroups = self.context.skippedDeviceGroups.pending(limit: limit)
         let (report, checked, checkedGroups) = try await self.writer.write { write in
             // The topics device expiry had to skip: deleted if nobody subscribes to them now, unless they are
             // held again (then the next purge tries). The same for device groups and their members.
@@ -106,12 +106,8 @@ extension PostgresStore {
             try await write.run("DELETE FROM access_tokens WHERE expires_at <= \(write.nowMicros)")
             return (report, checked, checkedGroups)
         }
-        if !checked.isEmpty {
-            self.context.skippedTopics.withLockedValue { $0.subtract(checked) }
-        }
-        if !checkedGroups.isEmpty {
-            self.context.skippedDeviceGroups.withLockedValue { $0.subtract(checkedGroups) }
-        }
+        self.context.skippedTopics.settle(checked)
+        self.context.skippedDeviceGroups.settle(checkedGroups)
         return report
     }
 

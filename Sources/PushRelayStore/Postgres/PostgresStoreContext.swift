@@ -23,14 +23,10 @@ final class PostgresStoreContext: Sendable {
     let health: CommitHealth
     /// Streams opened here and not yet announced to the other nodes.
     let announcements = PostgresStreamAnnouncements()
-    /// Topics device expiry could not check for subscribers (another transaction held their rows): the next purge
-    /// checks them again, so that none keeps its row after its last subscription for want of a later change. At
-    /// most ``skippedTopicsLimit``; a node that stops forgets them (they are rare: a subscribe racing an expiry).
-    let skippedTopics = NIOLockedValueBox(Set<Int64>())
-    static let skippedTopicsLimit = 100_000
-    /// Device groups device expiry could not check for members, likewise (an `add` racing an expiry): the next purge
-    /// deletes those left without members. At most ``skippedTopicsLimit``.
-    let skippedDeviceGroups = NIOLockedValueBox(Set<Int64>())
+    /// Topics device expiry could not check for subscribers (``PostgresSkippedRows``).
+    let skippedTopics = PostgresSkippedRows()
+    /// Device groups device expiry could not check for members (``PostgresSkippedRows``).
+    let skippedDeviceGroups = PostgresSkippedRows()
 
     /// The notification channel every node listens on.
     static let channel = "pushrelay_commits"
