@@ -129,6 +129,41 @@ struct PostgresWriterDeadlineTests {
         }
     }
 
+    @Test("a group of sends not committed within the commit timeout is answered Unavailable, then commits again")
+    func commitTimeout() async throws {
+        try await withTemporaryDirectory { directory in
+            let options = StoreOptions(commitTimeout: .seconds(1))
+            let store = try #require(try await openStore(.postgres, in: directory, options: options) as? PostgresStore)
+            let project = try await store.createProject(name: "shop").project.id
+            let device = try await store.registerDevice(project: project, app: "a", platform: "IOS").device
+            let postgres = try await TestPostgres.shared
+            let database = databaseName(for: directory)
+            let held = try postgres.session(database: database, name: "held_device")
+            try held.send("BEGIN; SELECT id FROM devices WHERE id = \(device.id.rawValue) FOR UPDATE;")
+            #expect(try await Self.waitFor(postgres, database, "application_name = 'held_device' AND state = 'idle in transaction'"))
+
+            // The group's `pushrelay_lock_queues` waits for the held row: the deadline drops the connection under it.
+            let blocked = await outcome(within: .seconds(60)) {
+                try await store.enqueue([NewMessage(device: device.id, body: [1])])
+            }
+            let stillHeld = try await Self.waitFor(postgres, database, "application_name = 'held_device'")
+            try held.send("ROLLBACK;")
+            _ = await held.finish()
+            guard let blocked else {
+                Issue.record("a group of sends waited past its commit timeout")
+                return
+            }
+            #expect(stillHeld, "answered while the row was still held, so by the deadline")
+            #expect(throws: StoreError.self) { try blocked.get() }
+
+            let again = await outcome(within: .seconds(60)) {
+                try await store.enqueue([NewMessage(device: device.id, body: [2])])
+            }
+            #expect(again.map { (try? $0.get()).map(Self.stored) == true } == true, "\(String(describing: again))")
+            await store.close()
+        }
+    }
+
     private static func stored(_ results: [EnqueueResult]) -> Bool {
         if case .stored = results.first { return true }
         return false

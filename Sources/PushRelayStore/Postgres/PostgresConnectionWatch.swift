@@ -15,7 +15,7 @@ import PushRelayCore
 ///
 /// Here a statement started on a closed connection fails at once, and one still unanswered when the connection closes
 /// is given ``grace`` to end as it should (its answer may be on its way to its task), then fails as a lost connection.
-/// The task awaiting postgres-nio's answer is left behind, suspended; it holds nothing but the statement.
+/// postgres-nio's promise for it is left unanswered; it holds nothing but the statement.
 final class PostgresConnectionWatch: Sendable {
     let connection: PostgresConnection
     private let state = NIOLockedValueBox(State())
@@ -67,18 +67,13 @@ final class PostgresConnectionWatch: Sendable {
                 continuation.resume(throwing: StoreError.unavailable("the PostgreSQL connection is closed"))
                 return
             }
-            Task {
-                let result: Result<[PostgresRow], any Error>
-                do {
-                    let sequence = try await connection.query(query, logger: logger)
-                    result = .success(collect ? try await sequence.collect() : [])
-                } catch {
-                    result = .failure(error)
-                }
+            // The future-returning `query` collects the rows on the connection's event loop and answers there: no
+            // task per statement, whose start is one more hop through the cooperative pool for every statement.
+            connection.query(query, logger: logger).whenComplete { result in
                 self.state.withLockedValue { state in
                     state.answered += 1
                     return state.pending.removeValue(forKey: id)
-                }?.resume(with: result)
+                }?.resume(with: result.map { collect ? $0.rows : [] })
             }
         }
     }

@@ -138,15 +138,22 @@ final class PostgresWriter: @unchecked Sendable {
     /// Closes the connection under a transaction that outlived its deadline (a PostgreSQL that stopped answering
     /// without closing the connection would hold the writer, and every caller, for ever): its statement fails as a
     /// lost connection (at the latest ``PostgresConnectionWatch/grace`` later), and the next request connects anew
-    /// (within the connect timeout).
-    private func watchdog(_ deadline: Deadline, for watch: PostgresConnectionWatch) -> Task<Void, any Error> {
+    /// (within the connect timeout). Returns what cancels it.
+    ///
+    /// A group's deadline is a timer on the connection's event loop, not a task: a task that sleeps costs every
+    /// group two more hops through the cooperative pool (its start and its cancellation).
+    private func watchdog(_ deadline: Deadline, for watch: PostgresConnectionWatch) -> @Sendable () -> Void {
         let logger = self.context.logger
-        return Task {
-            switch deadline {
-            case .total(let limit):
-                try await Task.sleep(for: limit)
+        switch deadline {
+        case .total(let limit):
+            let connection = watch.connection
+            let timer = connection.eventLoop.scheduleTask(in: TimeAmount(limit)) {
                 logger.warning("PostgreSQL did not commit within \(limit); dropping the writer's connection")
-            case .perStatement(let limit):
+                connection.close().whenComplete { _ in }
+            }
+            return { timer.cancel() }
+        case .perStatement(let limit):
+            let task = Task {
                 // Woken every `limit`: no statement answered since the last look means one has waited at least that
                 // long (at most twice that).
                 var answered = watch.answered
@@ -157,8 +164,9 @@ final class PostgresWriter: @unchecked Sendable {
                     answered = now
                 }
                 logger.warning("PostgreSQL did not answer a statement within \(limit); dropping the writer's connection")
+                try? await watch.connection.close()
             }
-            try? await watch.connection.close()
+            return { task.cancel() }
         }
     }
 
@@ -177,8 +185,8 @@ final class PostgresWriter: @unchecked Sendable {
             throw error
         }
         let connection = watch.connection
-        let watchdog = self.watchdog(deadline, for: watch)
-        defer { watchdog.cancel() }
+        let cancelWatchdog = self.watchdog(deadline, for: watch)
+        defer { cancelWatchdog() }
         let write = PostgresWriteContext(
             watch: watch, logger: self.context.logger, nowMicros: self.context.nowMicros)
         var newEpoch: Int64?
