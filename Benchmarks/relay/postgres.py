@@ -101,6 +101,7 @@ def durable_sends(args, work: str, nodes: list, token: str, key: str, pg: Postgr
     daemon_pids = [n.pid for n in nodes]
     pg_pids = pg.pids() if pg else []
     cpu0, pg0 = cpu_of(daemon_pids), cpu_of(pg_pids)
+    switches0 = loadgen.proc_switches(daemon_pids)
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(len(nodes)) as pool:
         runs = list(pool.map(
@@ -109,11 +110,13 @@ def durable_sends(args, work: str, nodes: list, token: str, key: str, pg: Postgr
     wall = time.monotonic() - t0
     done = sum(r.get("done", 0) for r in runs)
     daemon_cpu, pg_cpu = cpu_of(daemon_pids) - cpu0, cpu_of(pg_pids) - pg0
+    switches = loadgen.proc_switches(daemon_pids) - switches0
     out = {
         "flags": f"{flags} per node ({len(nodes)} node{'s' if len(nodes) > 1 else ''})",
         "sends_per_s": sum(r.get("req_per_s", 0) for r in runs), "done": done,
         "daemon_cores": daemon_cpu / wall, "postgres_cores": pg_cpu / wall if pg else None,
         "daemon_cpu_per_send_us": daemon_cpu / done * 1e6 if done else None,
+        "daemon_switches_per_send": switches / done if done else None,
         "postgres_cpu_per_send_us": pg_cpu / done * 1e6 if done and pg else None,
         "runs": runs,
     }
@@ -121,7 +124,8 @@ def durable_sends(args, work: str, nodes: list, token: str, key: str, pg: Postgr
     if failed:
         out["failure"] = "; ".join(failed)
     log(f"  durable sends: {out['sends_per_s']:,.0f}/s, daemons {out['daemon_cores']:.2f} cores "
-        f"({out['daemon_cpu_per_send_us'] or 0:.0f} us/send)"
+        f"({out['daemon_cpu_per_send_us'] or 0:.0f} us/send, {out['daemon_switches_per_send'] or 0:.2f} context "
+        f"switches/send)"
         + (f", PostgreSQL {out['postgres_cores']:.2f} cores ({out['postgres_cpu_per_send_us'] or 0:.0f} us/send)"
            if pg else "") + (f" FAILED: {out['failure']}" if failed else ""))
     return out
@@ -204,15 +208,16 @@ def main() -> int:
     failures = []
     rows = [("SQLite, 1 node", res.get("sqlite"))] + [
         (f"PostgreSQL, {k} node{'s' if k != '1' else ''}", v) for k, v in res.get("postgres", {}).items()]
-    print("\n| store | durable sends/s (h2load -c 16 -m 32) | daemons µs CPU/send | PostgreSQL µs CPU/send | "
+    print("\n| store | durable sends/s (h2load -c 16 -m 32) | daemons µs CPU/send | daemons' context switches/send | PostgreSQL µs CPU/send | "
           f"cross-node at {args.rate}/s: achieved, p50 / p99 ms | lost |")
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for name, r in rows:
         if not r:
             continue
         s, c = r["sends"], r["cross_node"]
         lat = c.get("latency", {})
         print(f"| {name} | {s['sends_per_s']:,.0f} | {s['daemon_cpu_per_send_us'] or 0:.0f} | "
+              f"{s.get('daemon_switches_per_send') or 0:.2f} | "
               f"{(s['postgres_cpu_per_send_us'] or 0):.0f} | {c.get('send_rate', 0):,.0f}, "
               f"{lat.get('p50_us', 0) / 1000:.2f} / {lat.get('p99_us', 0) / 1000:.2f} | {c.get('lost', 0)} |")
         failures += [f"{name} sends: {s['failure']}"] if s.get("failure") else []
