@@ -24,7 +24,7 @@ final class PostgresConnectionWatch: Sendable {
         var closed = false
         var nextStatement = 0
         var answered = 0
-        var pending: [Int: CheckedContinuation<[PostgresRow], any Error>] = [:]
+        var pending: [Int: EventLoopPromise<[PostgresRow]>] = [:]
     }
 
     /// How long a statement in flight when the connection closed may still take to end before it is abandoned.
@@ -42,8 +42,8 @@ final class PostgresConnectionWatch: Sendable {
                     defer { state.pending.removeAll() }
                     return Array(state.pending.values)
                 }
-                for continuation in abandoned {
-                    continuation.resume(throwing: StoreError.unavailable(
+                for promise in abandoned {
+                    promise.fail(StoreError.unavailable(
                         "the PostgreSQL connection closed before the statement was answered"))
                 }
             }
@@ -55,26 +55,32 @@ final class PostgresConnectionWatch: Sendable {
 
     /// Runs `query`; with `collect`, returns its rows (else they are discarded).
     func rows(_ query: PostgresQuery, logger: Logger, collect: Bool) async throws -> [PostgresRow] {
+        try await self.start(query, logger: logger, collect: collect).get()
+    }
+
+    /// Sends `query` now and returns its answer to come: statements started one after the other reach PostgreSQL
+    /// in that order without waiting for each other's answers (a pipeline), and are answered in that order.
+    func start(_ query: PostgresQuery, logger: Logger, collect: Bool) -> EventLoopFuture<[PostgresRow]> {
         let connection = self.connection
-        return try await withCheckedThrowingContinuation { continuation in
-            let id = self.state.withLockedValue { state -> Int? in
-                guard !state.closed, !connection.isClosed else { return nil }
-                state.nextStatement += 1
-                state.pending[state.nextStatement] = continuation
-                return state.nextStatement
-            }
-            guard let id else {
-                continuation.resume(throwing: StoreError.unavailable("the PostgreSQL connection is closed"))
-                return
-            }
-            // The future-returning `query` collects the rows on the connection's event loop and answers there: no
-            // task per statement, whose start is one more hop through the cooperative pool for every statement.
-            connection.query(query, logger: logger).whenComplete { result in
-                self.state.withLockedValue { state in
-                    state.answered += 1
-                    return state.pending.removeValue(forKey: id)
-                }?.resume(with: result.map { collect ? $0.rows : [] })
-            }
+        let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
+        let id = self.state.withLockedValue { state -> Int? in
+            guard !state.closed, !connection.isClosed else { return nil }
+            state.nextStatement += 1
+            state.pending[state.nextStatement] = promise
+            return state.nextStatement
         }
+        guard let id else {
+            promise.fail(StoreError.unavailable("the PostgreSQL connection is closed"))
+            return promise.futureResult
+        }
+        // The future-returning `query` collects the rows on the connection's event loop and answers there: no
+        // task per statement, whose start is one more hop through the cooperative pool for every statement.
+        connection.query(query, logger: logger).whenComplete { result in
+            self.state.withLockedValue { state in
+                state.answered += 1
+                return state.pending.removeValue(forKey: id)
+            }?.completeWith(result.map { collect ? $0.rows : [] })
+        }
+        return promise.futureResult
     }
 }

@@ -1,4 +1,5 @@
 import Logging
+import NIOCore
 import PostgresNIO
 
 /// One write transaction of the PostgreSQL writer, as a request sees it: the connection inside `BEGIN … COMMIT`,
@@ -36,13 +37,46 @@ final class PostgresWriteContext: @unchecked Sendable {
     /// The connection (tests).
     var connection: PostgresConnection { self.watch.connection }
 
+    /// `BEGIN`, sent without waiting for its answer (``beginPipelined()``): the next statement checks it.
+    private var begin: EventLoopFuture<[PostgresRow]>?
+    /// `COMMIT`, sent right behind the transaction's last statement (``rowsThenCommit(_:)``).
+    private(set) var commit: (answer: EventLoopFuture<[PostgresRow]>, sent: ContinuousClock.Instant)?
+
+    /// Sends `BEGIN` without waiting for its answer: the transaction's first statement follows it on the wire, and
+    /// PostgreSQL answers both in one round trip. The next statement's caller gets `BEGIN`'s failure, if any, before
+    /// its own answer.
+    ///
+    /// Only for transactions whose first statement changes nothing that a failed `BEGIN` would leave committed (it
+    /// fails only with its connection, and every later statement then fails too).
+    func beginPipelined() {
+        self.begin = self.watch.start("BEGIN", logger: self.logger, collect: false)
+    }
+
     /// Runs a statement, discarding its rows.
     func run(_ query: PostgresQuery) async throws {
-        _ = try await self.watch.rows(query, logger: self.logger, collect: false)
+        _ = try await self.answer(self.watch.start(query, logger: self.logger, collect: false))
     }
 
     /// Runs a query and returns its rows.
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        try await self.watch.rows(query, logger: self.logger, collect: true)
+        try await self.answer(self.watch.start(query, logger: self.logger, collect: true))
+    }
+
+    /// Runs the transaction's last statement with `COMMIT` sent right behind it, in one round trip, and returns the
+    /// statement's rows; the writer then awaits the commit (``commit``) instead of sending one. Should the statement
+    /// fail, PostgreSQL answers that `COMMIT` by rolling the transaction back.
+    func rowsThenCommit(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        let statement = self.watch.start(query, logger: self.logger, collect: true)
+        self.commit = (self.watch.start("COMMIT", logger: self.logger, collect: false), ContinuousClock.now)
+        return try await self.answer(statement)
+    }
+
+    /// `statement`'s rows, once a pipelined `BEGIN` sent before it has succeeded.
+    private func answer(_ statement: EventLoopFuture<[PostgresRow]>) async throws -> [PostgresRow] {
+        if let begin = self.begin {
+            self.begin = nil
+            _ = try await begin.get()
+        }
+        return try await statement.get()
     }
 }

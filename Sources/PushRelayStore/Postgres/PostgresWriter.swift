@@ -171,9 +171,13 @@ final class PostgresWriter: @unchecked Sendable {
     }
 
     /// `BEGIN`, `body`, the notification and `COMMIT`; afterwards the observers. Rolls back on error. Past its
-    /// `deadline` the transaction has its connection closed under it (``watchdog(_:for:)``).
+    /// `deadline` the transaction has its connection closed under it (``watchdog(_:for:)``). With `pipelined`,
+    /// `BEGIN` travels with the body's first statement (``PostgresWriteContext/beginPipelined()``), and the body may
+    /// send its last statement with the `COMMIT` (``PostgresWriteContext/rowsThenCommit(_:)``): a group of sends is
+    /// then two round trips to PostgreSQL, not four.
     private func transaction(
         counted: Bool = true,
+        pipelined: Bool = false,
         deadline: Deadline,
         _ body: (PostgresWriteContext) async throws -> Void
     ) async throws(StoreError) -> PostgresWriteContext {
@@ -191,24 +195,37 @@ final class PostgresWriter: @unchecked Sendable {
             watch: watch, logger: self.context.logger, nowMicros: self.context.nowMicros)
         var newEpoch: Int64?
         do {
-            try await write.run("BEGIN")
+            if pipelined {
+                write.beginPipelined()
+            } else {
+                try await write.run("BEGIN")
+            }
             try await body(write)
-            let evicting = !write.authChanged && !write.evictedDevices.isEmpty
-            if write.authChanged || evicting {
-                let epoch = try await write.rows(
-                    "UPDATE meta SET value = value + 1 WHERE key = 'auth_epoch' RETURNING value")
-                newEpoch = try epoch.first?.decode(Int64.self)
+            let commitTime: Duration
+            if let commit = write.commit {
+                // The body's last statement carried the `COMMIT` (``PostgresWriteContext/rowsThenCommit(_:)``): it
+                // announced its rows itself and changed no credentials, so nothing is left to send.
+                assert(!write.authChanged && write.evictedDevices.isEmpty && write.appended.count == write.announced)
+                _ = try await commit.answer.get()
+                commitTime = ContinuousClock.now - commit.sent
+            } else {
+                let evicting = !write.authChanged && !write.evictedDevices.isEmpty
+                if write.authChanged || evicting {
+                    let epoch = try await write.rows(
+                        "UPDATE meta SET value = value + 1 WHERE key = 'auth_epoch' RETURNING value")
+                    newEpoch = try epoch.first?.decode(Int64.self)
+                }
+                // Appended rows are normally announced by the statement that wrote them (``flush``).
+                let flag = write.authChanged ? "a" : evicting ? PostgresEvictionNotice.flag(write.evictedDevices, epoch: newEpoch) : "-"
+                if flag != "-" || write.appended.count > write.announced,
+                    let payload = self.notification(devices: write.appended.map(\.device), flag: flag)
+                {
+                    try await write.run("SELECT pg_notify(\(PostgresStoreContext.channel), \(payload))")
+                }
+                let start = ContinuousClock.now
+                try await write.run("COMMIT")
+                commitTime = ContinuousClock.now - start
             }
-            // Appended rows are normally announced by the statement that wrote them (``flush``).
-            let flag = write.authChanged ? "a" : evicting ? PostgresEvictionNotice.flag(write.evictedDevices, epoch: newEpoch) : "-"
-            if flag != "-" || write.appended.count > write.announced,
-                let payload = self.notification(devices: write.appended.map(\.device), flag: flag)
-            {
-                try await write.run("SELECT pg_notify(\(PostgresStoreContext.channel), \(payload))")
-            }
-            let start = ContinuousClock.now
-            try await write.run("COMMIT")
-            let commitTime = ContinuousClock.now - start
             if counted {
                 self.context.statistics.withLockedValue {
                     $0.transactions += 1
@@ -281,7 +298,9 @@ final class PostgresWriter: @unchecked Sendable {
     private func runHotGroup(_ requests: [PostgresHotRequest]) async {
         var results: [PostgresHotRequest.Result] = []
         do {
-            _ = try await self.transaction(deadline: .total(self.context.configuration.commitTimeout)) { write in
+            _ = try await self.transaction(
+                pipelined: true, deadline: .total(self.context.configuration.commitTimeout)
+            ) { write in
                 results = try await self.applyHot(requests, in: write)
             }
         } catch {
@@ -358,7 +377,7 @@ final class PostgresWriter: @unchecked Sendable {
                 pending.append(.acknowledged(batch.acknowledge(device: device, upTo: upTo)))
             }
         }
-        let base = try await self.flush(batch, in: write)
+        let base = try await self.flush(batch, in: write, committing: true)
         return pending.map { entry in
             switch entry {
             case .acknowledged(let count):
@@ -407,7 +426,7 @@ final class PostgresWriter: @unchecked Sendable {
                 preconditionFailure("applyAcknowledgements takes acknowledgements only")
             }
         }
-        let rows = try await write.rows(
+        let rows = try await write.rowsThenCommit(
             """
             WITH requests AS (
                 SELECT * FROM unnest(\(indexes)::int8[], \(devices)::int8[], \(upTo)::int8[])
@@ -471,21 +490,23 @@ final class PostgresWriter: @unchecked Sendable {
     /// Writes a batch in one statement: the id block, the deletions, the insertions and the `NOTIFY` of the devices
     /// that got rows and the ids they got, `node - devices first last` (sent by PostgreSQL at commit; one round
     /// trip fewer than a statement of its own; other nodes read exactly these rows back). Returns the
-    /// id base (real id = base + provisional offset) and records the appended rows on `write`.
+    /// id base (real id = base + provisional offset) and records the appended rows on `write`. With `committing`
+    /// (the transaction's last statement), the statement carries the `COMMIT`.
     @discardableResult
-    func flush(_ batch: PostgresQueueBatch, in write: PostgresWriteContext) async throws -> Int64 {
+    func flush(
+        _ batch: PostgresQueueBatch, in write: PostgresWriteContext, committing: Bool = false
+    ) async throws -> Int64 {
         guard !batch.isEmpty else { return 0 }
         write.dropped.add(batch.dropped)
         let deletions = batch.deletions
         let cleared = batch.clearedDevices.map(\.rawValue)
         let count = batch.provisionalCount
         guard count > 0 else {
-            try await write.run(
-                """
+            let statement: PostgresQuery = """
                 WITH removed AS (DELETE FROM messages WHERE id = ANY(\(deletions)))
                 DELETE FROM messages WHERE device_id = ANY(\(cleared)) AND collapse_key IS NULL
                 """
-            )
+            _ = try await committing ? write.rowsThenCommit(statement) : write.rows(statement)
             return 0
         }
         let rows = batch.insertions
@@ -499,8 +520,7 @@ final class PostgresWriter: @unchecked Sendable {
         // Past the transient ids this node handed out too, so that they stay in sequence with stored ones.
         let floor = self.context.ids.withLockedValue { max(write.nowMicros, $0.last + 1) }
         let payload = self.notification(devices: rows.map(\.device), flag: "-") ?? ""
-        let result = try await write.rows(
-            """
+        let statement: PostgresQuery = """
             WITH block AS (
                 UPDATE meta SET value = greatest(value + \(count), \(floor) + \(count) - 1)
                 WHERE key = 'last_message_id' RETURNING value - \(count) AS base
@@ -523,7 +543,7 @@ final class PostgresWriter: @unchecked Sendable {
             )
             SELECT base FROM block, announced
             """
-        )
+        let result = try await committing ? write.rowsThenCommit(statement) : write.rows(statement)
         guard let first = result.first else {
             throw StoreError(code: .corrupt, message: "meta.last_message_id is missing")
         }
