@@ -72,18 +72,8 @@ struct StreamAnswerTests {
             .refuse(status: 503, retryAfter: "2"), .eventStream(eventID: "1603214613006763"),
         ])
         let client = try Self.client(relay, over: transport)
-        let states = client.states()
-        var published: PushClientState?
-        try await PushClientNetworkTests.withRunningClient(client) {
-            // The client is stopped as soon as it says how long it waits: nothing here waits the 2 s.
-            published = try await states.until("a reconnection") {
-                if case .reconnecting = $0 { true } else { false }
-            }.last
-        }
-        guard case .reconnecting(let attempt, let delay) = published else {
-            Issue.record("expected reconnecting, got \(String(describing: published))")
-            return
-        }
+        // The client is stopped as soon as it says how long it waits: nothing here waits the 2 s.
+        let (attempt, delay) = try await PushClientNetworkTests.firstReconnection(of: client)
         #expect(attempt == 1)
         #expect(delay >= .seconds(2))
         #expect(delay <= BackoffPolicy().maximumRetryAfter)
@@ -186,18 +176,8 @@ struct StreamAnswerTests {
         configuration.fallbackServerURLs = [b.serverURL]
         let failover = try FailoverTransport(configuration: configuration) { try transport.make($0) }
         let client = try Self.client(configuration, transport: failover)
-        let states = client.states()
-        var published: PushClientState?
-        try await PushClientNetworkTests.withRunningClient(client) {
-            // Stopped as soon as the client says how long it waits: nothing here waits the 2 s.
-            published = try await states.until("a reconnection") {
-                if case .reconnecting = $0 { true } else { false }
-            }.last
-        }
-        guard case .reconnecting(let attempt, let delay) = published else {
-            Issue.record("expected reconnecting, got \(String(describing: published))")
-            return
-        }
+        // Stopped as soon as the client says how long it waits: nothing here waits the 2 s.
+        let (attempt, delay) = try await PushClientNetworkTests.firstReconnection(of: client)
         #expect(attempt == 1)
         // a's 2 s, counted from its answer and rounded up to whole seconds: more than the backoff (at most 100 ms),
         // and not b's hour.
