@@ -7,7 +7,8 @@ import PushRelayClient
 
 /// The HTTP/1.1 transport on SwiftNIO: one TCP connection (TLS when the URL is `https`) per request.
 ///
-/// The fallback of ``HTTP2Transport`` when the server offers no HTTP/2.
+/// The fallback of ``HTTP2Transport`` when the server offers no HTTP/2. A TLS handler factory that throws fails the
+/// request with ``PushClientError/Code-swift.struct/tlsNotConfigured``, as on HTTP/2.
 struct HTTP1Transport: PushTransport {
     /// A complete response larger than this is refused (the relay's answers are small).
     static let maximumResponseSize = 1 << 20
@@ -117,14 +118,36 @@ struct HTTP1Transport: PushTransport {
         let tlsHandlerFactory = self.tlsHandlerFactory
         let headTimeout = TimeAmount.nanoseconds(Self.nanoseconds(requestTimeout))
         let idleTimeout = TimeAmount.nanoseconds(Self.nanoseconds(idleTimeout))
-        return try await ClientBootstrap(group: group)
+        do {
+            return try await bootstrap(tlsHandlerFactory: tlsHandlerFactory, host: host, headTimeout: headTimeout,
+                                       idleTimeout: idleTimeout)
+        } catch let error as NIOConnectionError {
+            // The channel initializer's own error (the TLS handler factory's) comes inside the connection's failure:
+            // handed on as it is, so that the client does not take it for a relay that may be back.
+            if let own = error.connectionErrors.lazy.compactMap({ $0.error as? PushClientError }).first { throw own }
+            throw error
+        }
+    }
+
+    private func bootstrap(
+        tlsHandlerFactory: HTTP2Transport.TLSHandlerFactory?, host: String, headTimeout: TimeAmount,
+        idleTimeout: TimeAmount
+    ) async throws -> Connection {
+        try await ClientBootstrap(group: group)
             .connectTimeout(.nanoseconds(Self.nanoseconds(connectTimeout)))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     if let tlsHandlerFactory {
-                        try pipeline.addHandler(tlsHandlerFactory(host))
+                        let handler: any ChannelHandler
+                        do {
+                            handler = try tlsHandlerFactory(host)
+                        } catch {
+                            // As HTTP2Transport says it: a factory that cannot make a handler fails every request.
+                            throw PushClientError(code: .tlsNotConfigured, message: "TLS handler: \(error)")
+                        }
+                        try pipeline.addHandler(handler)
                     }
                     try pipeline.addHTTPClientHandlers()
                     try pipeline.addHandler(IdleReadTimeoutHandler(headTimeout: headTimeout, idleTimeout: idleTimeout))

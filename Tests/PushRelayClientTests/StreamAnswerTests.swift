@@ -149,22 +149,18 @@ struct StreamAnswerTests {
         await relay.shutdown()
     }
 
-    @Test("the stream's failures: a page that is not an event stream may pass; refusals of the request do not")
+    @Test("run()'s failures: a page that is not an event stream may pass; refusals and configuration errors do not")
     func failureClasses() {
         for code in [PushClientError.Code.invalidResponse, .httpStatus, .connectionClosed, .bufferLimitExceeded] {
             let error = PushClientError(code: code, message: "m")
-            #expect(PushClient.streamFailure(for: error) == .transient(error.description))
-            #expect(PushClient.registrationFailure(for: error) == .transient(error.description))
+            #expect(PushClient.failure(for: error) == .transient(error.description))
         }
-        for code in [PushClientError.Code.unauthorized, .notRegistered, .notFound] {
-            #expect(PushClient.streamFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
-            #expect(PushClient.registrationFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
+        for code in [PushClientError.Code.unauthorized, .notRegistered, .notFound, .invalidConfiguration, .invalidFile,
+                     .tlsNotConfigured] {
+            #expect(PushClient.failure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
         }
         let silent = PushClientError(code: .heartbeatTimeout, message: "m")
-        #expect(PushClient.streamFailure(for: silent) == .heartbeatTimeout)
-        for code in [PushClientError.Code.invalidConfiguration, .invalidFile, .tlsNotConfigured] {
-            #expect(PushClient.registrationFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
-        }
+        #expect(PushClient.failure(for: silent) == .heartbeatTimeout)
     }
 
     @Test("every relay refuses 503 with Retry-After (2 s, 1 h): the client waits the shortest, then tries its relay",
