@@ -6,7 +6,8 @@ import Testing
 
 /// Errors no retry cures, met by the stream (the client has credentials, so ``PushClient/run(onMessage:)`` does not
 /// register): each transport's own way of never making the request ends the run at once, as the same error ends
-/// the registration, and ``FailoverTransport`` passes such a relay over for the next. Against
+/// the registration, and ``FailoverTransport`` passes such a relay over for the next. The contrast: a relay that
+/// does not listen is a failure that may pass, on every transport (retried; failed over). Against
 /// ``FakeStreamAnswerRelay``, over each transport.
 @Suite("Configuration errors on the stream, over each transport")
 struct StreamConfigurationErrorTests {
@@ -148,6 +149,50 @@ struct StreamConfigurationErrorTests {
         #expect(a.streamRequests.count == 1 && b.streamRequests.isEmpty)
         await failover.shutdown()
         await a.shutdown()
+        await b.shutdown()
+    }
+
+    /// A loopback URL nothing listens on: a fake's, once it stopped.
+    static func unreachableURL() async throws -> URL {
+        let relay = try await FakeStreamAnswerRelay.start([.eventStream(eventID: "1")])
+        let url = relay.serverURL
+        await relay.shutdown()
+        return url
+    }
+
+    @Test("the contrast: run()'s registration to a relay that does not listen is retried with the backoff",
+          arguments: Transport.allCases)
+    func unreachableRegistrationIsRetried(_ transport: Transport) async throws {
+        var configuration = PushClientConfiguration(
+            serverURL: try await Self.unreachableURL(),
+            registration: .init(project: "shop", app: "br.com.siecola.shop", platform: "linux", clientKey: "k"))
+        // StreamAnswerTests' backoff: 20 ms doubling to 100 ms, no jitter.
+        configuration.backoff = BackoffPolicy(base: .milliseconds(20), maximum: .milliseconds(100), jitter: .none)
+        configuration.connectTimeout = .seconds(5)
+        let client = try StreamAnswerTests.client(configuration, over: transport)
+        let (attempt, delay) = try await PushClientNetworkTests.firstReconnection(of: client)
+        #expect(attempt == 1 && delay == .milliseconds(20))
+        #expect(client.lastError?.code == .connectionClosed, "\(String(describing: client.lastError))")
+        await client.transport.shutdown()
+    }
+
+    @Test("the contrast: failover from a relay that does not listen to the next one, which streams",
+          arguments: Transport.allCases)
+    func failoverPassesOverAnUnreachableRelay(_ transport: Transport) async throws {
+        let b = try await FakeStreamAnswerRelay.start([.eventStream(eventID: "1603214613006763")])
+        var configuration = StreamAnswerTests.configuration(b)
+        configuration.serverURL = try await Self.unreachableURL()
+        configuration.fallbackServerURLs = [b.serverURL]
+        let failover = try FailoverTransport(configuration: configuration) { try transport.make($0) }
+        let client = try StreamAnswerTests.client(configuration, transport: failover)
+        let states = client.states()
+        var seen: [PushClientState] = []
+        try await PushClientNetworkTests.withRunningClient(client) {
+            seen = try await states.until("connected") { if case .connected = $0 { true } else { false } }
+        }
+        #expect(seen == [.idle, .connecting, .connected(token: "token")], "\(seen)")
+        #expect(failover.currentIndex == 1)
+        await failover.shutdown()
         await b.shutdown()
     }
 
