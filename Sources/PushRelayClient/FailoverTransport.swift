@@ -19,6 +19,16 @@ import HTTPTypes
 /// and its backoff before it tries the list again; ``PushClient/register()`` hands it on in
 /// ``PushClientError/retryAfter``.
 ///
+/// A relay whose transport cannot make the request at all, an error no retry cures
+/// (``PushClientError/Code-swift.struct/invalidConfiguration``, such as a server URL the platform refuses;
+/// ``PushClientError/Code-swift.struct/tlsNotConfigured``, a TLS handler factory that throws for its host), is passed
+/// over for the next one too, and the relay that answers becomes current. It is left out of the wait: when the
+/// others refused, their answer is the pass's (with their shortest `Retry-After`, as above, as a
+/// ``PushClientError/Code-swift.struct/httpStatus`` when the last relay tried was the unusable one), and when one of
+/// them could not be reached, that failure is; both are retried. Only when no relay of the list can be used does the
+/// pass end with that error (the first relay's code, every relay's in its message), which ends
+/// ``PushClient/run(onMessage:)`` with ``PushClientState/failed(message:)``, as on a single relay.
+///
 /// Requests are safe to repeat on another relay: registration creates at most one extra, unused device when a node
 /// dies after committing it and before answering; the stream resumes from `Last-Event-ID`; acknowledgements are
 /// idempotent. A stream that breaks after its answer began is not retried here: ``PushClient/run(onMessage:)``
@@ -72,7 +82,7 @@ public final class FailoverTransport: PushTransport {
             var response = try await transport.send(request)
             if Self.isUnavailable(response.status), !isLast {
                 refusals.refused(by: index, status: response.status, headerFields: response.headerFields)
-                throw Unavailable()
+                throw Unavailable(status: response.status)
             }
             response.headerFields = refusals.answer(from: index, status: response.status,
                                                     headerFields: response.headerFields)
@@ -89,7 +99,7 @@ public final class FailoverTransport: PushTransport {
             try await transport.withStreamingResponse(to: request, idleTimeout: idleTimeout) { head, reader in
                 if Self.isUnavailable(head.status), !isLast {
                     refusals.refused(by: index, status: head.status, headerFields: head.headerFields)
-                    throw Unavailable()
+                    throw Unavailable(status: head.status)
                 }
                 let fields = refusals.answer(from: index, status: head.status, headerFields: head.headerFields)
                 do {
@@ -113,7 +123,9 @@ public final class FailoverTransport: PushTransport {
 
     /// A `502`, `503` or `504` from a relay that is not the last to try: the next one is tried. The last relay's
     /// answer is the caller's, whatever its status.
-    private struct Unavailable: Error {}
+    private struct Unavailable: Error {
+        let status: Int
+    }
 
     static func isUnavailable(_ status: Int) -> Bool { (502...504).contains(status) }
 
@@ -158,15 +170,18 @@ public final class FailoverTransport: PushTransport {
             }
             refused(by: index, status: status, headerFields: headerFields)
             var fields = headerFields
-            guard !untimed, let earliest else {
-                fields[.retryAfter] = nil
-                return fields
-            }
-            // Delta-seconds, rounded up: never sooner than a relay asked.
-            let remaining = max(.zero, earliest.at - .now)
-            fields[.retryAfter] = String(Int64(remaining.inSeconds.rounded(.up)))
-            nextStart = earliest.index
+            fields[.retryAfter] = wait().map { String($0.components.seconds) }
             return fields
+        }
+
+        /// The wait to hand on when every relay tried refused: the shortest any of them asked for, in whole seconds
+        /// rounded up (never sooner than a relay asked), its relay becoming ``nextStart``; `nil` when one of them
+        /// named none.
+        mutating func wait() -> Duration? {
+            guard !untimed, let earliest else { return nil }
+            let remaining = max(.zero, earliest.at - .now)
+            nextStart = earliest.index
+            return .seconds(Int64(remaining.inSeconds.rounded(.up)))
         }
     }
 
@@ -179,6 +194,10 @@ public final class FailoverTransport: PushTransport {
         let start = currentIndex
         var refusals = Refusals()
         var lastError: (any Error)?
+        // The relays whose transport cannot make the request at all (``PushClient/failure(for:)`` calls their error
+        // permanent: a configuration error, such as a TLS handler factory that throws). They name no time and
+        // will not be back by themselves, so they do not count in the pass's `Retry-After`.
+        var unusable: [(index: Int, error: PushClientError)] = []
         for offset in 0..<transports.count {
             let index = (start + offset) % transports.count
             do {
@@ -193,9 +212,31 @@ public final class FailoverTransport: PushTransport {
             } catch let error as PushClientError where error.code == .connectionClosed {
                 refusals.unreachable()
                 lastError = error
+            } catch let error as PushClientError where PushClient.failure(for: error).isPermanent {
+                unusable.append((index, error))
             }
         }
-        throw lastError ?? PushClientError(code: .connectionClosed, message: "no relay to try")
+        if let unavailable = lastError as? Unavailable {
+            // A relay refused and the last one tried cannot be used: the refusals are the pass's answer, thrown as
+            // the caller's check throws a last relay's refusal, with the wait of those that named one.
+            let retryAfter = refusals.wait()
+            self.makeCurrent(refusals.nextStart ?? start, after: start)
+            let which = unusable.map { "relay \($0.index): \($0.error)" }.joined(separator: "; ")
+            throw PushClientError(
+                code: .httpStatus,
+                message: "every relay refused (status \(unavailable.status)) or cannot be used (\(which))",
+                status: unavailable.status, retryAfter: retryAfter)
+        }
+        if let lastError { throw lastError }
+        // No relay can be used: the run ends, as it would on one relay.
+        guard let first = unusable.first else {
+            throw PushClientError(code: .connectionClosed, message: "no relay to try")
+        }
+        if unusable.count == 1 { throw first.error }
+        throw PushClientError(
+            code: first.error.code,
+            message: "no relay can be used: "
+                + unusable.map { "relay \($0.index): \($0.error)" }.joined(separator: "; "))
     }
 
     private func makeCurrent(_ index: Int, after start: Int) {

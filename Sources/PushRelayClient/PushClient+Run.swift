@@ -13,14 +13,23 @@ extension PushClient {
     /// method makes, unlike ``register()``. While it waits, the state is
     /// ``PushClientState/reconnecting(attempt:after:)`` and ``lastError`` says why.
     ///
+    /// Failures that no retry can cure end the run at once, whether the registration or the stream met them, with
+    /// ``PushClientState/failed(message:)`` published and ``lastError`` saying why: the relay's refusals below, and
+    /// a configuration the request cannot be made with, such as a server URL the platform refuses (a port out of
+    /// range) or a TLS handler factory that throws. Through a ``FailoverTransport`` a relay that cannot be used
+    /// so is passed over for the next; only when none of them can be used does the run end.
+    ///
     /// - Parameter onMessage: Called for each new message, before observers are told; return to acknowledge it,
     ///   throw to have it delivered again on the next stream. Runs on the client's task, one message at a time.
     /// - Throws: ``PushClientError`` when the client gives up: refused credentials
     ///   (``PushClientError/Code-swift.struct/unauthorized``), an unknown device
     ///   (``PushClientError/Code-swift.struct/notRegistered``), a URL that is not a relay's
-    ///   (``PushClientError/Code-swift.struct/notFound``), or ``BackoffPolicy/maximumAttempts`` spent
-    ///   (``PushClientError/Code-swift.struct/gaveUp``, the last failure in its message and in ``lastError``);
-    ///   `CancellationError` when the task is cancelled. Returns normally after ``stop()``.
+    ///   (``PushClientError/Code-swift.struct/notFound``), a configuration that cannot work
+    ///   (``PushClientError/Code-swift.struct/invalidConfiguration``,
+    ///   ``PushClientError/Code-swift.struct/tlsNotConfigured``, ``PushClientError/Code-swift.struct/invalidFile``),
+    ///   or ``BackoffPolicy/maximumAttempts`` spent (``PushClientError/Code-swift.struct/gaveUp``, the last failure
+    ///   in its message and in ``lastError``); `CancellationError` when the task is cancelled. Returns normally after
+    ///   ``stop()``.
     public func run(onMessage: @escaping @Sendable (PushMessage) async throws -> Void = { _ in }) async throws {
         let (stopSignal, stopContinuation) = AsyncStream.makeStream(of: Void.self)
         try shared.withLockedValue { shared in
@@ -66,7 +75,7 @@ extension PushClient {
     }
 
     /// The credentials the stream opens with: the known ones, or a new registration, tried again as the stream is
-    /// while it fails in a way that retrying may cure (``registrationFailure(for:)``).
+    /// while it fails in a way that retrying may cure (``failure(for:)``).
     private func credentialsForRun() async throws -> PushCredentials {
         if let known = self.credentials { return known }
         var machine = ReconnectStateMachine(policy: configuration.backoff)
@@ -81,7 +90,7 @@ extension PushClient {
             } catch let error as PushClientError {
                 if Task.isCancelled { throw CancellationError() }
                 lastError = error
-                failure = Self.registrationFailure(for: error)
+                failure = Self.failure(for: error)
             } catch {
                 if Task.isCancelled || error is CancellationError { throw CancellationError() }
                 // Not the relay's answer: the credentials file cannot be written. Retrying would register again.
@@ -110,31 +119,31 @@ extension PushClient {
         case .fail(let reason, let exhausted):
             await publisher.publish(.failed(message: reason))
             // Spent attempts are `gaveUp` whatever the last failure was (its status stays readable, and the failure
-            // itself in `lastError`); a refusal keeps its own code (`unauthorized`, `notRegistered`, `notFound`).
+            // itself in `lastError`); a refusal keeps its own code (`unauthorized`, `notRegistered`, `notFound`), and
+            // so does a configuration that cannot work (`invalidConfiguration`, `tlsNotConfigured`, `invalidFile`).
             throw PushClientError(
                 code: exhausted ? .gaveUp : lastError?.code ?? .gaveUp, message: reason, status: lastError?.status)
         }
     }
 
-    /// How the reconnect loop takes a stream's failure. A refusal that names the request or its credentials wrong
-    /// (401/403, 404, 410) is final. Everything else may pass: a lost or silent connection, a `429` or `503`, and a
-    /// `200` that is not an event stream (``PushClientError/Code-swift.struct/invalidResponse``), which is what a
-    /// captive portal or a misconfigured proxy answers until the user signs in or the network changes.
-    static func streamFailure(for error: PushClientError) -> ReconnectStateMachine.Failure {
+    /// How ``run(onMessage:)`` takes a failure, of its registration and of the stream alike: the one rule of what
+    /// retrying may cure. Final are a refusal that names the request or its credentials wrong (401/403, 404, 410)
+    /// and a configuration the request cannot be made with (``PushClientError/Code-swift.struct/invalidConfiguration``,
+    /// such as a server URL the platform refuses; ``PushClientError/Code-swift.struct/tlsNotConfigured``, a TLS
+    /// handler factory that throws; ``PushClientError/Code-swift.struct/invalidFile``): the same request fails the
+    /// same way however often it is made. Everything else may pass: a lost or silent connection, a `429` or `503`,
+    /// and a `200` that is not an event stream (``PushClientError/Code-swift.struct/invalidResponse``), which is
+    /// what a captive portal or a misconfigured proxy answers until the user signs in or the network changes.
+    ///
+    /// ``FailoverTransport`` asks the same rule whether a relay's error ends its pass.
+    static func failure(for error: PushClientError) -> ReconnectStateMachine.Failure {
         switch error.code {
         case .heartbeatTimeout: .heartbeatTimeout
-        // A refusal's text without its code: the error thrown at the end carries the code once.
+        // The error's text without its code: the error thrown at the end carries the code once.
         case .unauthorized, .notRegistered, .notFound: .permanent(error.message)
-        default: .transient(error.description)
-        }
-    }
-
-    /// How ``run(onMessage:)``'s registration takes a failure: as the stream's (``streamFailure(for:)``), and a
-    /// configuration the request cannot be made with is final as well.
-    static func registrationFailure(for error: PushClientError) -> ReconnectStateMachine.Failure {
-        switch error.code {
+        // A request that cannot be made as configured: no wait makes it.
         case .invalidConfiguration, .invalidFile, .tlsNotConfigured: .permanent(error.message)
-        default: streamFailure(for: error)
+        default: .transient(error.description)
         }
     }
 
@@ -217,7 +226,7 @@ extension PushClient {
                 if Task.isCancelled { throw CancellationError() }
                 lastError = error
                 serverDelay = error.retryAfter
-                failure = Self.streamFailure(for: error)
+                failure = Self.failure(for: error)
                 shared.withLockedValue { $0.lastError = error }
             } catch {
                 if Task.isCancelled || error is CancellationError { throw CancellationError() }

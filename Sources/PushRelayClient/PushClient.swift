@@ -34,7 +34,12 @@ public import Logging
 /// ``BackoffPolicy/maximumAttempts`` (unlimited by default) ends such a run of answers, as it ends any run of
 /// failures that retrying may cure, with ``PushClientError/Code-swift.struct/gaveUp``. Refused credentials
 /// (401/403), a URL that is not a relay's (404) and a removed device (410) stop the client at once with
-/// ``PushClientState/failed(message:)``. A `retry:` field on the stream is ignored: the backoff policy decides.
+/// ``PushClientState/failed(message:)``, and so does a request that cannot be made as configured
+/// (``PushClientError/Code-swift.struct/invalidConfiguration``, such as a server URL the transport refuses;
+/// ``PushClientError/Code-swift.struct/tlsNotConfigured``, a TLS handler factory that throws), whether the stream or
+/// ``run(onMessage:)``'s registration met it; ``lastError`` says which. Over a ``FailoverTransport`` such a relay
+/// is passed over for the next, and only a list none of which can be used stops the client. A `retry:` field on
+/// the stream is ignored: the backoff policy decides.
 /// Over HTTP/2 (the default) the acknowledgements are further streams of the stream's connection; on the HTTP/1.1
 /// fallback each acknowledgement is its own connection.
 ///

@@ -11,7 +11,9 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
 
         private init(_ base: Base) { self.base = base }
 
-        /// The configuration cannot work (bad URL, no credentials, contradictory options).
+        /// The configuration cannot work (bad URL, no credentials, contradictory options), including a server URL
+        /// the transport refuses only when it makes the request (``URLSessionTransport``: a port out of range).
+        /// ``PushClient/run(onMessage:)`` does not retry it, for the registration or the stream.
         public static let invalidConfiguration = Code(.invalidConfiguration)
         /// The server refused the client key or the device secret (401/403).
         public static let unauthorized = Code(.unauthorized)
@@ -38,7 +40,9 @@ public struct PushClientError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let bufferLimitExceeded = Code(.bufferLimitExceeded)
         /// A credentials or deduplication file exists but cannot be read.
         public static let invalidFile = Code(.invalidFile)
-        /// The URL is `https` but the configuration has no TLS handler factory.
+        /// The URL is `https` but the configuration has no TLS handler factory, or the factory threw when a
+        /// connection needed a handler. ``PushClient/run(onMessage:)`` does not retry it, for the registration or
+        /// the stream.
         public static let tlsNotConfigured = Code(.tlsNotConfigured)
         /// Reconnection gave up (``BackoffPolicy/maximumAttempts`` reached).
         public static let gaveUp = Code(.gaveUp)

@@ -21,8 +21,9 @@ public enum PushClientState: Sendable, Hashable {
     /// The stream was lost or could not be opened (or ``PushClient/run(onMessage:)``'s registration failed for now);
     /// attempt `attempt` starts after `after`. ``PushClient/lastError`` says why.
     case reconnecting(attempt: Int, after: Duration)
-    /// The client stopped on an error that retrying cannot cure (refused credentials, attempts exhausted), or
-    /// ``PushClient/register()`` failed.
+    /// The client stopped on an error that retrying cannot cure (refused credentials, a configuration the request
+    /// cannot be made with, attempts exhausted), or ``PushClient/register()`` failed. ``PushClient/lastError`` says
+    /// why.
     case failed(message: String)
 }
 

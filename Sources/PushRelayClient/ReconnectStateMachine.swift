@@ -26,8 +26,14 @@ struct ReconnectStateMachine: Sendable {
         case transient(String)
         /// No data (not even a heartbeat) within the heartbeat timeout: the connection is declared dead.
         case heartbeatTimeout
-        /// The server refused the credentials or the request: retrying cannot help.
+        /// The server refused the credentials or the request, or the request cannot be made as configured:
+        /// retrying cannot help.
         case permanent(String)
+
+        /// Whether this is a ``permanent(_:)`` failure.
+        var isPermanent: Bool {
+            if case .permanent = self { true } else { false }
+        }
     }
 
     private enum State: Sendable, Hashable {

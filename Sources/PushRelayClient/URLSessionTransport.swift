@@ -19,6 +19,11 @@ public import Foundation
 /// flooding it, or a handler that stalls under a backlog) is cancelled after what it already delivered, and the
 /// read throws ``PushClientError/Code-swift.struct/bufferLimitExceeded``. No byte of the stream is dropped;
 /// ``PushClient`` reconnects with its backoff, and unacknowledged messages arrive again.
+///
+/// A server URL that URLSession will not request at all (malformed, such as a port out of range; on Apple platforms
+/// an `http` URL that App Transport Security forbids the app) fails with
+/// ``PushClientError/Code-swift.struct/invalidConfiguration``, which ends ``PushClient/run(onMessage:)``: no retry
+/// can make that request.
 public final class URLSessionTransport: PushTransport {
     /// `scheme://host:port` of the server URL; request paths (which carry the URL's path prefix) are appended.
     private let origin: String
@@ -80,7 +85,7 @@ public final class URLSessionTransport: PushTransport {
             try await withCheckedThrowingContinuation { continuation in
                 let dataTask = session.dataTask(with: urlRequest) { data, response, error in
                     if let error {
-                        continuation.resume(throwing: Self.clientError(error, timedOut: false))
+                        continuation.resume(throwing: Self.clientError(error, timedOut: false, url: urlRequest.url))
                     } else if let response = response as? HTTPURLResponse {
                         continuation.resume(returning: TransportResponse(
                             status: response.statusCode, headerFields: Self.fields(response),
@@ -131,6 +136,7 @@ public final class URLSessionTransport: PushTransport {
     private func open(_ request: URLRequest, activity: StreamActivity) async throws
         -> (TransportResponseHead, TransportBodyReader, URLSessionDataTask)
     {
+        let url = request.url
         let task = session.dataTask(with: request)
         let events = delegate.register(task, activity: activity)
         var iterator = events.makeAsyncIterator()
@@ -143,7 +149,7 @@ public final class URLSessionTransport: PushTransport {
             responseHead = head
         } catch {
             task.cancel()
-            throw Self.clientError(error, timedOut: activity.timedOut)
+            throw Self.clientError(error, timedOut: activity.timedOut, url: url)
         }
         let delegate = self.delegate
         let id = task.taskIdentifier
@@ -154,7 +160,7 @@ public final class URLSessionTransport: PushTransport {
                 delegate.consumed(bytes.count, of: id)
                 return bytes
             } catch {
-                throw Self.clientError(error, timedOut: activity.timedOut)
+                throw Self.clientError(error, timedOut: activity.timedOut, url: url)
             }
         }
         return (responseHead, reader, task)
@@ -164,12 +170,13 @@ public final class URLSessionTransport: PushTransport {
     private func open(_ request: URLRequest, activity: StreamActivity) async throws
         -> (TransportResponseHead, TransportBodyReader, URLSessionDataTask)
     {
+        let url = request.url
         let bytes: URLSession.AsyncBytes
         let response: URLResponse
         do {
             (bytes, response) = try await session.bytes(for: request)
         } catch {
-            throw Self.clientError(error, timedOut: activity.timedOut)
+            throw Self.clientError(error, timedOut: activity.timedOut, url: url)
         }
         guard let response = response as? HTTPURLResponse else {
             bytes.task.cancel()
@@ -186,7 +193,7 @@ public final class URLSessionTransport: PushTransport {
                     if byte == UInt8(ascii: "\n") || chunk.count >= 4096 { return chunk }
                 }
             } catch {
-                throw Self.clientError(error, timedOut: activity.timedOut)
+                throw Self.clientError(error, timedOut: activity.timedOut, url: url)
             }
             return chunk.isEmpty ? nil : chunk
         }
@@ -209,8 +216,19 @@ public final class URLSessionTransport: PushTransport {
         return urlRequest
     }
 
-    /// The client error for what URLSession reported; a cancellation by the watchdog is a heartbeat timeout.
-    static func clientError(_ error: any Error, timedOut: Bool) -> any Error {
+    /// URLSession's refusals of a URL it will not request at all, whatever the network: a malformed one (a port out
+    /// of range, which `URLComponents` lets through and only the request finds), a scheme it has no protocol for,
+    /// and, on Apple platforms, an `http` URL that App Transport Security forbids the app.
+    static let refusedURLCodes: Set<URLError.Code> = [
+        .badURL, .unsupportedURL, .appTransportSecurityRequiresSecureConnection,
+    ]
+
+    /// The client error for what URLSession reported on the request for `url`; a cancellation by the watchdog is a
+    /// heartbeat timeout. A refusal of `url` itself (``refusedURLCodes``) is
+    /// ``PushClientError/Code-swift.struct/invalidConfiguration``, which ``PushClient/run(onMessage:)`` does not
+    /// retry; the same refusal of a URL a redirect led to (a captive portal's sign-in page) is a failure that may
+    /// pass, as any other.
+    static func clientError(_ error: any Error, timedOut: Bool, url: URL?) -> any Error {
         if timedOut {
             return PushClientError(code: .heartbeatTimeout,
                                    message: "no data or heartbeat within the heartbeat timeout")
@@ -218,6 +236,13 @@ public final class URLSessionTransport: PushTransport {
         if error is PushClientError || error is CancellationError { return error }
         if let error = error as? URLError {
             if error.code == .cancelled { return CancellationError() }
+            if refusedURLCodes.contains(error.code),
+               error.failingURL.map({ $0.absoluteString == url?.absoluteString }) ?? true
+            {
+                // Not the URL itself in the message: a server URL may carry a user and password.
+                let why = "URLSession refuses the server URL (\(error.code.rawValue)): \(error.localizedDescription)"
+                return PushClientError(code: .invalidConfiguration, message: why)
+            }
             return PushClientError(code: .connectionClosed, message: "URLSession: \(error.localizedDescription)")
         }
         return PushClientError(code: .connectionClosed, message: "URLSession: \(error)")

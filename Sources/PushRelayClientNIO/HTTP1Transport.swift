@@ -7,7 +7,10 @@ import PushRelayClient
 
 /// The HTTP/1.1 transport on SwiftNIO: one TCP connection (TLS when the URL is `https`) per request.
 ///
-/// The fallback of ``HTTP2Transport`` when the server offers no HTTP/2.
+/// The fallback of ``HTTP2Transport`` when the server offers no HTTP/2. Its failures are the client's errors, as the
+/// other transports': a connection that cannot be made or does not hold is
+/// ``PushClientError/Code-swift.struct/connectionClosed`` (retried; a ``FailoverTransport`` moves on), a TLS handler
+/// factory that throws ``PushClientError/Code-swift.struct/tlsNotConfigured`` (final).
 struct HTTP1Transport: PushTransport {
     /// A complete response larger than this is refused (the relay's answers are small).
     static let maximumResponseSize = 1 << 20
@@ -47,7 +50,15 @@ struct HTTP1Transport: PushTransport {
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         let channel = try await connect(idleTimeout: requestTimeout)
-        return try await channel.executeThenClose { inbound, outbound in
+        do {
+            return try await exchange(request, on: channel)
+        } catch {
+            throw Self.clientError(error, "request")
+        }
+    }
+
+    private func exchange(_ request: TransportRequest, on channel: Connection) async throws -> TransportResponse {
+        try await channel.executeThenClose { inbound, outbound in
             try await write(request, keepAlive: false, to: outbound)
             var status: Int?
             var fields = HTTPFields()
@@ -78,22 +89,33 @@ struct HTTP1Transport: PushTransport {
     ) async throws {
         let channel = try await connect(idleTimeout: idleTimeout)
         try await channel.executeThenClose { inbound, outbound in
-            try await write(request, keepAlive: true, to: outbound)
             var iterator = inbound.makeAsyncIterator()
             var responseHead: TransportResponseHead?
-            while responseHead == nil {
-                guard let part = try await iterator.next() else {
-                    throw PushClientError(code: .connectionClosed, message: "connection closed before the response")
+            do {
+                try await write(request, keepAlive: true, to: outbound)
+                while responseHead == nil {
+                    guard let part = try await iterator.next() else {
+                        throw PushClientError(code: .connectionClosed,
+                                              message: "connection closed before the response")
+                    }
+                    if case .head(let head) = part {
+                        responseHead = TransportResponseHead(status: Int(head.status.code),
+                                                             headerFields: Self.fields(head.headers))
+                    }
                 }
-                if case .head(let head) = part {
-                    responseHead = TransportResponseHead(status: Int(head.status.code),
-                                                         headerFields: Self.fields(head.headers))
-                }
+            } catch {
+                throw Self.clientError(error, "request")
             }
             var ended = false
             let reader = TransportBodyReader {
                 while !ended {
-                    guard let part = try await iterator.next() else {
+                    let next: HTTPClientResponsePart?
+                    do {
+                        next = try await iterator.next()
+                    } catch {
+                        throw Self.clientError(error, "stream")
+                    }
+                    guard let part = next else {
                         throw PushClientError(code: .connectionClosed, message: "stream closed without an end")
                     }
                     switch part {
@@ -104,8 +126,23 @@ struct HTTP1Transport: PushTransport {
                 }
                 return nil
             }
+            // The body's own errors are the caller's: passed on as they are.
             try await body(responseHead!, reader)
         }
+    }
+
+    /// A socket's or SwiftNIO's error as the client's: `connectionClosed`, the connection did not hold, which
+    /// ``PushClient`` retries and ``FailoverTransport`` moves on from, as it does for the other transports. A
+    /// ``PushClientError`` (the idle timeout's `heartbeatTimeout`; the TLS handler factory's `tlsNotConfigured`,
+    /// which SwiftNIO hands on inside its `NIOConnectionError`) and a cancellation pass as they are.
+    static func clientError(_ error: any Error, _ what: String) -> any Error {
+        if error is PushClientError || error is CancellationError { return error }
+        if let failure = error as? NIOConnectionError,
+           let own = failure.connectionErrors.lazy.compactMap({ $0.error as? PushClientError }).first
+        {
+            return own
+        }
+        return PushClientError(code: .connectionClosed, message: "HTTP/1.1 \(what): \(error)")
     }
 
     func shutdown() async {}
@@ -117,14 +154,33 @@ struct HTTP1Transport: PushTransport {
         let tlsHandlerFactory = self.tlsHandlerFactory
         let headTimeout = TimeAmount.nanoseconds(Self.nanoseconds(requestTimeout))
         let idleTimeout = TimeAmount.nanoseconds(Self.nanoseconds(idleTimeout))
-        return try await ClientBootstrap(group: group)
+        do {
+            return try await bootstrap(tlsHandlerFactory: tlsHandlerFactory, host: host, headTimeout: headTimeout,
+                                       idleTimeout: idleTimeout)
+        } catch {
+            throw Self.clientError(error, "connect")
+        }
+    }
+
+    private func bootstrap(
+        tlsHandlerFactory: HTTP2Transport.TLSHandlerFactory?, host: String, headTimeout: TimeAmount,
+        idleTimeout: TimeAmount
+    ) async throws -> Connection {
+        try await ClientBootstrap(group: group)
             .connectTimeout(.nanoseconds(Self.nanoseconds(connectTimeout)))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     if let tlsHandlerFactory {
-                        try pipeline.addHandler(tlsHandlerFactory(host))
+                        let handler: any ChannelHandler
+                        do {
+                            handler = try tlsHandlerFactory(host)
+                        } catch {
+                            // As HTTP2Transport says it: a factory that cannot make a handler fails every request.
+                            throw PushClientError(code: .tlsNotConfigured, message: "TLS handler: \(error)")
+                        }
+                        try pipeline.addHandler(handler)
                     }
                     try pipeline.addHTTPClientHandlers()
                     try pipeline.addHandler(IdleReadTimeoutHandler(headTimeout: headTimeout, idleTimeout: idleTimeout))

@@ -31,7 +31,9 @@ public final class HTTP2Transport: PushTransport {
     /// Makes the TLS channel handler for a connection to the given host name (used for SNI and verification).
     ///
     /// The transport adds the handler first in the pipeline of every `https` connection. It is the seam where the
-    /// PushRelayTLS handler (OpenSSL) plugs in; without it, `https` URLs are refused.
+    /// PushRelayTLS handler (OpenSSL) plugs in; without it, `https` URLs are refused. A factory that throws fails
+    /// the request with `PushClientError.Code.tlsNotConfigured`, which ends `PushClient.run(onMessage:)`: retrying
+    /// would call the factory again to the same end.
     public typealias TLSHandlerFactory = @Sendable (_ hostname: String) throws -> any ChannelHandler
 
     /// The states of the transport's one connection.
@@ -324,6 +326,10 @@ extension HTTP2Transport {
                     result = .success(.http2(try await connect()))
                 } catch let error as HTTPTransportError where error == .protocolError("") {
                     result = .success(.http1)  // TLS: ALPN settled on something other than h2.
+                } catch let error as PushClientError {
+                    // The TLS handler factory threw (``FactoryFailureHandler``): `tlsNotConfigured` as it is, so
+                    // that the client does not take it for a connection that may come back.
+                    result = .failure(error)
                 } catch {
                     result = .failure(PushClientError(code: .connectionClosed, message: "HTTP/2 connect: \(error)"))
                 }

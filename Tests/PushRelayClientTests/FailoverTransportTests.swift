@@ -8,15 +8,21 @@ import Testing
 /// connection, 502-504) and what does not (any other answer, a stream that breaks after its answer began).
 @Suite("FailoverTransport")
 struct FailoverTransportTests {
-    /// A fake relay: answers `status` with `Retry-After: <retryAfter>` when given, or fails to connect
-    /// (`reachable == false`); counts the requests it got.
+    /// A fake relay: answers `status` with `Retry-After: <retryAfter>` when given, fails to connect
+    /// (`reachable == false`), or throws `failure` before any answer (a transport that cannot make the request);
+    /// counts the requests it got.
     final class FakeTransport: PushTransport, @unchecked Sendable {
         let name: String
         private let state: LockedValue<(reachable: Bool, status: Int, retryAfter: String?, requests: Int)>
+        private let failure: PushClientError?
 
-        init(_ name: String, reachable: Bool = true, status: Int = 200, retryAfter: String? = nil) {
+        init(
+            _ name: String, reachable: Bool = true, status: Int = 200, retryAfter: String? = nil,
+            failure: PushClientError? = nil
+        ) {
             self.name = name
             self.state = LockedValue((reachable, status, retryAfter, 0))
+            self.failure = failure
         }
 
         var requests: Int { state.withLockedValue { $0.requests } }
@@ -28,6 +34,7 @@ struct FailoverTransportTests {
                 return (state.reachable, state.status, state.retryAfter)
             }
             guard reachable else { throw PushClientError(code: .connectionClosed, message: "\(name): connection refused") }
+            if let failure { throw failure }
             var fields = HTTPFields()
             if let retryAfter { fields[.retryAfter] = retryAfter }
             return (status, fields)
@@ -92,6 +99,60 @@ struct FailoverTransportTests {
         let error = await #expect(throws: PushClientError.self) { try await failover.send(Self.request) }
         #expect(error?.code == .connectionClosed && error?.message == "b: connection refused")
         #expect(a.requests == 1 && b.requests == 1)
+    }
+
+    @Test("a relay whose error no retry cures is passed over, the next one current; only if all are, that error")
+    func unusableRelayIsPassedOver() async throws {
+        let tls = PushClientError(code: .tlsNotConfigured, message: "TLS handler: cannot load the trusted certificates")
+        let a = FakeTransport("a", failure: tls), b = FakeTransport("b")
+        let failover = FailoverTransport(transports: [a, b])
+        let answer = try await failover.send(Self.request)
+        #expect(String(decoding: answer.body, as: UTF8.self) == "b")
+        #expect(failover.currentIndex == 1)
+        _ = try await failover.send(Self.request)
+        #expect(a.requests == 1 && b.requests == 2, "stays on b")
+
+        let url = PushClientError(code: .invalidConfiguration, message: "URLSession refuses the server URL")
+        let none = FailoverTransport(transports: [FakeTransport("c", failure: tls), FakeTransport("d", failure: url)])
+        let error = await #expect(throws: PushClientError.self) { try await none.send(Self.request) }
+        #expect(error?.code == .tlsNotConfigured, "the first relay's code")
+        #expect(error?.message.contains("relay 0: tlsNotConfigured") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("relay 1: invalidConfiguration") == true, "\(String(describing: error))")
+        let alone = await #expect(throws: PushClientError.self) {
+            try await FailoverTransport(transports: [FakeTransport("e", failure: tls)]).send(Self.request)
+        }
+        #expect(alone == tls, "a relay tried alone: its error as it came")
+    }
+
+    @Test("a relay refuses 503 with Retry-After, the last cannot be used: the refusal, with its wait, as an error")
+    func refusalBeforeAnUnusableRelay() async throws {
+        let a = FakeTransport("a", status: 503, retryAfter: "30")
+        let b = FakeTransport("b", failure: PushClientError(code: .tlsNotConfigured, message: "TLS handler: no"))
+        let failover = FailoverTransport(transports: [a, b])
+        let error = await #expect(throws: PushClientError.self) { try await failover.send(Self.request) }
+        #expect(error?.code == .httpStatus && error?.status == 503, "\(String(describing: error))")
+        // a's 30 s, counted from its answer, in whole seconds rounded up.
+        let wait = try #require(error?.retryAfter)
+        #expect(wait > .zero && wait <= .seconds(30), "\(wait)")
+        #expect(error?.message.contains("relay 1: tlsNotConfigured") == true, "\(String(describing: error))")
+        #expect(failover.currentIndex == 0)
+
+        // With a relay that could not be reached before it, that failure is the pass's: it may pass.
+        let c = FakeTransport("c", reachable: false)
+        let unreachable = FailoverTransport(transports: [a, c, b])
+        let lost = await #expect(throws: PushClientError.self) { try await unreachable.send(Self.request) }
+        #expect(lost?.code == .connectionClosed && lost?.message == "c: connection refused")
+    }
+
+    @Test("an error that is neither unreachable nor final ends the pass as it is: the next relay is not tried")
+    func otherErrorsEndThePass() async throws {
+        let page = PushClientError(code: .invalidResponse, message: "not an HTTP response")
+        let a = FakeTransport("a", failure: page), b = FakeTransport("b")
+        let error = await #expect(throws: PushClientError.self) {
+            try await FailoverTransport(transports: [a, b]).send(Self.request)
+        }
+        #expect(error == page)
+        #expect(b.requests == 0)
     }
 
     @Test("streams: an unreachable relay is skipped; an error after the answer began is the caller's, not retried")

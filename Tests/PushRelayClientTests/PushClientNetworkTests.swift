@@ -78,6 +78,24 @@ struct PushClientNetworkTests {
         }
     }
 
+    /// Runs `client` until it publishes its first ``PushClientState/reconnecting(attempt:after:)``, then stops it
+    /// and waits for `run` to return: the attempt and the delay that state said. Nothing waits out the delay.
+    static func firstReconnection(
+        isolation: isolated (any Actor)? = #isolation, of client: PushClient
+    ) async throws -> (attempt: Int, delay: Duration) {
+        let states = client.states()
+        var published: PushClientState?
+        try await withRunningClient(client) {
+            published = try await states.until("a reconnection") {
+                if case .reconnecting = $0 { true } else { false }
+            }.last
+        }
+        guard case .reconnecting(let attempt, let delay) = published else {
+            throw TestTimeout(what: "a reconnection (got \(String(describing: published)))")
+        }
+        return (attempt, delay)
+    }
+
     @Test("the scenario arrives: registered, received, the view model holds the five values, acknowledged")
     @MainActor
     func scenario() async throws {

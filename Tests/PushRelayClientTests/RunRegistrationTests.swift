@@ -75,17 +75,10 @@ struct RunRegistrationTests {
         let relay = try await FakeStreamAnswerRelay.start(
             [.eventStream(eventID: "1")], registration: [.refuse(status: 503, retryAfter: "3600")])
         let client = try StreamAnswerTests.client(Self.configuration(relay), over: transport)
-        let states = client.states()
-        let published = try await withTimeout(20, "run() to return after stop()") { () -> PushClientState? in
-            var published: PushClientState?
-            try await PushClientNetworkTests.withRunningClient(client) {
-                published = try await states.until("a reconnection") {
-                    if case .reconnecting = $0 { true } else { false }
-                }.last
-            }
-            return published
+        let reconnection = try await withTimeout(20, "run() to return after stop()") {
+            try await PushClientNetworkTests.firstReconnection(of: client)
         }
-        #expect(published == .reconnecting(attempt: 1, after: BackoffPolicy().maximumRetryAfter))
+        #expect(reconnection.attempt == 1 && reconnection.delay == BackoffPolicy().maximumRetryAfter)
         #expect(client.lastError?.retryAfter == .seconds(3600))
         #expect(client.state == .idle)
         #expect(relay.registerRequests == 1 && relay.streamRequests.isEmpty)

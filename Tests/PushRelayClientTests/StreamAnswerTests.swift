@@ -72,18 +72,8 @@ struct StreamAnswerTests {
             .refuse(status: 503, retryAfter: "2"), .eventStream(eventID: "1603214613006763"),
         ])
         let client = try Self.client(relay, over: transport)
-        let states = client.states()
-        var published: PushClientState?
-        try await PushClientNetworkTests.withRunningClient(client) {
-            // The client is stopped as soon as it says how long it waits: nothing here waits the 2 s.
-            published = try await states.until("a reconnection") {
-                if case .reconnecting = $0 { true } else { false }
-            }.last
-        }
-        guard case .reconnecting(let attempt, let delay) = published else {
-            Issue.record("expected reconnecting, got \(String(describing: published))")
-            return
-        }
+        // The client is stopped as soon as it says how long it waits: nothing here waits the 2 s.
+        let (attempt, delay) = try await PushClientNetworkTests.firstReconnection(of: client)
         #expect(attempt == 1)
         #expect(delay >= .seconds(2))
         #expect(delay <= BackoffPolicy().maximumRetryAfter)
@@ -159,22 +149,18 @@ struct StreamAnswerTests {
         await relay.shutdown()
     }
 
-    @Test("the stream's failures: a page that is not an event stream may pass; refusals of the request do not")
+    @Test("run()'s failures: a page that is not an event stream may pass; refusals and configuration errors do not")
     func failureClasses() {
         for code in [PushClientError.Code.invalidResponse, .httpStatus, .connectionClosed, .bufferLimitExceeded] {
             let error = PushClientError(code: code, message: "m")
-            #expect(PushClient.streamFailure(for: error) == .transient(error.description))
-            #expect(PushClient.registrationFailure(for: error) == .transient(error.description))
+            #expect(PushClient.failure(for: error) == .transient(error.description))
         }
-        for code in [PushClientError.Code.unauthorized, .notRegistered, .notFound] {
-            #expect(PushClient.streamFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
-            #expect(PushClient.registrationFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
+        for code in [PushClientError.Code.unauthorized, .notRegistered, .notFound, .invalidConfiguration, .invalidFile,
+                     .tlsNotConfigured] {
+            #expect(PushClient.failure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
         }
         let silent = PushClientError(code: .heartbeatTimeout, message: "m")
-        #expect(PushClient.streamFailure(for: silent) == .heartbeatTimeout)
-        for code in [PushClientError.Code.invalidConfiguration, .invalidFile, .tlsNotConfigured] {
-            #expect(PushClient.registrationFailure(for: PushClientError(code: code, message: "m")) == .permanent("m"))
-        }
+        #expect(PushClient.failure(for: silent) == .heartbeatTimeout)
     }
 
     @Test("every relay refuses 503 with Retry-After (2 s, 1 h): the client waits the shortest, then tries its relay",
@@ -186,18 +172,8 @@ struct StreamAnswerTests {
         configuration.fallbackServerURLs = [b.serverURL]
         let failover = try FailoverTransport(configuration: configuration) { try transport.make($0) }
         let client = try Self.client(configuration, transport: failover)
-        let states = client.states()
-        var published: PushClientState?
-        try await PushClientNetworkTests.withRunningClient(client) {
-            // Stopped as soon as the client says how long it waits: nothing here waits the 2 s.
-            published = try await states.until("a reconnection") {
-                if case .reconnecting = $0 { true } else { false }
-            }.last
-        }
-        guard case .reconnecting(let attempt, let delay) = published else {
-            Issue.record("expected reconnecting, got \(String(describing: published))")
-            return
-        }
+        // Stopped as soon as the client says how long it waits: nothing here waits the 2 s.
+        let (attempt, delay) = try await PushClientNetworkTests.firstReconnection(of: client)
         #expect(attempt == 1)
         // a's 2 s, counted from its answer and rounded up to whole seconds: more than the backoff (at most 100 ms),
         // and not b's hour.
