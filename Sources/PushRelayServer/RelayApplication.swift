@@ -107,7 +107,9 @@ public final class RelayApplication: Sendable {
             readiness: readiness, snapshot: snapshot, publicURL: publicURL, sightings: self.sightings, logger: logger)
         store.setCommitObserver { committed in hub.deliver(committed) }
         store.setDropObserver { dropped in metrics.dropped(dropped) }
-        // Rows committed on PostgreSQL, by any node this one included, in commit order: to the devices' streams here.
+        // Rows committed on PostgreSQL, by any node this one included, in commit order: to the devices' streams here,
+        // read back only for the devices streaming here.
+        store.setLocalStreams { devices in hub.streaming(among: devices) }
         store.setRemoteCommitObserver { commit in
             switch commit {
             case .rows(let rows): hub.deliver(rows)

@@ -251,6 +251,13 @@ public protocol PushStore: Sendable {
     /// rows, in commit order as well.
     func setRemoteCommitObserver(_ observer: (@Sendable (RemoteCommit) -> Void)?)
 
+    /// Sets the function that says which of some devices hold a live stream on this node, so that the rows another
+    /// node committed are read back only for those (a batch for devices none of which streams here costs no read);
+    /// nil (the default) reads them for every device. Called on a store task: it must return quickly. A stream that
+    /// attaches after the function answered reads the store from its cursor, which finds those rows committed. A
+    /// store that only one process serves (SQLite) never calls it.
+    func setLocalStreams(_ streaming: (@Sendable ([DeviceID]) -> [DeviceID])?)
+
     /// Tells the other nodes of the same database that a stream of `device` opened here (`attachment`: this node's
     /// number for it), so that an older stream of the device on another node ends, as a second stream on one node
     /// ends the first. Fire and forget: it returns at once, and a failure only leaves the older stream open until it
@@ -270,6 +277,9 @@ extension PushStore {
 
     /// No other node shares the store: nobody to tell.
     public func announceStream(device: DeviceID, attachment: UInt64) {}
+
+    /// No other node shares the store: nothing is read back.
+    public func setLocalStreams(_ streaming: (@Sendable ([DeviceID]) -> [DeviceID])?) {}
 
     /// Nothing in memory: every send takes the async path.
     public func cachedProject(serverKey key: String) -> Project? { nil }

@@ -76,6 +76,18 @@ struct DeliveryHubTests {
         #expect(!DeliveryHub().openedElsewhere(device: device))
     }
 
+    @Test("streaming(among:) names the devices with a stream here, in the order asked, and forgets a detached one")
+    func streamingAmong() {
+        let hub = DeliveryHub()
+        let (a, b, c) = (DeviceID(rawValue: 1), DeviceID(rawValue: 2), DeviceID(rawValue: 3))
+        let (streamA, _) = hub.attach(device: a) {}
+        _ = hub.attach(device: c) {}
+        #expect(hub.streaming(among: [c, b, a]) == [c, a])
+        hub.detach(streamA)
+        #expect(hub.streaming(among: [a, b, c]) == [c])
+        #expect(hub.streaming(among: [b]).isEmpty)
+    }
+
     @Test("committed rows reach their own device's stream, in order, without a store read")
     func handOver() {
         let hub = DeliveryHub()

@@ -160,6 +160,47 @@ struct QueueStoreTests {
         }
     }
 
+    /// PostgreSQL: another node's rows are read back only for the devices that stream on this node
+    /// (``PushStore/setLocalStreams(_:)``): a batch for none of them reports nothing, a mixed one only theirs.
+    @Test("PostgreSQL: another node's rows are read back only for the devices streaming here")
+    func remoteCommitOnlyForLocalStreams() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory) { nodeA in
+                let fixture = try await makeFixture(nodeA)
+                let second = try await nodeA.registerDevice(project: fixture.project, app: "com.shop", platform: "IOS")
+                try await withStore(.postgres, in: directory) { nodeB in
+                    let seen = NIOLockedValueBox<[RemoteCommit]>([])
+                    let streamed = second.device.id
+                    nodeB.setLocalStreams { devices in devices.filter { $0 == streamed } }
+                    nodeB.setRemoteCommitObserver { commit in seen.withLockedValue { $0.append(commit) } }
+                    // The first batch is for a device that does not stream on B; the second for both.
+                    _ = try await nodeA.enqueue([NewMessage(device: fixture.device, body: Array(text: "one"))])
+                    let results = try await nodeA.enqueue([
+                        NewMessage(device: fixture.device, body: Array(text: "two")),
+                        NewMessage(device: streamed, body: Array(text: "three")),
+                    ])
+                    guard case .stored(let third) = results.last else {
+                        Issue.record("not stored: \(results)")
+                        return
+                    }
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while seen.withLockedValue({ $0.isEmpty }), ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    let commits = seen.withLockedValue { $0 }
+                    guard case .rows(let rows) = commits.first else {
+                        Issue.record("expected the rows, got \(commits)")
+                        return
+                    }
+                    #expect(rows.map(\.id) == [third], "only the streamed device's row of the second batch")
+                    #expect(rows.map(\.body) == [Array(text: "three")])
+                    nodeB.setRemoteCommitObserver(nil)
+                    nodeB.setLocalStreams(nil)
+                }
+            }
+        }
+    }
+
     /// PostgreSQL: a batch committed on one node reaches another node's remote-commit observer as the rows
     /// themselves (read back once by id range), bodies and ids as the sender's node stored them, in id order.
     @Test("PostgreSQL: another node's commit arrives as its rows, read back once")

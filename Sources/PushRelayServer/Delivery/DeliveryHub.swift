@@ -142,6 +142,11 @@ final class DeliveryHub: Sendable {
     /// The devices holding a stream now.
     var connectedDeviceIDs: [DeviceID] { state.withLockedValue { Array($0.subscriptions.keys) } }
 
+    /// Those of `devices` that hold a stream now, in their order.
+    func streaming(among devices: [DeviceID]) -> [DeviceID] {
+        state.withLockedValue { state in devices.filter { state.subscriptions[$0] != nil } }
+    }
+
     /// Attaches a stream for `device`, replacing (and ending) any earlier stream of the same device; `wake` is how
     /// the subscription starts the stream when work arrives (see ``Subscription``). The new subscription starts
     /// with `readStore` set, so the stream is woken at once and reads the backlog first. `newDevice` is `true` when

@@ -111,7 +111,12 @@ final class PostgresListener: Sendable {
             observer(.unknown)
             return
         }
-        let devices = fields[2].split(separator: ",").compactMap { Int64($0) }
+        var devices = fields[2].split(separator: ",").compactMap { Int64($0) }
+        if let streaming = self.context.localStreams.withLockedValue({ $0 }) {
+            // Only the rows of devices streaming here are read back: a stream that attaches later reads the store.
+            devices = streaming(devices.map { DeviceID(rawValue: $0) }).map(\.rawValue)
+            guard !devices.isEmpty else { return }
+        }
         if fields.count == 5, let first = Int64(fields[3]), let last = Int64(fields[4]), first <= last,
             let rows = await self.committedRows(devices: devices, first: first, last: last, watch: watch)
         {

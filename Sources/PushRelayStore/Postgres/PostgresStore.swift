@@ -119,6 +119,11 @@ public final class PostgresStore: PushStore {
         self.context.remoteObserver.withLockedValue { $0 = observer }
     }
 
+    /// See ``PushStore/setLocalStreams(_:)``.
+    public func setLocalStreams(_ streaming: (@Sendable ([DeviceID]) -> [DeviceID])?) {
+        self.context.localStreams.withLockedValue { $0 = streaming }
+    }
+
     /// See ``PushStore/close()``: finishes the queued writes, then closes every connection.
     public func close() async {
         let first = self.closed.withLockedValue { closed -> Bool in

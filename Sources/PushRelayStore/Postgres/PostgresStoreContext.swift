@@ -18,6 +18,8 @@ final class PostgresStoreContext: Sendable {
     let deliveryOrder: PostgresDeliveryOrder
     let dropObserver = NIOLockedValueBox<(@Sendable (DroppedMessages) -> Void)?>(nil)
     let remoteObserver = NIOLockedValueBox<(@Sendable (RemoteCommit) -> Void)?>(nil)
+    /// Which devices hold a stream on this node (``PushStore/setLocalStreams(_:)``); nil: every device.
+    let localStreams = NIOLockedValueBox<(@Sendable ([DeviceID]) -> [DeviceID])?>(nil)
     let statistics = NIOLockedValueBox(GroupCommitStatistics())
     /// Whether the writer's last transaction could commit.
     let health: CommitHealth
