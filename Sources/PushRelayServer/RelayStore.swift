@@ -25,10 +25,14 @@ public enum RelayStore {
     /// directory too),
     /// ``StoreError/Code/corrupt`` for a damaged one, ``StoreError/Code/unavailable`` when PostgreSQL cannot be
     /// reached or the file cannot be opened, ``StoreError/Code/invalidArgument`` for a malformed URL.
+    /// `postgresCommitTimeout` and `postgresStatementTimeout` apply to PostgreSQL only (`postgres_commit_timeout`,
+    /// `postgres_statement_timeout`); nil keeps the store's defaults.
     public static func open(
         _ location: Location,
         createIfMissing: Bool = true,
         queuePolicy: QueuePolicy = QueuePolicy(),
+        postgresCommitTimeout: Duration? = nil,
+        postgresStatementTimeout: Duration? = nil,
         logger: Logger
     ) async throws -> any PushStore {
         switch location {
@@ -44,6 +48,8 @@ public enum RelayStore {
             var configuration = PostgresStore.Configuration(url: try PostgresURL(url))
             configuration.conditionCompiler = SQLiteStore.Configuration.relayConditionCompiler
             configuration.queuePolicy = queuePolicy
+            if let postgresCommitTimeout { configuration.commitTimeout = postgresCommitTimeout }
+            if let postgresStatementTimeout { configuration.statementTimeout = postgresStatementTimeout }
             return try await PostgresStore.open(configuration: configuration, logger: logger)
         }
     }

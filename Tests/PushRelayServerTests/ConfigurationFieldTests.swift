@@ -76,6 +76,20 @@ let fieldCases: [FieldCase] = [
         invalid: ["mysql://relay:pw@db/relay", "relay:pw@db"]
     ),
     FieldCase(
+        field: .postgresCommitTimeout,
+        file: (#""2s""#, #""2s""#),
+        environment: ("500ms", #""500ms""#),
+        flag: ("1m", #""1m""#),
+        invalid: ["0", "0s", "-1s", "soon", "5x"]
+    ),
+    FieldCase(
+        field: .postgresStatementTimeout,
+        file: (#""5s""#, #""5s""#),
+        environment: ("2m", #""2m""#),
+        flag: ("250ms", #""250ms""#),
+        invalid: ["0", "-30s", "never", "10y"]
+    ),
+    FieldCase(
         field: .heartbeatInterval,
         file: (#""30s""#, #""30s""#),
         environment: ("1m", #""1m""#),
