@@ -38,11 +38,11 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// (`PostgresStore.Configuration.commitTimeout`).
     public var postgresCommitTimeout: Duration
 
-    /// With `store = postgres`: how long PostgreSQL may leave every statement of any other write (registrations,
-    /// topics, key changes, purges, imports, topic fan-out steps) unanswered before the writer drops its connection
-    /// and the write is answered `Unavailable` (up to twice this; a long write whose statements go on being answered is
-    /// not cut short). Not PostgreSQL's own `statement_timeout`. Key `postgres_statement_timeout`. Default 30 s
-    /// (`PostgresStore.Configuration.statementTimeout`).
+    /// With `store = postgres`: how long PostgreSQL may answer none of the statements of any other write
+    /// (registrations, topics, key changes, purges, topic fan-out steps) before the writer drops its connection and
+    /// the write is answered `Unavailable` (noticed after up to twice this; a long write whose statements go on being
+    /// answered is not cut short). Not PostgreSQL's own `statement_timeout`. Key `postgres_statement_timeout`.
+    /// Default 30 s (`PostgresStore.Configuration.statementTimeout`).
     public var postgresStatementTimeout: Duration
 
     /// Interval of the heartbeat comment on an idle device stream. Key `heartbeat_interval`. Default 25 s.
