@@ -111,9 +111,24 @@ public final class SQLiteStore: PushStore {
     private static func openReadOnly(
         _ configuration: Configuration
     ) throws(StoreError) -> (SQLiteConnection, SQLiteConnection.OpenMode, UnchangedFile?) {
+        let mode = Self.readOnlyMode(path: configuration.path)
+        do {
+            return try Self.openReadOnly(configuration, mode: mode)
+        } catch let error where error.code == .unavailable && mode == .readOnly {
+            // The last process may have closed the store between the look and the open, its -wal and -shm gone.
+            guard Self.readOnlyMode(path: configuration.path) == .immutable else { throw error }
+            return try Self.openReadOnly(configuration, mode: .immutable)
+        }
+    }
+
+    private static func openReadOnly(
+        _ configuration: Configuration, mode: SQLiteConnection.OpenMode
+    ) throws(StoreError) -> (SQLiteConnection, SQLiteConnection.OpenMode, UnchangedFile?) {
         let path = configuration.path
-        let mode = Self.readOnlyMode(path: path)
         let unchanged = mode == .immutable ? UnchangedFile(path: path) : nil
+        if mode == .immutable, unchanged == nil {
+            throw StoreError.unavailable("cannot examine \(path): \(String(cString: strerror(errno)))")
+        }
         let connection: SQLiteConnection
         do {
             connection = try SQLiteConnection(path: path, busyTimeout: configuration.busyTimeout, mode: mode)
