@@ -25,25 +25,35 @@ public enum RelayStore {
     /// directory too),
     /// ``StoreError/Code/corrupt`` for a damaged one, ``StoreError/Code/unavailable`` when PostgreSQL cannot be
     /// reached or the file cannot be opened, ``StoreError/Code/invalidArgument`` for a malformed URL.
+    /// `readOnly` opens a SQLite store only to read it (``SQLiteStore/Configuration/readOnly``: a backup mounted
+    /// read-only, a data directory this user may not write); it implies not `createIfMissing`, and PostgreSQL is
+    /// opened as usual. `postgresCommitTimeout` and `postgresStatementTimeout` apply to PostgreSQL only (`postgres_commit_timeout`,
+    /// `postgres_statement_timeout`); nil keeps the store's defaults.
     public static func open(
         _ location: Location,
         createIfMissing: Bool = true,
         queuePolicy: QueuePolicy = QueuePolicy(),
+        readOnly: Bool = false,
+        postgresCommitTimeout: Duration? = nil,
+        postgresStatementTimeout: Duration? = nil,
         logger: Logger
     ) async throws -> any PushStore {
         switch location {
         case .sqlite(let directory):
-            if createIfMissing {
+            if createIfMissing && !readOnly {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             }
             var configuration = SQLiteStore.Configuration.relay(directory: directory)
             configuration.queuePolicy = queuePolicy
-            configuration.createIfMissing = createIfMissing
+            configuration.createIfMissing = createIfMissing && !readOnly
+            configuration.readOnly = readOnly
             return try SQLiteStore(configuration: configuration, logger: logger)
         case .postgres(let url):
             var configuration = PostgresStore.Configuration(url: try PostgresURL(url))
             configuration.conditionCompiler = SQLiteStore.Configuration.relayConditionCompiler
             configuration.queuePolicy = queuePolicy
+            if let postgresCommitTimeout { configuration.commitTimeout = postgresCommitTimeout }
+            if let postgresStatementTimeout { configuration.statementTimeout = postgresStatementTimeout }
             return try await PostgresStore.open(configuration: configuration, logger: logger)
         }
     }

@@ -40,8 +40,16 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// The store's files still under their names (the writer thread's).
     private var files: StoreFileWatch
     private let exit = NIOLockedValueBox(ExitState.running)
+    /// Set for a store opened read-only (``SQLiteStore/Configuration/readOnly``): every write is answered this at
+    /// once, and the thread is never started.
+    private let refusal: StoreError?
 
-    init(connection: SQLiteConnection, context: StoreContext, persistedLastID: Int64, topicMessages: [Int64]) {
+    /// A writer on `connection`. With `refusal`, a writer that writes nothing: do not ``start()`` it.
+    init(
+        connection: SQLiteConnection, context: StoreContext, persistedLastID: Int64, topicMessages: [Int64],
+        refusal: StoreError? = nil
+    ) {
+        self.refusal = refusal
         self.connection = connection
         self.context = context
         self.persistedLastID = persistedLastID
@@ -102,6 +110,10 @@ final class GroupCommitWriter: @unchecked Sendable {
         _ body: @escaping @Sendable (WriteTransaction) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
+        if let refusal {
+            completion(.failure(refusal))
+            return
+        }
         let result = ResultBox<T>()
         let request = WriteRequest(
             isolated: isolated,
@@ -149,6 +161,8 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// Finishes queued writes, stops the thread and closes the connection.
     func close() async {
         self.queue.close()
+        // A refusing writer has no thread to wait for.
+        if self.refusal != nil { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resumeNow = self.exit.withLockedValue { state -> Bool in
                 switch state {

@@ -11,6 +11,17 @@ extension SQLiteStore {
         /// with a clear error instead of serving an empty store that has forgotten every device. Default true (the
         /// daemon sets it from `serve --init`).
         public var createIfMissing = true
+        /// Whether the store is opened only to be read (`pushrelay project list` and the CLI's other listings): on
+        /// a backup mounted read-only, or by an operator who may read the data directory but not write it. Nothing
+        /// is written to the store's files, no file is created, the store is never migrated, and every write throws
+        /// ``StoreError/Code/unavailable`` at once. A store that a process has open (its `-wal` and `-shm` exist) is
+        /// read through them, seeing what it committed; a closed one (no write-ahead log) is read as an unchanging
+        /// file, and a read during which the file changed (a daemon started and checkpointed meanwhile) throws
+        /// ``StoreError/Code/unavailable``. Opening throws ``StoreError/Code/unavailable`` when a write-ahead log
+        /// holds changes that cannot be read without writing (its `-shm` missing or unreadable, and not creatable),
+        /// or when the store's schema is older than this version's (it migrates only when opened to write).
+        /// Implies not ``createIfMissing``. Default false.
+        public var readOnly = false
         /// Whether an existing database is checked with `PRAGMA quick_check` when opened; a damaged one throws
         /// ``StoreError/Code/corrupt`` naming the first problem. It reads the whole file once (about a second per
         /// gigabyte). Default true.

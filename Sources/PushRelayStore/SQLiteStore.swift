@@ -28,13 +28,26 @@ public final class SQLiteStore: PushStore {
     /// Throws ``StoreError/Code/notFound`` for a missing or empty file that may not be created,
     /// ``StoreError/Code/corrupt`` for a file that is not a PushRelay database or fails the check, and
     /// ``StoreError/Code/unavailable`` when the file cannot be opened or written (permissions, a read-only file
-    /// system).
+    /// system). With ``Configuration/readOnly`` nothing is written and no writer thread runs.
     public init(configuration: Configuration, logger: Logger = Logger(label: "pushrelay.store")) throws {
         let size = (try? FileManager.default.attributesOfItem(atPath: configuration.path)[.size] as? Int) ?? nil
         let existed = (size ?? 0) > 0
-        if !existed, !configuration.createIfMissing {
+        if !existed, !configuration.createIfMissing || configuration.readOnly {
             throw StoreError.notFound(
                 size == nil ? "no store at \(configuration.path)" : "the store \(configuration.path) is empty")
+        }
+        if configuration.readOnly {
+            let (connection, mode, unchanged) = try Self.openReadOnly(configuration)
+            self.context = StoreContext(configuration: configuration, logger: logger, lastMessageID: 0)
+            self.readers = ReadPool(
+                path: configuration.path, busyTimeout: configuration.busyTimeout,
+                maxIdle: configuration.maxIdleReadConnections, mode: mode, unchanged: unchanged)
+            self.writer = GroupCommitWriter(
+                connection: connection, context: self.context, persistedLastID: 0, topicMessages: [],
+                refusal: StoreError.unavailable("the store \(configuration.path) is open read-only"))
+            logger.debug(
+                "store opened read-only", metadata: ["relay.store.path": "\(configuration.path)", "relay.store.mode": "\(mode)"])
+            return
         }
         // SQLite's own error for these is "unable to open database file": name the cause instead.
         let directory = (configuration.path as NSString).deletingLastPathComponent
@@ -91,6 +104,70 @@ public final class SQLiteStore: PushStore {
             "store opened",
             metadata: ["relay.store.path": "\(configuration.path)", "relay.store.fanout_pending": "\(topicMessages.count)"]
         )
+    }
+
+    /// Opens an existing store only to read it (``Configuration/readOnly``): its first connection, how it is read,
+    /// and for an unchanging file, the file as it was.
+    private static func openReadOnly(
+        _ configuration: Configuration
+    ) throws(StoreError) -> (SQLiteConnection, SQLiteConnection.OpenMode, UnchangedFile?) {
+        let mode = Self.readOnlyMode(path: configuration.path)
+        do {
+            return try Self.openReadOnly(configuration, mode: mode)
+        } catch let error where error.code == .unavailable && mode == .readOnly {
+            // The last process may have closed the store between the look and the open, its -wal and -shm gone.
+            guard Self.readOnlyMode(path: configuration.path) == .immutable else { throw error }
+            return try Self.openReadOnly(configuration, mode: .immutable)
+        }
+    }
+
+    private static func openReadOnly(
+        _ configuration: Configuration, mode: SQLiteConnection.OpenMode
+    ) throws(StoreError) -> (SQLiteConnection, SQLiteConnection.OpenMode, UnchangedFile?) {
+        let path = configuration.path
+        let unchanged = mode == .immutable ? UnchangedFile(path: path) : nil
+        if mode == .immutable, unchanged == nil {
+            throw StoreError.unavailable("cannot examine \(path): \(String(cString: strerror(errno)))")
+        }
+        let connection: SQLiteConnection
+        do {
+            connection = try SQLiteConnection(path: path, busyTimeout: configuration.busyTimeout, mode: mode)
+            try connection.execute(SQLiteSchema.connectionPragmas(writer: false))
+            if configuration.checkIntegrityAtOpen {
+                try Self.checkIntegrity(connection, path: path)
+            } else {
+                try connection.execute("SELECT count(*) FROM sqlite_master")
+            }
+        } catch let error where error.code == .unavailable && mode == .readOnly {
+            // SQLite's own words ("unable to open database file", "attempt to write a readonly database") do not
+            // say that it is the write-ahead log's index that could not be had.
+            throw StoreError(
+                code: .unavailable,
+                message: "cannot read \(path) without writing: \(error.message); its write-ahead log \(path)-wal "
+                    + "is read through \(path)-shm, which must exist and be readable, or be creatable in the directory "
+                    + "(run the command as the daemon's user, or while the daemon runs)",
+                engineCode: error.engineCode)
+        } catch {
+            // A file that changed under the unlocked read explains whatever the check found.
+            try unchanged?.verify()
+            throw error
+        }
+        try SQLiteSchema.checkReadable(connection, path: path)
+        try unchanged?.verify()
+        return (connection, mode, unchanged)
+    }
+
+    /// How a store opened read-only is read. A store no process has open has no write-ahead log (the last
+    /// connection to close checkpoints it into the database file and removes it, with the `-shm`): the file alone is
+    /// the whole store, read as unchanging, and nothing is created beside it. Otherwise SQLite reads through the
+    /// `-wal` and `-shm` (``SQLiteConnection/OpenMode/readOnly``), which a read-only open cannot do without them:
+    /// a `-wal` with changes whose `-shm` is gone is refused when the directory is not writable, rather than read
+    /// without them.
+    static func readOnlyMode(path: String) -> SQLiteConnection.OpenMode {
+        let wal = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? nil
+        let shmExists = FileManager.default.fileExists(atPath: path + "-shm")
+        if (wal ?? 0) == 0, !shmExists { return .immutable }
+        return .readOnly
     }
 
     /// `PRAGMA quick_check`: throws ``StoreError/Code/corrupt`` with the first problem it reports.

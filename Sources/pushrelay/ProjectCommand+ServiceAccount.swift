@@ -82,9 +82,9 @@ extension ProjectCommand {
         @Flag(help: "Print one JSON object per line.") var json = false
 
         func run() async throws {
-            let store = try await store.open()
-            let keys = try await store.serviceAccountKeys(project: name)
-            await store.close()
+            let keys = try await StoreOptions.reading(try await store.open(readOnly: true)) {
+                try await $0.serviceAccountKeys(project: name)
+            }
             let format = ISO8601DateFormatter()
             for key in keys {
                 let state = key.revokedAt.map { "revoked \(format.string(from: $0))" } ?? "valid"

@@ -64,9 +64,7 @@ struct ProjectCommand: AsyncParsableCommand {
         @Flag(help: "Print one JSON object per line.") var json = false
 
         func run() async throws {
-            let store = try await store.open()
-            let projects = try await store.projects()
-            await store.close()
+            let projects = try await StoreOptions.reading(try await store.open(readOnly: true)) { try await $0.projects() }
             for project in projects {
                 if json {
                     let value: JSONValue = [

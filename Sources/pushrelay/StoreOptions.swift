@@ -8,7 +8,8 @@ import PushRelayStore
 /// Where a CLI command finds the store, as `serve` does, read by the same loader: `--data-dir` for SQLite, or
 /// `--store postgres` with `--postgres-url`; else the `PUSHRELAY_DATA_DIR`, `PUSHRELAY_STORE`,
 /// `PUSHRELAY_POSTGRES_URL` variables; else the configuration file's `data_dir`, `store` and `postgres_url`
-/// (`--config FILE` or `PUSHRELAY_CONFIG`); else the defaults. The store is shared with running daemons, which see
+/// (`--config FILE` or `PUSHRELAY_CONFIG`); else the defaults. The PostgreSQL timeouts (`postgres_commit_timeout`,
+/// `postgres_statement_timeout`) are read the same way. The store is shared with running daemons, which see
 /// changes at once.
 struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: "The daemon's data directory (holds pushrelay.sqlite). Default: data_dir.")
@@ -75,6 +76,25 @@ struct StoreOptions: ParsableArguments {
         }
     }
 
+    /// Runs the read of a command that only reads (the store opened with `readOnly`) and closes the store, whether
+    /// `body` returns or throws. A store that cannot be read (it changed under a read of a closed store, PostgreSQL
+    /// went away) stops the command as one that cannot be opened does: one line, 69 (65 when damaged).
+    static func reading<Result>(
+        _ store: any PushStore, _ body: (any PushStore) async throws -> Result
+    ) async throws -> Result {
+        do {
+            let result = try await body(store)
+            await store.close()
+            return result
+        } catch let error as StoreError where error.code == .unavailable || error.code == .corrupt {
+            await store.close()
+            throw error.exit("cannot read the store")
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
     /// What a command throws when the store refuses what it asked (a project that exists, or does not): one line,
     /// `pushrelay: <why>`, and exit status 64 (`EX_USAGE`: the command named something it cannot act on). Not the
     /// argument parser's usage text, which names no option that was wrong.
@@ -87,9 +107,11 @@ struct StoreOptions: ParsableArguments {
     /// missing one: any other command on a missing or empty store exits 66, as `serve` does, instead of leaving an
     /// empty store behind for a daemon to serve (a wrong `--data-dir`, an unmounted disk). A store that cannot be
     /// opened otherwise exits as `serve` does too: one line, 65 when it is damaged, else 69 (``StoreError/exitStatus``).
-    /// `configuration`: one the command has loaded already (``configuration()``), not read again.
+    /// `configuration`: one the command has loaded already (``configuration()``), not read again. `readOnly`, for
+    /// the commands that only read: a SQLite store is opened read-only (``SQLiteStore/Configuration/readOnly``), so
+    /// that a backup mounted read-only, or a data directory this user may read but not write, can be listed.
     func open(
-        createIfMissing: Bool = false, queuePolicy: QueuePolicy = QueuePolicy(),
+        createIfMissing: Bool = false, readOnly: Bool = false, queuePolicy: QueuePolicy = QueuePolicy(),
         configuration loaded: PushRelayConfiguration? = nil
     ) async throws -> any PushStore {
         var logger = Logger(label: "pushrelay.cli")
@@ -99,7 +121,8 @@ struct StoreOptions: ParsableArguments {
         do {
             return try await RelayStore.open(
                 RelayStore.Location(configuration), createIfMissing: createIfMissing, queuePolicy: queuePolicy,
-                logger: logger)
+                readOnly: readOnly, postgresCommitTimeout: configuration.postgresCommitTimeout,
+                postgresStatementTimeout: configuration.postgresStatementTimeout, logger: logger)
         } catch let error as StoreError where error.code == .notFound {
             let directory = configuration.dataDirectory
             let hint = "create it with `pushrelay project create NAME --data-dir \(directory)`"

@@ -192,4 +192,119 @@ import Testing
         #expect(refused.stdout.hasSuffix("QuotaExceeded"), "\(refused.stdout)")
         #expect(try await daemon.terminate() == 0)
     }
+
+    /// `postgres_commit_timeout` and `postgres_statement_timeout` reach the PostgreSQL store's writer (they were
+    /// fixed at 10 s and 30 s). Two nodes on one database, one with each at 1 s. While a `psql` session holds the
+    /// device's row, a send through the node with the default commit timeout waits on it for more than 2 s; then a
+    /// send through the node with 1 s is answered `Unavailable` while the first is still unanswered and the row still
+    /// held (with 10 s on both nodes the first would give up first), and the first is stored once the row is let go.
+    /// The same for a registration (an isolated write) waiting on the project's row and the statement timeout.
+    @Test func postgresTimeoutsBoundWritesWaitingOnLocks() async throws {
+        let postgres = try await TestPostgres.shared
+        let database = "timeouts_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let url = try await postgres.database(named: database)
+        let store = ["--store", "postgres", "--postgres-url", url]
+        let shortCommit = try Daemon(arguments: store + ["--postgres-commit-timeout", "1s"])
+        let shortStatement = try Daemon(arguments: store + ["--postgres-statement-timeout", "1s"])
+        try await shortCommit.start()
+        try await shortStatement.start()
+        let keys = try await shortCommit.createProject()
+        let device = try await shortCommit.registerDevice(keys)
+        let body = #"{"to": "\#(device.token)", "data": {"k": "v"}}"#
+        let registration = #"{"project":"\#(keys.project)","app":"a","platform":"ios"}"#
+
+        /// Whether a backend of this database matches `condition`, polled for at most a minute.
+        func waitFor(_ condition: String) async throws -> Bool {
+            for _ in 0..<3_000 {
+                let found = try await postgres.psql(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND \(condition)",
+                    database: database)
+                if found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { return true }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return false
+        }
+        /// A session that holds the rows `select` locks, open until `ROLLBACK`.
+        func hold(_ select: String, name: String) async throws -> PSQLSession {
+            let session = try postgres.session(database: database, name: name)
+            try session.send("BEGIN; \(select) FOR UPDATE;")
+            #expect(try await waitFor("application_name = '\(name)' AND state = 'idle in transaction'"))
+            return session
+        }
+        /// Whether the session `name` still holds its transaction open.
+        func stillHeld(_ name: String) async throws -> Bool {
+            try await waitFor("application_name = '\(name)' AND state = 'idle in transaction'")
+        }
+        // The daemons' backends waiting on a lock now: a backend whose connection was dropped goes on waiting
+        // (PostgreSQL notices the closed socket only once it has the lock).
+        func waitingNow() async throws -> String {
+            let pids = try await postgres.psql(
+                """
+                SELECT coalesce(string_agg(pid::text, ','), '') FROM pg_stat_activity
+                WHERE datname = current_database() AND application_name = 'pushrelay' AND wait_event_type = 'Lock'
+                """, database: database)
+            return pids.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // Another daemon backend than `before`'s that has waited on a lock for more than 2 s (1 s timeouts would
+        // have given up by then).
+        func waitingLong(besides before: String) -> String {
+            "application_name = 'pushrelay' AND wait_event_type = 'Lock' AND now() - query_start > interval '2 seconds'"
+                + " AND pid <> ALL (ARRAY[\(before)]::int[])"
+        }
+
+        // A group of sends waiting on the device's row: the commit timeout.
+        var held = try await hold("SELECT id FROM devices WHERE token = '\(device.token)'", name: "held_device")
+        var before = try await waitingNow()
+        let sendAnswered = AnsweredFlag()
+        let waiting = Task {
+            defer { sendAnswered.set() }
+            return try await shortStatement.send(body, serverKey: keys.serverKey)
+        }
+        #expect(try await waitFor(waitingLong(besides: before)), "the default commit timeout's send did not wait on the row")
+        let refused = try await shortCommit.send(body, serverKey: keys.serverKey)
+        #expect(refused.status == 503 && refused.body.contains("Unavailable"), "\(refused)")
+        #expect(!sendAnswered.isSet, "the send that waited longer, under the default commit timeout, was answered first")
+        #expect(try await stillHeld("held_device"), "answered only after the row was let go")
+        try held.send("ROLLBACK;")
+        _ = await held.finish()
+        let stored = try await waiting.value
+        #expect(stored.status == 200 && stored.body.contains(#""success":1"#), "\(stored)")
+
+        // A registration waiting on the project's row (its device count): the statement timeout.
+        held = try await hold("SELECT id FROM projects WHERE name = '\(keys.project)'", name: "held_project")
+        before = try await waitingNow()
+        let registrationAnswered = AnsweredFlag()
+        let registering = Task {
+            defer { registrationAnswered.set() }
+            return try await Self.post("\(shortCommit.baseURL)/v1/register", key: keys.clientKey, body: registration)
+        }
+        #expect(
+            try await waitFor(waitingLong(besides: before)),
+            "the default statement timeout's registration did not wait on the row")
+        let unregistered = try await Self.post(
+            "\(shortStatement.baseURL)/v1/register", key: keys.clientKey, body: registration)
+        #expect(unregistered.status == 503 && unregistered.body.contains("UNAVAILABLE"), "\(unregistered)")
+        #expect(
+            !registrationAnswered.isSet,
+            "the registration that waited longer, under the default statement timeout, was answered first")
+        #expect(try await stillHeld("held_project"), "answered only after the row was let go")
+        try held.send("ROLLBACK;")
+        _ = await held.finish()
+        let registered = try await registering.value
+        #expect(registered.status == 200, "\(registered)")
+
+        #expect(try await shortCommit.terminate() == 0)
+        #expect(try await shortStatement.terminate() == 0)
+    }
+}
+
+/// Whether a request running in the background has been answered, for a test that checks that another one was
+/// answered first.
+final class AnsweredFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var answered = false
+
+    var isSet: Bool { lock.withLock { answered } }
+
+    func set() { lock.withLock { answered = true } }
 }

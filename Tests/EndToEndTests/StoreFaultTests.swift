@@ -278,4 +278,73 @@ import Testing
             readOnlyStart.stderr.contains("is not writable: Read-only file system"),
             "\(readOnlyStart.stderr)")
     }
+
+    /// A store that may be read but not written: a backup mounted read-only, or a data directory the operator may
+    /// read but not write. The commands that only read (`project list`, `project service-account-keys`) open it
+    /// read-only and answer (they refused it: "is not writable"); the commands that write still refuse with one
+    /// line and 69. A store a daemon has open is read through its `-wal` and `-shm`, so what was committed since the
+    /// last checkpoint is listed; a write-ahead log that cannot be read without writing (its `-shm` gone, the
+    /// directory not writable) is refused with a reason, not skipped.
+    @Test("read-only stores: listing commands read them (read-only mount, no write permission, a running daemon's WAL); writing commands refuse")
+    func readOnlyStore() async throws {
+        let dataDir = try Self.temporaryDirectory("readonly")
+        let database = dataDir + "/pushrelay.sqlite"
+        #expect(try await Daemon.cli(["project", "create", "shop", "--data-dir", dataDir]).status == 0)
+        let account = try await Daemon.cli(["project", "service-account", "shop", "--data-dir", dataDir])
+        #expect(account.status == 0, "\(account.stderr)")
+        let keyID = try #require(try jsonObject(account.stdout)["private_key_id"] as? String)
+        func asNobody(_ arguments: [String]) async throws -> ChildProcessResult {
+            try await run("runuser", ["-u", "nobody", "--", Daemon.binary] + arguments + ["--data-dir", dataDir])
+        }
+
+        // A read-only mount of the closed store: $0 the directory, then the command line.
+        let onReadOnlyMount = #"set -e; dir="$0"; mount --bind "$dir" "$dir"; mount -o remount,bind,ro "$dir"; exec "$@""#
+        func onMount(_ arguments: [String]) async throws -> ChildProcessResult {
+            try await run("unshare", [
+                "-m", "--propagation", "private", "sh", "-c", onReadOnlyMount, dataDir, Daemon.binary,
+            ] + arguments + ["--data-dir", dataDir])
+        }
+        let listed = try await onMount(["project", "list"])
+        #expect(listed.status == 0 && listed.stdout.hasPrefix("shop\t"), "\(listed)")
+        let keys = try await onMount(["project", "service-account-keys", "shop"])
+        #expect(keys.status == 0 && keys.stdout.contains(keyID) && keys.stdout.contains("valid"), "\(keys)")
+        let rotated = try await onMount(["project", "rotate-key", "shop"])
+        #expect(rotated.status == 69, "\(rotated)")
+        #expect(rotated.stderr.contains("is not writable: Read-only file system"), "\(rotated.stderr)")
+
+        // No write permission (root writes anyway: another user): read, and nothing created beside the file.
+        #expect(chmod(database, 0o444) == 0 && chmod(dataDir, 0o555) == 0)
+        defer { _ = chmod(dataDir, 0o755) }
+        let byNobody = try await asNobody(["project", "list"])
+        #expect(byNobody.status == 0 && byNobody.stdout.hasPrefix("shop\t"), "\(byNobody)")
+        let nobodyKeys = try await asNobody(["project", "service-account-keys", "shop", "--json"])
+        #expect(nobodyKeys.status == 0 && nobodyKeys.stdout.contains(keyID), "\(nobodyKeys)")
+        let refused = try await asNobody(["project", "create", "news"])
+        #expect(refused.status == 69 && refused.stderr.contains("is not writable: Permission denied"), "\(refused)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dataDir) == ["pushrelay.sqlite"])
+
+        // A daemon has the store open, and a project created since is still only in its write-ahead log: the
+        // listing sees it (read through the -wal and the -shm, which the other user may read but not write).
+        let daemon = try Daemon(dataDir: URL(fileURLWithPath: dataDir), arguments: ["--store", "sqlite"])
+        try await daemon.start()
+        #expect(try await Daemon.cli(["project", "create", "news", "--data-dir", dataDir]).status == 0)
+        let fileAlone = try await run("python3", [
+            "-c", "import sqlite3, sys; print([r[0] for r in sqlite3.connect(sys.argv[1], uri=True).execute('SELECT name FROM projects')])",
+            "file:\(database)?immutable=1",
+        ])
+        #expect(fileAlone.status == 0 && !fileAlone.stdout.contains("news"), "news is in the database file already: \(fileAlone)")
+        let whileServing = try await asNobody(["project", "list"])
+        #expect(whileServing.status == 0, "\(whileServing)")
+        #expect(whileServing.stdout.split(separator: "\n").map { $0.split(separator: "\t").first ?? "" } == ["news", "shop"], "\(whileServing)")
+
+        // The daemon killed, its -shm removed: the write-ahead log holds `news` and cannot be read without writing
+        // a new -shm in a directory this user may not write. Refused with the reason, not listed without it.
+        try await daemon.kill9()
+        try FileManager.default.removeItem(atPath: database + "-shm")
+        let withoutIndex = try await asNobody(["project", "list"])
+        #expect(withoutIndex.status == 69, "\(withoutIndex)")
+        #expect(withoutIndex.stderr.contains("cannot open the store: cannot read \(database) without writing"), "\(withoutIndex.stderr)")
+        #expect(withoutIndex.stderr.contains("-shm"), "\(withoutIndex.stderr)")
+        #expect(withoutIndex.stdout.isEmpty, "\(withoutIndex.stdout)")
+    }
 }

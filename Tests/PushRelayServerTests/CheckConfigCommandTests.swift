@@ -40,6 +40,28 @@ struct CheckConfigCommandTests {
         #expect(errors.contains("flag --heartbeat-interval: heartbeat_interval: duration '-5s' is negative"))
     }
 
+    @Test("the PostgreSQL timeouts: zero, negative or unit-less nonsense is exit 78 naming the field; a duration is shown with its source")
+    func postgresTimeouts() async throws {
+        let refused = try await run(
+            ["--postgres-commit-timeout", "0s"], environment: ["PUSHRELAY_POSTGRES_STATEMENT_TIMEOUT": "-1s"])
+        #expect(refused.status == 78, "\(refused)")
+        #expect(refused.stderr.contains("invalid configuration (2 problems)"), "\(refused.stderr)")
+        #expect(refused.stderr.contains(
+            "flag --postgres-commit-timeout: postgres_commit_timeout: duration '0s' must be greater than zero"), "\(refused.stderr)")
+        #expect(refused.stderr.contains(
+            "environment PUSHRELAY_POSTGRES_STATEMENT_TIMEOUT: postgres_statement_timeout: duration '-1s' is negative"),
+            "\(refused.stderr)")
+        let file = ConfigurationTestFixtures.configFile("postgres_statement_timeout = \"soon\"\n")
+        let unparsed = try await run([file])
+        #expect(unparsed.status == 78 && unparsed.stderr.contains("\(file):1: postgres_statement_timeout:"), "\(unparsed)")
+
+        let accepted = try await run(["--postgres-commit-timeout", "2s"], environment: ["PUSHRELAY_POSTGRES_STATEMENT_TIMEOUT": "1m"])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        #expect(accepted.stdout.contains("postgres_commit_timeout = \"2s\"  # flag --postgres-commit-timeout"), "\(accepted.stdout)")
+        #expect(accepted.stdout.contains(
+            "postgres_statement_timeout = \"1m\"  # environment PUSHRELAY_POSTGRES_STATEMENT_TIMEOUT"), "\(accepted.stdout)")
+    }
+
     @Test("a missing file, or two: exit 78 naming the problem; --help lists every field")
     func missingFileAndHelp() async throws {
         let missing = try await run(["/nonexistent/pushrelay.conf"])

@@ -76,6 +76,20 @@ let fieldCases: [FieldCase] = [
         invalid: ["mysql://relay:pw@db/relay", "relay:pw@db"]
     ),
     FieldCase(
+        field: .postgresCommitTimeout,
+        file: (#""2s""#, #""2s""#),
+        environment: ("500ms", #""500ms""#),
+        flag: ("1m", #""1m""#),
+        invalid: ["0", "0s", "-1s", "soon", "5x", "1099511627775d"]
+    ),
+    FieldCase(
+        field: .postgresStatementTimeout,
+        file: (#""5s""#, #""5s""#),
+        environment: ("2m", #""2m""#),
+        flag: ("250ms", #""250ms""#),
+        invalid: ["0", "-30s", "never", "10y"]
+    ),
+    FieldCase(
         field: .heartbeatInterval,
         file: (#""30s""#, #""30s""#),
         environment: ("1m", #""1m""#),
@@ -357,6 +371,21 @@ struct ConfigurationFieldTests {
             #expect(!field.summary.isEmpty)
         }
         #expect(Set(ConfigurationField.allCases.map(\.flag)).count == ConfigurationField.allCases.count)
+    }
+}
+
+@Suite("Configuration values: durations")
+struct ConfigurationDurationTests {
+    @Test("the longest duration is 100 years, and the refusal says so (longer ones overflowed where used, a crash)")
+    func longestDuration() throws {
+        #expect(try ConfigurationValueParser.duration(.string("36500d")) == .seconds(36_500 * 86_400))
+        #expect(try ConfigurationValueParser.duration(.string("36499d23h59m59s999ms")) < .seconds(36_500 * 86_400))
+        for text in ["36500d1ms", "1099511627775d", String(repeating: "1099511627775d", count: 2000), "9223372036854775807"] {
+            #expect(throws: ConfigurationValueParser.Failure("duration '\(text)' is too large: at most 36500d (100 years)")) {
+                try ConfigurationValueParser.duration(.string(text))
+            }
+        }
+        #expect(PushRelayConfiguration.renderDuration(ConfigurationValueParser.longestDuration) == "876000h")
     }
 }
 

@@ -17,6 +17,10 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case store
     /// ``PushRelayConfiguration/postgresURL``.
     case postgresURL = "postgres_url"
+    /// ``PushRelayConfiguration/postgresCommitTimeout``.
+    case postgresCommitTimeout = "postgres_commit_timeout"
+    /// ``PushRelayConfiguration/postgresStatementTimeout``.
+    case postgresStatementTimeout = "postgres_statement_timeout"
     /// ``PushRelayConfiguration/heartbeatInterval``.
     case heartbeatInterval = "heartbeat_interval"
     /// ``PushRelayConfiguration/idleTimeout``.
@@ -109,6 +113,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .dataDir: "directory of the SQLite store"
         case .store: "store engine: sqlite or postgres"
         case .postgresURL: "PostgreSQL URL for store = postgres (secret)"
+        case .postgresCommitTimeout: "a group of sends and acks must commit on PostgreSQL within this, e.g. 10s"
+        case .postgresStatementTimeout: "other PostgreSQL writes must have a statement answered within this, e.g. 30s"
         case .heartbeatInterval: "heartbeat on idle device streams, e.g. 25s"
         case .idleTimeout: "close connections idle this long, e.g. 120s"
         case .maxSendBodySize: "largest /fcm/send body, e.g. 512KiB"

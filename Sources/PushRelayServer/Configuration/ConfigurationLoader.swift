@@ -121,6 +121,10 @@ struct ConfigurationBuilder {
                 }
                 configuration.postgresURL = url
             }
+        case .postgresCommitTimeout:
+            configuration.postgresCommitTimeout = try Parse.duration(raw)
+        case .postgresStatementTimeout:
+            configuration.postgresStatementTimeout = try Parse.duration(raw)
         case .heartbeatInterval:
             configuration.heartbeatInterval = try Parse.duration(raw)
         case .idleTimeout:

@@ -85,7 +85,9 @@ enum ConfigurationValueParser {
             throw Failure("duration '\(text)' is negative: must be greater than zero")
         }
         if !text.isEmpty, text.allSatisfy(\.isASCIIDigit) {
-            guard let seconds = Int64(text) else { throw Failure("duration '\(text)' is too large") }
+            guard let seconds = Int64(text) else {
+                throw Failure("duration '\(text)' is too large: at most 36500d (100 years)")
+            }
             return try positive(.seconds(seconds), text)
         }
         var total = Duration.zero
@@ -110,6 +112,8 @@ enum ConfigurationValueParser {
                 throw Failure("invalid duration unit '\(unit)' in '\(text)': use ms, s, m, h or d")
             }
             rest = afterDigits.dropFirst(unit.count)
+            // Each part is below 2^40 days; stopping once past the bound keeps the sum from overflowing.
+            if total > longestDuration { break }
         }
         return try positive(total, text)
     }
@@ -121,8 +125,15 @@ enum ConfigurationValueParser {
         return try duration(raw)
     }
 
+    /// The longest duration accepted: 100 years, which means "never" to every field. Much longer ones (up to 2^40
+    /// days per part were parsed) overflowed, a crash: the milliseconds `check-config` prints, or the sum itself.
+    static let longestDuration = Duration.seconds(36_500 * 86_400)
+
     private static func positive(_ duration: Duration, _ text: String) throws(Failure) -> Duration {
         guard duration > .zero else { throw Failure("duration '\(text)' must be greater than zero") }
+        guard duration <= longestDuration else {
+            throw Failure("duration '\(text)' is too large: at most 36500d (100 years)")
+        }
         return duration
     }
 

@@ -29,6 +29,8 @@ extension PushRelayConfiguration {
         case .dataDir: return Self.quote(dataDirectory)
         case .store: return Self.quote(store.rawValue)
         case .postgresURL: return postgresURL.map { Self.quote(masked ? Self.maskSecret($0) : $0) }
+        case .postgresCommitTimeout: return Self.quote(Self.renderDuration(postgresCommitTimeout))
+        case .postgresStatementTimeout: return Self.quote(Self.renderDuration(postgresStatementTimeout))
         case .heartbeatInterval: return Self.quote(Self.renderDuration(heartbeatInterval))
         case .idleTimeout: return Self.quote(Self.renderDuration(idleTimeout))
         case .maxSendBodySize: return Self.quote(Self.renderSize(maxSendBodySize))

@@ -32,6 +32,19 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// PostgreSQL connection URL for `store = postgres`. Key `postgres_url`. Secret: printed masked.
     public var postgresURL: String?
 
+    /// With `store = postgres`: how long a group of sends and acknowledgements may take to commit before the writer
+    /// drops its connection (PostgreSQL stopped answering without closing it, or the group waits on a row another
+    /// session holds) and the group is answered `Unavailable`. Key `postgres_commit_timeout`. Default 10 s
+    /// (`PostgresStore.Configuration.commitTimeout`).
+    public var postgresCommitTimeout: Duration
+
+    /// With `store = postgres`: how long PostgreSQL may answer none of the statements of any other write
+    /// (registrations, topics, key changes, purges, topic fan-out steps) before the writer drops its connection and
+    /// the write is answered `Unavailable` (noticed after up to twice this; a long write whose statements go on being
+    /// answered is not cut short). Not PostgreSQL's own `statement_timeout`. Key `postgres_statement_timeout`.
+    /// Default 30 s (`PostgresStore.Configuration.statementTimeout`).
+    public var postgresStatementTimeout: Duration
+
     /// Interval of the heartbeat comment on an idle device stream. Key `heartbeat_interval`. Default 25 s.
     public var heartbeatInterval: Duration
 
@@ -143,6 +156,8 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.dataDirectory = Self.defaultDataDirectory(environment: environment)
         self.store = .sqlite
         self.postgresURL = nil
+        self.postgresCommitTimeout = .seconds(10)
+        self.postgresStatementTimeout = .seconds(30)
         self.publicURL = nil
         self.heartbeatInterval = .seconds(25)
         self.idleTimeout = .seconds(120)

@@ -155,6 +155,8 @@ public final class RelayService: Service {
             queuePolicy: QueuePolicy(
                 maxPendingNonCollapsible: configuration.maxPendingMessages,
                 maxCollapseKeys: configuration.maxCollapseKeys),
+            postgresCommitTimeout: configuration.postgresCommitTimeout,
+            postgresStatementTimeout: configuration.postgresStatementTimeout,
             logger: Logger(label: "pushrelay.store"))
     }
 

@@ -24,11 +24,34 @@ final class SQLiteConnection {
     static let vfsName: String? =
         pushrelay_wal_vfs_register() == SQLITE_OK ? PUSHRELAY_WAL_VFS_NAME : nil
 
-    /// Opens (creating if needed) the database at `path`.
-    init(path: String, busyTimeout: Duration) throws(StoreError) {
+    /// How a connection opens the database file.
+    enum OpenMode: Sendable, Equatable {
+        /// Read and write, creating the file when missing (the writer, and the readers of a store opened to write).
+        case readWrite
+        /// `SQLITE_OPEN_READONLY`: nothing is written to the database file. SQLite still reads the `-wal` through
+        /// the `-shm` (opened read-only when it cannot be written), so what other processes committed is seen, and
+        /// locks as usual.
+        case readOnly
+        /// Read-only on a file taken to be unchanging (URI `immutable=1`): no lock, and no `-wal` or `-shm` is
+        /// read or created. Right only for a database with no write-ahead log (the last connection closed); the
+        /// caller checks that the file did not change while it was read (``SQLiteStore/Configuration/readOnly``).
+        case immutable
+    }
+
+    /// Opens the database at `path`, creating it if needed when `mode` is ``OpenMode/readWrite``.
+    init(path: String, busyTimeout: Duration, mode: OpenMode = .readWrite) throws(StoreError) {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let rc = sqlite3_open_v2(path, &db, flags, Self.vfsName)
+        let rc: Int32
+        switch mode {
+        case .readWrite:
+            rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, Self.vfsName)
+        case .readOnly:
+            // SQLite's own VFS: the WAL VFS only changes how commits are written.
+            rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        case .immutable:
+            rc = sqlite3_open_v2(
+                Self.fileURI(path) + "?immutable=1", &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nil)
+        }
         guard rc == SQLITE_OK, let db else {
             let message = db.map { Self.describe($0) } ?? "out of memory"
             sqlite3_close_v2(db)
@@ -42,6 +65,24 @@ final class SQLiteConnection {
 
     deinit {
         self.close()
+    }
+
+    /// `path` as an SQLite URI (`file:///var/lib/pushrelay/pushrelay.sqlite`): every byte but unreserved ones and
+    /// `/` percent-encoded, so that a `?`, `#` or `%` in a directory name stays part of the path.
+    static func fileURI(_ path: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes = Array((path.hasPrefix("/") ? "file://" : "file:").utf8)
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "/"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "_"), UInt8(ascii: "~"):
+                bytes.append(byte)
+            default:
+                bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Finalizes every cached statement and closes the connection.

@@ -206,6 +206,23 @@ enum SQLiteSchema {
     ]
 
     /// Brings a database to the current schema (creating it when empty). Runs on the writer connection.
+    /// Throws unless the database holds this version's schema, for a store opened read-only (which cannot be
+    /// migrated): ``StoreError/Code/unavailable`` for an older one, as ``migrate(_:)`` for a newer or foreign one.
+    static func checkReadable(_ connection: SQLiteConnection, path: String) throws(StoreError) {
+        let statement = try connection.statement("PRAGMA user_version")
+        _ = try statement.step()
+        let version = statement.int64(0)
+        try statement.run()
+        if version == Self.version { return }
+        if version > Self.version { throw StoreError.newerSchema(version, known: Self.version) }
+        if version >= 1 {
+            throw StoreError.unavailable(
+                "\(path) has schema version \(version) and this pushrelay reads version \(Self.version): it is "
+                    + "migrated when opened to write (start the daemon, or run a command that writes), never read-only")
+        }
+        throw StoreError(code: .corrupt, message: "not a PushRelay database (schema version \(version))")
+    }
+
     static func migrate(_ connection: SQLiteConnection) throws(StoreError) {
         let statement = try connection.statement("PRAGMA user_version")
         _ = try statement.step()
