@@ -31,10 +31,10 @@ final class GroupCommitWriter: @unchecked Sendable {
     private let checkpoints: WALCheckpoints
 
     private let statistics = NIOLockedValueBox(GroupCommitStatistics())
-    /// The observer lives in a class box: a function value stored in a generic container is re-abstracted by a
-    /// thunk on the way in and on the way out, and perf showed chains of those thunks on the commit path.
-    private let observer = NIOLockedValueBox<CommitObserverBox?>(nil)
-    private let dropObserver = NIOLockedValueBox<DropObserverBox?>(nil)
+    /// The observers live in slots (``FunctionSlot``), not in a generic box of a function: perf showed chains of
+    /// re-abstraction thunks on the commit path.
+    private let observer = FunctionSlot<[StoredMessage], Void>()
+    private let dropObserver = FunctionSlot<DroppedMessages, Void>()
     /// Whether the last group could commit.
     private let health: CommitHealth
     /// The store's files still under their names (the writer thread's).
@@ -143,14 +143,12 @@ final class GroupCommitWriter: @unchecked Sendable {
 
     /// Sets the drop observer.
     func setDropObserver(_ observer: (@Sendable (DroppedMessages) -> Void)?) {
-        let box = observer.map(DropObserverBox.init)
-        self.dropObserver.withLockedValue { $0 = box }
+        self.dropObserver.set(observer)
     }
 
     /// Sets the commit observer.
     func setObserver(_ observer: (@Sendable ([StoredMessage]) -> Void)?) {
-        let box = observer.map(CommitObserverBox.init)
-        self.observer.withLockedValue { $0 = box }
+        self.observer.set(observer)
     }
 
     /// The counters.
@@ -362,11 +360,11 @@ final class GroupCommitWriter: @unchecked Sendable {
         if !transaction.newTopicMessages.isEmpty {
             self.fanOutBackoffUntil = nil
         }
-        if !transaction.appendedMessages.isEmpty, let observer = self.observer.withLockedValue({ $0 }) {
-            observer.call(transaction.appendedMessages)
+        if !transaction.appendedMessages.isEmpty, let observer = self.observer.current {
+            observer(transaction.appendedMessages)
         }
-        if !transaction.dropped.isEmpty, let observer = self.dropObserver.withLockedValue({ $0 }) {
-            observer.call(transaction.dropped)
+        if !transaction.dropped.isEmpty, let observer = self.dropObserver.current {
+            observer(transaction.dropped)
         }
     }
 
@@ -383,22 +381,4 @@ final class GroupCommitWriter: @unchecked Sendable {
 /// Carries a request's result from the writer thread to its continuation.
 private final class ResultBox<T>: @unchecked Sendable {
     var value: T?
-}
-
-/// The commit observer, held by reference (see `GroupCommitWriter.observer`).
-private final class CommitObserverBox: Sendable {
-    let call: @Sendable ([StoredMessage]) -> Void
-
-    init(_ call: @escaping @Sendable ([StoredMessage]) -> Void) {
-        self.call = call
-    }
-}
-
-/// The drop observer, held by reference like the commit observer.
-private final class DropObserverBox: Sendable {
-    let call: @Sendable (DroppedMessages) -> Void
-
-    init(_ call: @escaping @Sendable (DroppedMessages) -> Void) {
-        self.call = call
-    }
 }

@@ -96,7 +96,7 @@ final class PostgresListener: Sendable {
     /// node's.
     private func streamAnnounced(_ fields: [Substring]) {
         guard let streams = PostgresStreamAnnouncements.parse(devices: fields[2], attachments: fields[3]),
-            let observer = self.context.remoteObserver.withLockedValue({ $0 })
+            let observer = self.context.remoteObserver.current
         else { return }
         let own = fields[0] == self.context.node
         for (device, attachment) in streams {
@@ -106,13 +106,13 @@ final class PostgresListener: Sendable {
 
     /// Hands a batch's rows (or its devices, or "every stream") to the observer.
     private func handOver(_ fields: [Substring], watch: PostgresConnectionWatch) async {
-        guard fields[2] != "-", let observer = self.context.remoteObserver.withLockedValue({ $0 }) else { return }
+        guard fields[2] != "-", let observer = self.context.remoteObserver.current else { return }
         guard fields[2] != "*" else {
             observer(.unknown)
             return
         }
         var devices = fields[2].split(separator: ",").compactMap { Int64($0) }
-        if let streaming = self.context.localStreams.withLockedValue({ $0 }) {
+        if let streaming = self.context.localStreams.current {
             // Only the rows of devices streaming here are read back: a stream that attaches later reads the store.
             devices = streaming(devices.map { DeviceID(rawValue: $0) }).map(\.rawValue)
             guard !devices.isEmpty else { return }
@@ -168,7 +168,7 @@ final class PostgresListener: Sendable {
 
     private func missedNotifications() {
         self.context.authCache.invalidate(epoch: nil)
-        self.context.remoteObserver.withLockedValue { $0 }?(.unknown)
+        self.context.remoteObserver.current?(.unknown)
         self.context.deliveryOrder.settleAll()
     }
 }

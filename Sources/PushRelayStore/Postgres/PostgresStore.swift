@@ -106,7 +106,7 @@ public final class PostgresStore: PushStore {
 
     /// See ``PushStore/setDropObserver(_:)``.
     public func setDropObserver(_ observer: (@Sendable (DroppedMessages) -> Void)?) {
-        self.context.dropObserver.withLockedValue { $0 = observer }
+        self.context.dropObserver.set(observer)
     }
 
     /// See ``PushStore/setCommitObserver(_:)``: never called here. Several nodes commit to one database, so this
@@ -116,12 +116,12 @@ public final class PostgresStore: PushStore {
 
     /// See ``PushStore/setRemoteCommitObserver(_:)``.
     public func setRemoteCommitObserver(_ observer: (@Sendable (RemoteCommit) -> Void)?) {
-        self.context.remoteObserver.withLockedValue { $0 = observer }
+        self.context.remoteObserver.set(observer)
     }
 
     /// See ``PushStore/setLocalStreams(_:)``.
     public func setLocalStreams(_ streaming: (@Sendable ([DeviceID]) -> [DeviceID])?) {
-        self.context.localStreams.withLockedValue { $0 = streaming }
+        self.context.localStreams.set(streaming)
     }
 
     /// See ``PushStore/close()``: finishes the queued writes, then closes every connection.

@@ -16,10 +16,10 @@ final class PostgresStoreContext: Sendable {
     let authCache: AuthCache
     /// Keeps time-to-live-0 messages behind the stored rows this node numbered before them.
     let deliveryOrder: PostgresDeliveryOrder
-    let dropObserver = NIOLockedValueBox<(@Sendable (DroppedMessages) -> Void)?>(nil)
-    let remoteObserver = NIOLockedValueBox<(@Sendable (RemoteCommit) -> Void)?>(nil)
+    let dropObserver = FunctionSlot<DroppedMessages, Void>()
+    let remoteObserver = FunctionSlot<RemoteCommit, Void>()
     /// Which devices hold a stream on this node (``PushStore/setLocalStreams(_:)``); nil: every device.
-    let localStreams = NIOLockedValueBox<(@Sendable ([DeviceID]) -> [DeviceID])?>(nil)
+    let localStreams = FunctionSlot<[DeviceID], [DeviceID]>()
     let statistics = NIOLockedValueBox(GroupCommitStatistics())
     /// Whether the writer's last transaction could commit.
     let health: CommitHealth

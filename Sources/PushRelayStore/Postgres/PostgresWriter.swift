@@ -256,7 +256,7 @@ final class PostgresWriter: @unchecked Sendable {
         }
         // The appended rows reach this node's streams through the listener, in commit order with other nodes' rows
         // (``PostgresListener``), not from here.
-        if !write.dropped.isEmpty, let observer = self.context.dropObserver.withLockedValue({ $0 }) {
+        if !write.dropped.isEmpty, let observer = self.context.dropObserver.current {
             observer(write.dropped)
         }
         return write
