@@ -96,70 +96,59 @@ struct PostgresWriterDeadlineTests {
 
     @Test("a write whose statement is not answered within the statement timeout is answered Unavailable")
     func statementTimeout() async throws {
-        try await withTemporaryDirectory { directory in
-            let options = StoreOptions(statementTimeout: .seconds(1))
-            let store = try #require(try await openStore(.postgres, in: directory, options: options) as? PostgresStore)
-            let project = try await store.createProject(name: "shop").project.id
-            let device = try await store.registerDevice(project: project, app: "a", platform: "IOS").device
-            let postgres = try await TestPostgres.shared
-            let database = databaseName(for: directory)
-            let held = try postgres.session(database: database, name: "held_device")
-            try held.send("BEGIN; SELECT id FROM devices WHERE id = \(device.id.rawValue) FOR UPDATE;")
-            #expect(try await Self.waitFor(postgres, database, "application_name = 'held_device' AND state = 'idle in transaction'"))
-
-            // An isolated write (not a group of sends) waiting for the held row: answered while the lock is still held.
-            let blocked = await outcome(within: .seconds(60)) {
-                try await store.writer.write { write in
-                    try await write.run("SELECT id FROM devices WHERE id = \(device.id.rawValue) FOR UPDATE")
-                }
+        try await Self.whileDeviceRowHeld(StoreOptions(statementTimeout: .seconds(1))) { store, device in
+            // An isolated write (not a group of sends) waiting for the held row.
+            try await store.writer.write { write in
+                try await write.run("SELECT id FROM devices WHERE id = \(device.rawValue) FOR UPDATE")
             }
-            let stillHeld = try await Self.waitFor(postgres, database, "application_name = 'held_device'")
-            try held.send("ROLLBACK;")
-            _ = await held.finish()
-            guard let blocked else {
-                Issue.record("an isolated write waited past its statement timeout")
-                return
-            }
-            #expect(stillHeld)
-            #expect(throws: StoreError.self) { try blocked.get() }
-
+        } then: { store, _ in
             let again = await outcome(within: .seconds(60)) { try await store.probeCommit() }
             #expect(again.map { (try? $0.get()) != nil } == true, "\(String(describing: again))")
-            await store.close()
         }
     }
 
     @Test("a group of sends not committed within the commit timeout is answered Unavailable, then commits again")
     func commitTimeout() async throws {
+        try await Self.whileDeviceRowHeld(StoreOptions(commitTimeout: .seconds(1))) { store, device in
+            // The group's `pushrelay_lock_queues` waits for the held row: the deadline drops the connection under it.
+            try await store.enqueue([NewMessage(device: device, body: [1])])
+        } then: { store, device in
+            let again = await outcome(within: .seconds(60)) {
+                try await store.enqueue([NewMessage(device: device, body: [2])])
+            }
+            #expect(again.map { (try? $0.get()).map(Self.stored) == true } == true, "\(String(describing: again))")
+        }
+    }
+
+    /// Another session holds a device's row while `blocked` runs on a store opened with `options`: `blocked` must be
+    /// answered with a ``StoreError`` while the row is still held (so by its deadline, not by the release); then,
+    /// the row released, `then` checks that the store works again.
+    private static func whileDeviceRowHeld<T: Sendable>(
+        _ options: StoreOptions,
+        blocked: @escaping @Sendable (PostgresStore, DeviceID) async throws -> T,
+        then: (PostgresStore, DeviceID) async throws -> Void
+    ) async throws {
         try await withTemporaryDirectory { directory in
-            let options = StoreOptions(commitTimeout: .seconds(1))
             let store = try #require(try await openStore(.postgres, in: directory, options: options) as? PostgresStore)
             let project = try await store.createProject(name: "shop").project.id
-            let device = try await store.registerDevice(project: project, app: "a", platform: "IOS").device
+            let device = try await store.registerDevice(project: project, app: "a", platform: "IOS").device.id
             let postgres = try await TestPostgres.shared
             let database = databaseName(for: directory)
             let held = try postgres.session(database: database, name: "held_device")
-            try held.send("BEGIN; SELECT id FROM devices WHERE id = \(device.id.rawValue) FOR UPDATE;")
+            try held.send("BEGIN; SELECT id FROM devices WHERE id = \(device.rawValue) FOR UPDATE;")
             #expect(try await Self.waitFor(postgres, database, "application_name = 'held_device' AND state = 'idle in transaction'"))
 
-            // The group's `pushrelay_lock_queues` waits for the held row: the deadline drops the connection under it.
-            let blocked = await outcome(within: .seconds(60)) {
-                try await store.enqueue([NewMessage(device: device.id, body: [1])])
-            }
+            let answer = await outcome(within: .seconds(60)) { try await blocked(store, device) }
             let stillHeld = try await Self.waitFor(postgres, database, "application_name = 'held_device'")
             try held.send("ROLLBACK;")
             _ = await held.finish()
-            guard let blocked else {
-                Issue.record("a group of sends waited past its commit timeout")
+            guard let answer else {
+                Issue.record("the write waited past its deadline")
                 return
             }
             #expect(stillHeld, "answered while the row was still held, so by the deadline")
-            #expect(throws: StoreError.self) { try blocked.get() }
-
-            let again = await outcome(within: .seconds(60)) {
-                try await store.enqueue([NewMessage(device: device.id, body: [2])])
-            }
-            #expect(again.map { (try? $0.get()).map(Self.stored) == true } == true, "\(String(describing: again))")
+            #expect(throws: StoreError.self) { try answer.get() }
+            try await then(store, device)
             await store.close()
         }
     }
