@@ -215,14 +215,7 @@ import Testing
 
         /// Whether a backend of this database matches `condition`, polled for at most a minute.
         func waitFor(_ condition: String) async throws -> Bool {
-            for _ in 0..<3_000 {
-                let found = try await postgres.psql(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND \(condition)",
-                    database: database)
-                if found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { return true }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            return false
+            try await postgres.waitForActivity(database: database, condition)
         }
         /// A session that holds the rows `select` locks, open until `ROLLBACK`.
         func hold(_ select: String, name: String) async throws -> PSQLSession {

@@ -58,13 +58,13 @@ struct PostgresWriterDeadlineTests {
                 // Another session holds the device's row: the group's `pushrelay_lock_queues` waits for it.
                 let held = try postgres.session(database: database, name: "held_device")
                 try held.send("BEGIN; SELECT id FROM devices WHERE id = \(device.id.rawValue) FOR UPDATE;")
-                #expect(try await Self.waitFor(postgres, database, "application_name = 'held_device' AND state = 'idle in transaction'"))
+                #expect(try await postgres.waitForActivity(database: database, "application_name = 'held_device' AND state = 'idle in transaction'"))
                 let send = Task {
                     await outcome(within: .seconds(60)) {
                         try await store.enqueue([NewMessage(device: device.id, body: [UInt8(round)])])
                     }
                 }
-                #expect(try await Self.waitFor(postgres, database, "application_name = 'pushrelay' AND wait_event_type = 'Lock'"))
+                #expect(try await postgres.waitForActivity(database: database, "application_name = 'pushrelay' AND wait_event_type = 'Lock'"))
                 let terminated = try await postgres.psql(
                     """
                     SELECT pg_terminate_backend(pid) FROM pg_stat_activity
@@ -136,10 +136,10 @@ struct PostgresWriterDeadlineTests {
             let database = databaseName(for: directory)
             let held = try postgres.session(database: database, name: "held_device")
             try held.send("BEGIN; SELECT id FROM devices WHERE id = \(device.rawValue) FOR UPDATE;")
-            #expect(try await Self.waitFor(postgres, database, "application_name = 'held_device' AND state = 'idle in transaction'"))
+            #expect(try await postgres.waitForActivity(database: database, "application_name = 'held_device' AND state = 'idle in transaction'"))
 
             let answer = await outcome(within: .seconds(60)) { try await blocked(store, device) }
-            let stillHeld = try await Self.waitFor(postgres, database, "application_name = 'held_device'")
+            let stillHeld = try await postgres.waitForActivity(database: database, "application_name = 'held_device'")
             try held.send("ROLLBACK;")
             _ = await held.finish()
             guard let answer else {
@@ -155,19 +155,6 @@ struct PostgresWriterDeadlineTests {
 
     private static func stored(_ results: [EnqueueResult]) -> Bool {
         if case .stored = results.first { return true }
-        return false
-    }
-
-    /// Polls `pg_stat_activity` until a backend of this test's database matches `condition` (at most 60 s); other
-    /// suites run at the same time in other databases of the shared cluster.
-    private static func waitFor(_ postgres: TestPostgres, _ database: String, _ condition: String) async throws -> Bool {
-        for _ in 0..<3_000 {
-            let found = try await postgres.psql(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND \(condition)",
-                database: database)
-            if found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
         return false
     }
 }

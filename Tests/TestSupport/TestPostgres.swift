@@ -46,6 +46,19 @@ public final class TestPostgres: Sendable {
     }
 
     /// Runs SQL through `psql` as the superuser (database `postgres` unless given).
+    /// Polls `pg_stat_activity` until a backend of `database` matches `condition` (an SQL condition on its
+    /// columns), at most a minute; false if none did. Other suites use other databases of the shared cluster.
+    public func waitForActivity(database: String, _ condition: String) async throws -> Bool {
+        for _ in 0..<3_000 {
+            let found = try await self.psql(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND \(condition)",
+                database: database)
+            if found.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "0" { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
     public func psql(_ sql: String, database: String = "postgres") async throws -> ChildProcessResult {
         try await ChildProcess.run(
             self.binaries + "/psql",
