@@ -313,7 +313,7 @@ extension PushClient {
                 if Task.isCancelled { throw CancellationError() }
                 logger.warning("handler failed; message will be delivered again", metadata: ["error": "\(error)"])
                 machine.messageFailed(id: id)
-                return .next
+                return afterMessage
             }
             let state: PushClientState
             do {
@@ -331,7 +331,13 @@ extension PushClient {
         remember(id, logger: logger)
         machine.messageHandled(id: id)
         await acknowledge(id, secret: secret, logger: logger)
-        return shared.withLockedValue { $0.stopRequested } ? .stop : .next
+        return afterMessage
+    }
+
+    /// What follows a message's handling, whatever its outcome: a ``stop()`` that came while it was processed did not
+    /// signal (it waits for the message), so it is seen here, or the stream would go on reading.
+    private var afterMessage: Outcome {
+        shared.withLockedValue { $0.stopRequested } ? .stop : .next
     }
 
     private func remember(_ id: String, logger: Logger) {

@@ -189,6 +189,36 @@ struct PushClientNetworkTests {
         try await relay.shutdown()
     }
 
+    /// `stop()` while the handler runs waits for it; a handler that then throws must not leave `run` reading a
+    /// stream on which nothing more comes (the end-to-end `handlerThrows` hung this way when the test's `stop()` met
+    /// the handler's failure). Here the handler itself stops the client, then throws: deterministic.
+    @Test("stop() during a handler that throws: run returns, and the message stays unacknowledged")
+    func stopDuringFailingHandler() async throws {
+        let relay = try await FakeRelayServer.start()
+        let client = try Self.makeClient(Self.configuration(for: relay))
+        let states = client.states()
+        let failed = NIOLockedValueBox<[String]>([])
+        let run = Task {
+            try await client.run { message in
+                client.stop()
+                failed.withLockedValue { $0.append(message.id) }
+                throw HandledMessages.HandlerFailure()
+            }
+        }
+        _ = try await states.until("connected") { if case .connected = $0 { true } else { false } }
+        let id = try await relay.sendScenario(to: Scenario.token, orderID: 1)
+        // No heartbeat and no further message: only the stop can end the run.
+        let returned = try? await withTimeout(20, "run() to return after stop()") {
+            try await run.value
+            return true
+        }
+        run.cancel()
+        #expect(returned == true)
+        #expect(failed.withLockedValue { $0 } == [id])
+        #expect(relay.recorded.acknowledged.isEmpty)
+        try await relay.shutdown()
+    }
+
     /// Deterministic since the heartbeat timer starts at the response head (``IdleReadTimeoutHandler``): a slow
     /// connect or head on a loaded machine no longer counts as silence, so `connected` always precedes the
     /// reconnection, and the fake sends nothing after the head, so the timeout always fires.
