@@ -152,19 +152,13 @@ struct StreamConfigurationErrorTests {
         await b.shutdown()
     }
 
-    /// A loopback URL nothing listens on: a fake's, once it stopped.
-    static func unreachableURL() async throws -> URL {
-        let relay = try await FakeStreamAnswerRelay.start([.eventStream(eventID: "1")])
-        let url = relay.serverURL
-        await relay.shutdown()
-        return url
-    }
-
     @Test("the contrast: run()'s registration to a relay that does not listen is retried with the backoff",
           arguments: Transport.allCases)
     func unreachableRegistrationIsRetried(_ transport: Transport) async throws {
+        let refusing = try RefusingPort()
+        defer { refusing.release() }
         var configuration = PushClientConfiguration(
-            serverURL: try await Self.unreachableURL(),
+            serverURL: refusing.url,
             registration: .init(project: "shop", app: "br.com.siecola.shop", platform: "linux", clientKey: "k"))
         // StreamAnswerTests' backoff: 20 ms doubling to 100 ms, no jitter.
         configuration.backoff = BackoffPolicy(base: .milliseconds(20), maximum: .milliseconds(100), jitter: .none)
@@ -180,8 +174,10 @@ struct StreamConfigurationErrorTests {
           arguments: Transport.allCases)
     func failoverPassesOverAnUnreachableRelay(_ transport: Transport) async throws {
         let b = try await FakeStreamAnswerRelay.start([.eventStream(eventID: "1603214613006763")])
+        let refusing = try RefusingPort()
+        defer { refusing.release() }
         var configuration = StreamAnswerTests.configuration(b)
-        configuration.serverURL = try await Self.unreachableURL()
+        configuration.serverURL = refusing.url
         configuration.fallbackServerURLs = [b.serverURL]
         let failover = try FailoverTransport(configuration: configuration) { try transport.make($0) }
         let client = try StreamAnswerTests.client(configuration, transport: failover)

@@ -91,3 +91,48 @@ extension AsyncStream where Element: Sendable {
         }
     }
 }
+
+/// A loopback port that refuses connections for as long as it is held: a socket bound to it that does not listen.
+/// A port freed after use (a fake relay's, once it stopped) can be handed to another test's relay running in
+/// parallel, whose answers would then reach a client that was meant to find nothing there; a port held bound is
+/// given to no one else.
+final class RefusingPort: @unchecked Sendable {
+    let port: Int
+    private var descriptor: Int32
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw RefusingPortError(call: "socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            close(descriptor)
+            throw RefusingPortError(call: "bind")
+        }
+        self.descriptor = descriptor
+        self.port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// Lets the port go (the test that held it is done with it).
+    func release() {
+        if descriptor >= 0 { close(descriptor) }
+        descriptor = -1
+    }
+
+    deinit { release() }
+}
+
+struct RefusingPortError: Error, CustomStringConvertible {
+    var call: String
+    var description: String { "\(call)() failed for a refusing port: errno \(errno)" }
+}
