@@ -4,7 +4,7 @@ import Testing
 
 /// A web app on another origin, in headless Chromium from Debian, against the daemon's TLS listener: CORS on the
 /// device routes and stream tickets for `EventSource`, with `Examples/web/pushrelay.js` as the client.
-@Suite("Browsers: CORS and stream tickets (headless Chromium over TLS)", .serialized, .tags(.endToEnd))
+@Suite("Browsers: CORS and stream tickets (headless Chromium over TLS)", .serialized, .tags(.endToEnd), .hangGuard)
 struct BrowserTests {
     static var repository: URL {
         var url = URL(fileURLWithPath: #filePath)

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `pushrelay register` and `pushrelay send` against the real daemon, with a curl stream as the device.
-@Suite(.serialized, .tags(.endToEnd)) struct CLITests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct CLITests {
     /// The scenario's `orderInfo`, as `--order-info` takes it.
     static let orderInfo = #"{"infoReason":"Status de pedido","orderID":3,"#
         + #""userEmail":"matilde@siecola.com.br","newOrderStatus":"Novo pedido"}"#

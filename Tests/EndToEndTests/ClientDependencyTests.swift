@@ -6,7 +6,7 @@ import Testing
 /// Foundation alone. Checked on the build graph SwiftPM planned for this very build (`description.json` beside the
 /// binary under test): `targetDependencyMap` is each target's full transitive closure, and only Swift targets have
 /// an entry in `swiftTargetScanArgs` (C and system-library modules do not).
-@Suite("PushRelayClient's dependency closure", .tags(.endToEnd))
+@Suite("PushRelayClient's dependency closure", .tags(.endToEnd), .hangGuard)
 struct ClientDependencyTests {
     struct BuildGraph {
         var closure: [String: [String]]

@@ -8,7 +8,7 @@ import Testing
 import PushRelayClientNIO
 
 /// The client library over TLS against the real daemon's TLS listener: ALPN h2, certificate verification.
-@Suite("Client library over TLS against the real daemon", .serialized, .tags(.endToEnd))
+@Suite("Client library over TLS against the real daemon", .serialized, .tags(.endToEnd), .hangGuard)
 struct ClientLibraryTLSTests {
     static func client(_ daemon: Daemon, _ keys: ProjectKeys, trusting caFile: String) throws -> PushClient {
         let tls = try TLSClientContext(

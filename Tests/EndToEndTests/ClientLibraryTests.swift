@@ -24,7 +24,7 @@ enum ClientTransport: String, CaseIterable, CustomTestStringConvertible {
 }
 
 /// The client library (``PushClient``, over each transport) against the real daemon, with curl as the back end.
-@Suite("Client library against the real daemon", .serialized, .tags(.endToEnd))
+@Suite("Client library against the real daemon", .serialized, .tags(.endToEnd), .hangGuard)
 struct ClientLibraryTests {
     static func client(
         _ daemon: Daemon, _ keys: ProjectKeys, transport: ClientTransport = .nio, backoff: BackoffPolicy? = nil,

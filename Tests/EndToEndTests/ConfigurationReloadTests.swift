@@ -8,7 +8,7 @@ import Glibc
 
 /// `serve --config FILE` and SIGHUP: the daemon re-reads the file through swift-configuration's reloading file
 /// provider and applies what can change without a restart.
-@Suite(.tags(.endToEnd)) struct ConfigurationReloadTests {
+@Suite(.tags(.endToEnd), .hangGuard) struct ConfigurationReloadTests {
     @Test("SIGHUP applies a changed log_level from the config file, names the fields that need a restart, refuses a broken file")
     func sighupReloadsTheConfigFile() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushrelay-reload-\(UUID().uuidString)")

@@ -6,7 +6,7 @@ import Testing
 /// (``ConnectionAttacker``): each attack is cut off by the deadline or limit that exists for it, the daemon keeps
 /// serving other clients, and its memory stays bounded. The bounds asserted are the attacker's patience (30 s),
 /// not timings: the daemon's settings are 2 s, so only a daemon that never reacts fails.
-@Suite(.serialized, .tags(.endToEnd)) struct ConnectionAttackTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct ConnectionAttackTests {
     /// A daemon with short deadlines, so that the attacks end within seconds.
     private static func startDaemon(_ arguments: [String] = []) async throws -> (Daemon, ProjectKeys) {
         let daemon = try Daemon(arguments: ["--idle-timeout", "2s", "--request-timeout", "2s"] + arguments)

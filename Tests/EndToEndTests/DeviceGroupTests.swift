@@ -8,7 +8,7 @@ import Testing
 /// each changing nothing; a member that unregisters leaves the group; the group outlives a restart; and an FCM HTTP v1
 /// sender made of Google's `google-auth` manages the group with its access token and sends to it by
 /// `message.token`. The rules in detail are tested in process: `PushRelayServerTests.DeviceGroupRouteTests`.
-@Suite(.serialized, .tags(.endToEnd)) struct DeviceGroupTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct DeviceGroupTests {
     /// A started daemon with one project.
     struct Fixture {
         let daemon: Daemon

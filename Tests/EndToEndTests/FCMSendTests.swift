@@ -5,7 +5,7 @@ import Testing
 /// FCM legacy sends from real independent senders against the daemon: curl's form-encoded variant and an existing
 /// FCM sender library (pyfcm) pointed at PushRelay by its endpoint URL only. The FCM rules themselves (errors,
 /// limits, TTL, collapse, the 100 limit, dry run) are tested in process: `PushRelayServerTests.SendRouteTests`.
-@Suite(.serialized, .tags(.endToEnd)) struct FCMSendTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct FCMSendTests {
     /// A started daemon with one project and one registered device.
     struct Fixture {
         let daemon: Daemon

@@ -4,7 +4,7 @@ import Testing
 
 /// FCM HTTP v1 end to end: service-account files from the CLI, Google's `google-auth` as the OAuth 2 client, curl,
 /// and devices listening on the real daemon.
-@Suite(.serialized, .tags(.endToEnd)) struct FCMv1Tests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct FCMv1Tests {
     static let firebaseScope = "https://www.googleapis.com/auth/firebase.messaging"
 
     struct Fixture {

@@ -4,7 +4,7 @@ import Testing
 
 /// SIGTERM with clients connected and sends in flight (issue 7): every sender gets an answer, streams end so that
 /// clients reconnect, the daemon exits 0, and no message that got a 200 is lost.
-@Suite(.serialized, .tags(.endToEnd)) struct GracefulShutdownTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct GracefulShutdownTests {
     /// A bounded send burst: `workers` HTTP/2 and HTTP/1.1 (keep-alive) httpx clients post to /fcm/send in a loop,
     /// rotating over the tokens, until the daemon refuses connections, `max_requests` per worker, or 30 s. Prints
     /// `running` once 50 sends succeeded, then one JSON summary line: each request's outcome.

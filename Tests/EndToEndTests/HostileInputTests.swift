@@ -5,7 +5,7 @@ import Testing
 /// Attacks on the application layer against the real daemon, each with a healthy client sending meanwhile
 /// (``AttackProbe``): the daemon answers the attack with FCM's error, keeps serving, loses no accepted message,
 /// and the test prints the healthy client's latency and the daemon's peak RSS (docs/operations.md, "Hostile input").
-@Suite(.serialized, .tags(.endToEnd)) struct HostileInputTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct HostileInputTests {
     /// The condition that crashed the daemon (200,000 `!`), conditions nested past the bound within the length
     /// limit, and conditions past the length limit, 20 at a time: each is `InvalidParameters`, nothing crashes.
     @Test func hostileConditionsAreRefusedAndTheDaemonKeepsServing() async throws {

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `pushrelay listen` (the binary) against the real daemon, with curl as the back end.
-@Suite("pushrelay listen against the real daemon", .serialized, .tags(.endToEnd))
+@Suite("pushrelay listen against the real daemon", .serialized, .tags(.endToEnd), .hangGuard)
 struct ListenCommandTests {
     /// The five lines, then the blank line that separates messages.
     static func screen(_ id: String) -> String {

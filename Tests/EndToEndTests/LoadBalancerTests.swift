@@ -4,7 +4,7 @@ import Testing
 
 /// Two nodes on one PostgreSQL behind nginx's stream module, configured from `deploy/nginx-stream.conf`: a device
 /// that knows only the load balancer's address loses nothing when the node holding its stream is killed.
-@Suite("Nodes behind a TCP load balancer (nginx stream)", .serialized, .tags(.endToEnd))
+@Suite("Nodes behind a TCP load balancer (nginx stream)", .serialized, .tags(.endToEnd), .hangGuard)
 struct LoadBalancerTests {
     /// nginx in the foreground on `port`, forwarding to `nodes`, with the shipped `stream {}` block; its directory.
     static func startNginx(port: Int, nodes: [Daemon]) async throws -> (StreamingProcess, URL) {

@@ -4,7 +4,7 @@ import Testing
 
 /// Every metric the Grafana dashboard (`deploy/grafana-dashboard.json`) queries moves on the real daemon when the
 /// thing it counts happens: a panel or an alert on a metric that is never recorded could never show anything.
-@Suite(.tags(.endToEnd)) struct MetricsTests {
+@Suite(.tags(.endToEnd), .hangGuard) struct MetricsTests {
     /// The metric names the dashboard's queries use (`pushrelay_…`, histogram suffixes included).
     static func dashboardMetricNames() throws -> Set<String> {
         let path = OperationsTests.repository.appendingPathComponent("deploy/grafana-dashboard.json")

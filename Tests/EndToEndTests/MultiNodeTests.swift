@@ -4,7 +4,7 @@ import Testing
 
 /// Three daemons on one PostgreSQL database (the throwaway test cluster): every node serves every route, a device's
 /// stream may sit on any node, and what one node commits reaches the others through `NOTIFY`.
-@Suite("Several nodes on one PostgreSQL", .tags(.endToEnd))
+@Suite("Several nodes on one PostgreSQL", .tags(.endToEnd), .hangGuard)
 struct MultiNodeTests {
     /// `count` started daemons on `url`, or on a fresh database, with `arguments` added.
     static func nodes(_ count: Int = 3, url: String? = nil, arguments: [String] = []) async throws -> [Daemon] {
@@ -244,7 +244,7 @@ struct MultiNodeTests {
 }
 
 /// PostgreSQL stopped under a node and started again, on a cluster of the test's own.
-@Suite("A node while PostgreSQL is down", .tags(.endToEnd))
+@Suite("A node while PostgreSQL is down", .tags(.endToEnd), .hangGuard)
 struct PostgresOutageTests {
     /// A node on a database of a cluster of the test's own, with a project and a device; `body` sends the scenario
     /// to that device.

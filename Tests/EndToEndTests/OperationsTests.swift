@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `/healthz`, `/readyz`, `/metrics` on the real daemon, and docs/openapi.yaml validated.
-@Suite(.serialized, .tags(.endToEnd)) struct OperationsTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct OperationsTests {
     static var repository: URL {
         var url = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { url.deleteLastPathComponent() }

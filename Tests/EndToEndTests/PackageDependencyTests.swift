@@ -8,7 +8,7 @@ import Testing
 /// `name:`/`dependencies: [...]` per target; a target it cannot read fails the test), against the `import` lines
 /// (at the start of a line, so that the Python scripts inside test sources do not count) of each target's files.
 /// (`swift package describe` cannot run here: the `swift test` running this test holds SwiftPM's lock.)
-@Suite("Package.swift's dependencies", .tags(.endToEnd))
+@Suite("Package.swift's dependencies", .tags(.endToEnd), .hangGuard)
 struct PackageDependencyTests {
     /// Modules of the toolchain and the platform, not declared in Package.swift.
     static let platform: Set<String> = [

@@ -4,7 +4,7 @@ import Testing
 
 /// A removed device's open stream ends: at once when this node unregisters it, by the next heartbeat when another
 /// process removed it (the CLI deleting its project), so a stream never outlives its device.
-@Suite("Streams of removed devices", .serialized, .tags(.endToEnd))
+@Suite("Streams of removed devices", .serialized, .tags(.endToEnd), .hangGuard)
 struct RemovedDeviceStreamTests {
     @Test("DELETE /v1/register ends the device's open stream; a project deleted by the CLI ends its devices' streams")
     func removedDevicesStreamsEnd() async throws {

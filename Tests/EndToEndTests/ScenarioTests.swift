@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// The seed scenario, end to end, with real independent clients (curl) against the real daemon.
-@Suite(.serialized, .tags(.endToEnd)) struct ScenarioTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct ScenarioTests {
     @Test func scenarioOverHTTP1WithListenerConnected() async throws {
         let daemon = try Daemon()
         try await daemon.start()

@@ -4,7 +4,7 @@ import Testing
 
 /// `pushrelay serve` as a process: it prints the address it bound, answers /healthz on HTTP/1.1 and HTTP/2, and
 /// exits cleanly on SIGTERM; a second daemon on its port says so and exits 69.
-@Suite(.tags(.endToEnd)) struct ServeHealthzTests {
+@Suite(.tags(.endToEnd), .hangGuard) struct ServeHealthzTests {
     @Test
     func serveAnswersHealthzAndStopsOnSIGTERM() async throws {
         let process = Process()

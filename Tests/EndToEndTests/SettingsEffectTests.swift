@@ -4,7 +4,7 @@ import Testing
 
 /// Settings that used to parse and do nothing, each tested by its effect on the real daemon and CLI, and the JSON
 /// error format of the device and Instance ID routes (docs/openapi.yaml).
-@Suite(.serialized, .tags(.endToEnd)) struct SettingsEffectTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct SettingsEffectTests {
     /// POSTs `body` with curl; returns status, content type and body.
     static func post(_ url: String, key: String, body: String) async throws -> (status: Int, type: String, body: String) {
         let result = try await run("curl", [

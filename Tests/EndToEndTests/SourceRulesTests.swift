@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// Rules about how the sources are written that the compiler does not check.
-@Suite("Source rules", .tags(.endToEnd))
+@Suite("Source rules", .tags(.endToEnd), .hangGuard)
 struct SourceRulesTests {
     /// A function value kept directly in a lock box (`NIOLockedValueBox<((X) -> Y)?>`, the client's `LockedValue`)
     /// gains a re-abstraction thunk with every `withLockedValue { $0 }`: each call costs more than the one before,
@@ -31,5 +31,25 @@ struct SourceRulesTests {
         }
         #expect(read > 100, "read \(read) source files")
         #expect(found.isEmpty, "a function in a lock box (use FunctionSlot):\n\(found.joined(separator: "\n"))")
+    }
+
+    /// Every end-to-end suite carries the ``hangGuard`` time limit: without it, a test that waits for ever (as
+    /// `ClientLibraryTests.handlerThrows` did in CI73, a client's `run()` that never returned) holds the whole run
+    /// with no name to show for it.
+    @Test("every end-to-end suite has the hang guard")
+    func everyEndToEndSuiteHasTheHangGuard() throws {
+        let root = OperationsTests.repository.path + "/Tests/EndToEndTests"
+        let files = try FileManager.default.contentsOfDirectory(atPath: root).filter { $0.hasSuffix(".swift") }
+        var suites = 0
+        var unguarded: [String] = []
+        for file in files {
+            let text = try String(contentsOfFile: root + "/" + file, encoding: .utf8)
+            for line in text.split(separator: "\n") where line.trimmingCharacters(in: .whitespaces).hasPrefix("@Suite") {
+                suites += 1
+                if !line.contains(".hangGuard") { unguarded.append("\(file): \(line)") }
+            }
+        }
+        #expect(suites > 20, "found \(suites) suites")
+        #expect(unguarded.isEmpty, "suites without .hangGuard:\n\(unguarded.joined(separator: "\n"))")
     }
 }

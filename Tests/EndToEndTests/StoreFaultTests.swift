@@ -8,7 +8,7 @@ import Testing
 /// lost; a store that is not there or is damaged stops `serve` with one line.
 ///
 /// Needs root (mount(2) in a private namespace; CI runs as root) and util-linux's `unshare` and `nsenter`.
-@Suite(.serialized, .tags(.endToEnd)) struct StoreFaultTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct StoreFaultTests {
     /// `serve` without `--init` on `dataDir`, at most 30 s; (status, stderr).
     static func serveWithoutInit(_ dataDir: String) async throws -> (status: Int32, stderr: String) {
         let result = try await run("timeout", ["30", Daemon.binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir])

@@ -4,7 +4,7 @@ import Testing
 
 /// `pushrelay store migrate --from-data-dir DIR --to postgres://…`: a single node's SQLite store moves into PostgreSQL
 /// and every credential goes on working there.
-@Suite("Store migration: SQLite to PostgreSQL", .serialized, .tags(.endToEnd))
+@Suite("Store migration: SQLite to PostgreSQL", .serialized, .tags(.endToEnd), .hangGuard)
 struct StoreMigrationTests {
     @Test("keys, device tokens and secrets, pending messages, subscriptions and device groups work on the nodes after the copy; a second copy is refused")
     func sqliteStoreMovesToPostgres() async throws {

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// Stream tickets and CORS on the device routes, with curl: what a browser relies on, without the browser.
-@Suite("Stream tickets and CORS with curl", .serialized, .tags(.endToEnd))
+@Suite("Stream tickets and CORS with curl", .serialized, .tags(.endToEnd), .hangGuard)
 struct StreamTicketTests {
     @Test("a ticket opens the stream once (a refused request leaves it unused); a used or unknown ticket, or a ticket request without the secret, is 401")
     func ticketOnce() async throws {

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// The real daemon under a fake `$NOTIFY_SOCKET`: READY=1 once it listens, STOPPING=1 on SIGTERM, in that order.
-@Suite(.serialized, .tags(.endToEnd)) struct SystemdNotifyTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct SystemdNotifyTests {
     @Test func readyThenStoppingOverNotifySocket() async throws {
         let socket = FakeNotifySocket()
         let daemon = try Daemon(environment: ["NOTIFY_SOCKET": socket.address])
@@ -37,7 +37,7 @@ import Testing
 /// The watchdog outlives the drain (issue 14): `serve` runs `RelayServiceGroup.make`'s order, watchdog first and
 /// therefore stopped last, so systemd keeps hearing `WATCHDOG=1` while the daemon drains for longer than
 /// `WatchdogSec=`. (Before, `serve` ordered the watchdog after the daemon: it stopped before the drain began.)
-@Suite(.serialized, .tags(.endToEnd)) struct SystemdWatchdogDrainTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct SystemdWatchdogDrainTests {
     /// An HTTP/2 request whose body never ends, with a valid server key (argument 2: a send without one is refused
     /// before its body is read): HEADERS and one DATA byte of a declared 100, then a PING. The PING's
     /// acknowledgement proves the daemon has the stream open (frames are processed in order); prints `held`. Then

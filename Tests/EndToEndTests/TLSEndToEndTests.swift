@@ -5,7 +5,7 @@ import Testing
 /// The daemon's TLS listener (`--listen-tls`, `--tls-cert`, `--tls-key`) against independent peers over loopback:
 /// curl (HTTP/2 and HTTP/1.1), `openssl s_client`, nghttp, h2load, Python httpx, the seed scenario over https, a
 /// plaintext client on the TLS port, and a certificate reload on SIGHUP.
-@Suite(.serialized, .tags(.endToEnd)) struct TLSEndToEndTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct TLSEndToEndTests {
     // MARK: Peers
 
     @Test func curlOverHTTP2AndHTTP1WithCleartextListenerAlongside() async throws {

@@ -6,7 +6,7 @@ import Testing
 /// streams, and subscriptions are cleaned by unsubscribe, unregister and a project deleted by the CLI while the daemon
 /// runs. The Instance ID routes and the topic and condition rules are tested in process:
 /// `PushRelayServerTests.TopicRouteTests`.
-@Suite(.serialized, .tags(.endToEnd)) struct TopicTests {
+@Suite(.serialized, .tags(.endToEnd), .hangGuard) struct TopicTests {
     /// A started daemon with one project.
     struct Fixture {
         let daemon: Daemon

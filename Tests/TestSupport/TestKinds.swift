@@ -9,3 +9,10 @@ extension Tag {
     /// (`Tests/EndToEndTests`). `swift test --filter tag:endToEnd` runs them alone.
     @Tag public static var endToEnd: Self
 }
+
+extension Trait where Self == TimeLimitTrait {
+    /// A bound on each test of an end-to-end suite, so that a test that waits for ever (a client that never
+    /// returns, a daemon that never answers) fails with its name instead of holding the whole run until CI kills
+    /// it. It is a guard against hangs only, far above any test's time under load; no test asserts on timing.
+    public static var hangGuard: Self { .timeLimit(.minutes(10)) }
+}
