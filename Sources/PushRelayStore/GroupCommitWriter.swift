@@ -114,19 +114,13 @@ final class GroupCommitWriter: @unchecked Sendable {
             completion(.failure(refusal))
             return
         }
-        let result = ResultBox<T>()
         let request = WriteRequest(
             isolated: isolated,
-            perform: { transaction in result.value = try body(transaction) },
-            complete: { error in
-                if let error {
-                    completion(.failure(error))
-                } else if let value = result.value {
-                    completion(.success(value))
-                } else {
-                    completion(.failure(StoreError.unavailable("write produced no result")))
-                }
-            }
+            perform: { transaction in
+                let value = try body(transaction)
+                return { completion(.success(value)) }
+            },
+            fail: { completion(.failure($0)) }
         )
         switch self.queue.submit(request) {
         case .accepted:
@@ -229,15 +223,16 @@ final class GroupCommitWriter: @unchecked Sendable {
         let batchSize = self.context.configuration.fanOutBatchSize
         let request = WriteRequest(
             isolated: false,
-            perform: { transaction in _ = try transaction.expandTopicMessage(id: id, batchSize: batchSize) },
-            complete: { [self] error in
-                if let error {
-                    self.context.logger.error(
-                        "topic fan-out batch failed; retrying in 1 s",
-                        metadata: ["relay.topic_message.id": "\(id)", "relay.error": "\(error)"]
-                    )
-                    self.fanOutBackoffUntil = ContinuousClock.now + .seconds(1)
-                }
+            perform: { transaction in
+                _ = try transaction.expandTopicMessage(id: id, batchSize: batchSize)
+                return {}
+            },
+            fail: { [self] error in
+                self.context.logger.error(
+                    "topic fan-out batch failed; retrying in 1 s",
+                    metadata: ["relay.topic_message.id": "\(id)", "relay.error": "\(error)"]
+                )
+                self.fanOutBackoffUntil = ContinuousClock.now + .seconds(1)
             }
         )
         self.runGroup([request])
@@ -285,7 +280,10 @@ final class GroupCommitWriter: @unchecked Sendable {
         let transaction = WriteTransaction(
             connection: self.connection, context: self.context, queues: self.queueStates
         )
-        var errors = [(any Error)?](repeating: nil, count: requests.count)
+        // The failures of isolated requests (rolled back to their savepoint) in a group that commits, by index: a
+        // dictionary, empty unless one fails (an array of optional errors per group looked its storage class up
+        // at run time).
+        var failures: [Int: any Error] = [:]
         var commitTime = Duration.zero
         do {
             try self.connection.statement("BEGIN IMMEDIATE").run()
@@ -300,7 +298,7 @@ final class GroupCommitWriter: @unchecked Sendable {
                         try self.connection.statement("ROLLBACK TO request").run()
                         try self.connection.statement("RELEASE request").run()
                         transaction.discardQueueStates()
-                        errors[index] = error
+                        failures[index] = error
                     }
                 } else {
                     try request.perform(transaction)
@@ -329,13 +327,13 @@ final class GroupCommitWriter: @unchecked Sendable {
             return
         }
         self.afterCommit(transaction, requestCount: requests.count, commitTime: commitTime)
-        if let failure = errors.lazy.compactMap(CommitHealth.engineFailure).first {
+        if let failure = failures.values.lazy.compactMap(CommitHealth.engineFailure).first {
             self.health.failed(failure)
         } else {
             self.health.committed(provingCapacity: transaction.provesCapacity)
         }
         for (index, request) in requests.enumerated() {
-            request.complete(errors[index])
+            request.complete(failures[index])
         }
         self.checkpoints.committed()
     }
@@ -376,9 +374,4 @@ final class GroupCommitWriter: @unchecked Sendable {
         try? select.run()
         return value
     }
-}
-
-/// Carries a request's result from the writer thread to its continuation.
-private final class ResultBox<T>: @unchecked Sendable {
-    var value: T?
 }

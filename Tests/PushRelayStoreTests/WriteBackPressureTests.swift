@@ -42,7 +42,7 @@ struct WriteBackPressureTests {
     @Test("the writer gathers up to its target before it commits, and no longer than the gather timeout")
     func gatherWaitsForTheCountNotTheClock() async throws {
         let queue = WriteQueue(capacity: 16)
-        func request() -> WriteRequest { WriteRequest(isolated: false, perform: { _ in }, complete: { _ in }) }
+        func request() -> WriteRequest { WriteRequest(isolated: false, perform: { _ in {} }, fail: { _ in }) }
         #expect(queue.submit(request()) == .accepted)
         // A gather timeout far longer than any test: only the count can end this wait.
         let taken = await takeOnThread(queue, gather: 3, gatherTimeout: .seconds(600)) {
@@ -64,7 +64,7 @@ struct WriteBackPressureTests {
     @Test("maxGroupGather: zero commits a lone request at once, a long maximum waits for the recent groups' size")
     func maxGroupGatherBoundsTheWait() async throws {
         let queue = WriteQueue(capacity: 16)
-        func request() -> WriteRequest { WriteRequest(isolated: false, perform: { _ in }, complete: { _ in }) }
+        func request() -> WriteRequest { WriteRequest(isolated: false, perform: { _ in {} }, fail: { _ in }) }
         func gather(maxWait: Duration) -> WriteQueue.Gather {
             var gather = GroupGather(maxWait: maxWait)
             gather.committed(groupSize: 3, commitTime: .seconds(600))
