@@ -15,12 +15,12 @@ public enum HTTPHandler: Sendable {
     /// head and is woken again by the body.
     case collected(@Sendable (HTTPServerRequest) async throws -> HTTPServerResponse)
     /// Runs on the connection's event loop once the whole body (at most `maxBodyBytes`) has arrived, like
-    /// `.immediate`, and answers later by completing the promise, which belongs to that event loop: the answer is
-    /// submitted there, without a task. For the message path, whose answer waits for a store commit on another
-    /// thread: the handler parses and validates here, hands the work on, and whoever finishes it completes the
-    /// promise (on the loop, ideally, so that many answers share one wake-up). A failed promise answers like a
-    /// handler error (`HTTPError` → its status, anything else → 500). The handler must not block.
-    case promised(@Sendable (HTTPServerRequest, ByteBuffer, EventLoopPromise<HTTPServerResponse>) -> Void)
+    /// `.immediate`, and answers later by completing the ``HTTPResponsePromise``, which belongs to that event loop:
+    /// the answer is submitted there, without a task. For the message path, whose answer waits for a store commit
+    /// on another thread: the handler parses and validates here, hands the work on, and whoever finishes it
+    /// completes the promise (on the loop, ideally, so that many answers share one wake-up). A failed promise
+    /// answers like a handler error (`HTTPError` → its status, anything else → 500). The handler must not block.
+    case promised(@Sendable (HTTPServerRequest, ByteBuffer, HTTPResponsePromise) -> Void)
 }
 
 /// What a route's gate says of a request from its head alone, before its body is read (credentials checked from the

@@ -561,15 +561,14 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     }
 
     private func runPromised(
-        _ handler: @Sendable (HTTPServerRequest, ByteBuffer, EventLoopPromise<HTTPServerResponse>) -> Void,
+        _ handler: @Sendable (HTTPServerRequest, ByteBuffer, HTTPResponsePromise) -> Void,
         _ request: HTTPServerRequest,
         _ body: ByteBuffer
     ) {
         guard let context else { return }
-        let promise = context.eventLoop.makePromise(of: HTTPServerResponse.self)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let (requestID, responder) = (self.requestID, shared.responder)
-        promise.futureResult.whenComplete { result in
+        let promise = HTTPResponsePromise(eventLoop: context.eventLoop) { result in
             bound.value.respond(HTTPResponder.response(for: result, to: request.head, by: responder), requestID: requestID)
         }
         handler(request, body, promise)

@@ -628,10 +628,9 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             respond(stream, streamID: streamID, response: handler(request, body))
         case .promised(let handler):
             guard let context else { return }
-            let promise = context.eventLoop.makePromise(of: HTTPServerResponse.self)
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let responder = shared.responder
-            promise.futureResult.whenComplete { result in
+            let promise = HTTPResponsePromise(eventLoop: context.eventLoop) { result in
                 bound.value.respond(streamID: streamID, response: HTTPResponder.response(for: result, to: head, by: responder))
             }
             handler(request, body, promise)

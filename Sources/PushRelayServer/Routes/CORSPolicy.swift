@@ -39,12 +39,13 @@ struct CORSPolicy: Sendable {
     /// An event-loop (`.promised`) `handler`, with `Access-Control-Allow-Origin` added to its answers to an allowed
     /// origin.
     func wrap(
-        _ handler: @escaping @Sendable (HTTPServerRequest, ByteBuffer, EventLoopPromise<HTTPServerResponse>) -> Void
-    ) -> @Sendable (HTTPServerRequest, ByteBuffer, EventLoopPromise<HTTPServerResponse>) -> Void {
+        _ handler: @escaping @Sendable (HTTPServerRequest, ByteBuffer, HTTPResponsePromise) -> Void
+    ) -> @Sendable (HTTPServerRequest, ByteBuffer, HTTPResponsePromise) -> Void {
         guard !allowedOrigins.isEmpty else { return handler }
         return { request, body, promise in
-            let answer = promise.futureResult.eventLoop.makePromise(of: HTTPServerResponse.self)
-            answer.futureResult.map { decorate($0, for: request.head) }.cascade(to: promise)
+            let answer = HTTPResponsePromise(eventLoop: promise.eventLoop) { result in
+                promise.complete(result.map { decorate($0, for: request.head) })
+            }
             handler(request, body, answer)
         }
     }

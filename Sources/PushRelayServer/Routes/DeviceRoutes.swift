@@ -155,7 +155,7 @@ struct DeviceRoutes: Sendable {
     /// on the event-loop path (a `.promised` route), as sends are: the body is read here; a device whose secret is in
     /// memory (``PushStore/cachedDevice(secret:)``) is acknowledged without a task, its answer returning through the
     /// handoff with the other answers of that commit; any other secret is looked up in a task.
-    func acknowledge(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: EventLoopPromise<HTTPServerResponse>) {
+    func acknowledge(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
         guard let secret = Self.bearer(request) else {
             return promise.succeed(JSONResponse.unauthorized("missing Bearer secret"))
         }
@@ -176,9 +176,9 @@ struct DeviceRoutes: Sendable {
             return
         }
         sightings.saw(device.id)
-        let eventLoop = promise.futureResult.eventLoop
+        let eventLoop = promise.eventLoop
         store.acknowledge(device: device.id, ids: ids) { result in
-            self.handoff.execute(on: eventLoop) { promise.completeWith(result.map(self.acknowledged)) }
+            self.handoff.execute(on: eventLoop) { promise.complete(result.map(self.acknowledged)) }
         }
     }
 

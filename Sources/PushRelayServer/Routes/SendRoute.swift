@@ -27,7 +27,7 @@ struct SendRoute: Sendable {
     /// parsed, validated, committed and answered without a task (``SendDispatcher/dispatchFromMemory(_:project:on:completion:)``);
     /// the answer is completed on this connection's loop after the commit. Anything else (a look-up that must
     /// read the store, a topic or condition send) continues in a task through ``handle(_:)``.
-    func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: EventLoopPromise<HTTPServerResponse>) {
+    func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
         let head = request.head
         let key: Substring
         switch authorize(head) {
@@ -50,7 +50,7 @@ struct SendRoute: Sendable {
         case .send(let parsed):
             send = parsed
         }
-        let inMemory = dispatcher.dispatchFromMemory(send, project: project, on: promise.futureResult.eventLoop) {
+        let inMemory = dispatcher.dispatchFromMemory(send, project: project, on: promise.eventLoop) {
             result in
             do {
                 promise.succeed(answer(try result.get(), send))

@@ -24,9 +24,9 @@ final class TestRouteProbe: Sendable {
     var handlersCancelled: Int { state.withLock { $0.cancelled } }
     func handlerCancelled() { state.withLock { $0.cancelled += 1 } }
 
-    private let parked = Mutex<[EventLoopPromise<HTTPServerResponse>]>([])
+    private let parked = Mutex<[HTTPResponsePromise]>([])
     /// Keeps a `/deferred` request's promise until the test answers it.
-    func park(_ promise: EventLoopPromise<HTTPServerResponse>) { parked.withLock { $0.append(promise) } }
+    func park(_ promise: HTTPResponsePromise) { parked.withLock { $0.append(promise) } }
     /// Answers the oldest parked `/deferred` request with `body`; false when none is parked.
     @discardableResult
     func answerParked(_ body: String) -> Bool {

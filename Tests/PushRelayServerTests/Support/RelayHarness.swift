@@ -101,9 +101,10 @@ final class RelayHarness: Sendable {
                 case .promised(let handle):
                     // As the transport runs it: on an event loop, answered when the promise completes.
                     let loop = MultiThreadedEventLoopGroup.singleton.next()
-                    let promise = loop.makePromise(of: HTTPServerResponse.self)
-                    loop.execute { handle(request, bodyBuffer, promise) }
-                    return try await promise.futureResult.get()
+                    return try await withCheckedThrowingContinuation { continuation in
+                        let promise = HTTPResponsePromise(eventLoop: loop) { continuation.resume(with: $0) }
+                        loop.execute { handle(request, bodyBuffer, promise) }
+                    }
                 }
             } catch {
                 // As the transport answers a handler's error: through the router (the route's format, a store
