@@ -12,12 +12,14 @@ import TestSupport
     func longLivedStreamWhileOtherRequestsAreAnswered() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
-        // One stream gets 10 events 50 ms apart; meanwhile, on the same connection, 10 /healthz requests are sent
-        // one by one, each after the previous answer. All 10 must be answered while the event stream is open.
+        // One stream gets an event every 50 ms for far longer than the test runs; meanwhile, on the same
+        // connection, 10 /healthz requests are sent one by one, each after the previous answer. All 10 must be
+        // answered while the event stream is open (no clock decides it: the stream is reset only afterwards), and
+        // the stream's events go on meanwhile.
         let script = PythonPeer.prelude + """
             conn, sock = connect(PORT)
             events = conn.get_next_available_stream_id()
-            conn.send_headers(events, [(':method', 'GET'), (':path', '/events?count=10&interval=50'), (':scheme', 'http'), (':authority', 'x')], end_stream=True)
+            conn.send_headers(events, [(':method', 'GET'), (':path', '/events?count=100000&interval=50'), (':scheme', 'http'), (':authority', 'x')], end_stream=True)
             sock.sendall(conn.data_to_send())
             r = read_until(conn, sock, lambda r: b'event 0' in r['body'].get(events, b''))
             answered_while_open = 0
@@ -28,11 +30,15 @@ import TestSupport
                 r = read_until(conn, sock, lambda r: sid in r['ended'], r)
                 if r['status'].get(sid) == '200' and events not in r['ended']:
                     answered_while_open += 1
-            r = read_until(conn, sock, lambda r: events in r['ended'], r)
-            print(answered_while_open, r['body'][events].count(b'data: event'), events in r['ended'])
+            seen = r['body'][events].count(b'data: event')
+            r = read_until(conn, sock, lambda r: r['body'][events].count(b'data: event') > seen, r)
+            flowing = r['body'][events].count(b'data: event') > seen and events not in r['ended']
+            conn.reset_stream(events, 8)
+            sock.sendall(conn.data_to_send())
+            print(answered_while_open, flowing)
             """
         let result = try await PythonPeer.run(script, port: server.port)
-        #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "10 10 True", "\(result.stderr)")
+        #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "10 True", "\(result.stderr)")
     }
 
     /// An HTTP/1.0 client cannot read chunks: its stream comes unframed and ends with the connection. A HEAD of a
