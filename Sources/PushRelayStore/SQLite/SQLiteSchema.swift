@@ -209,10 +209,7 @@ enum SQLiteSchema {
     /// Throws unless the database holds this version's schema, for a store opened read-only (which cannot be
     /// migrated): ``StoreError/Code/unavailable`` for an older one, as ``migrate(_:)`` for a newer or foreign one.
     static func checkReadable(_ connection: SQLiteConnection, path: String) throws(StoreError) {
-        let statement = try connection.statement("PRAGMA user_version")
-        _ = try statement.step()
-        let version = statement.int64(0)
-        try statement.run()
+        let version = try Self.userVersion(connection)
         if version == Self.version { return }
         if version > Self.version { throw StoreError.newerSchema(version, known: Self.version) }
         if version >= 1 {
@@ -223,11 +220,17 @@ enum SQLiteSchema {
         throw StoreError(code: .corrupt, message: "not a PushRelay database (schema version \(version))")
     }
 
-    static func migrate(_ connection: SQLiteConnection) throws(StoreError) {
+    /// The database's `PRAGMA user_version`: its schema version (0 for a new or foreign file).
+    private static func userVersion(_ connection: SQLiteConnection) throws(StoreError) -> Int64 {
         let statement = try connection.statement("PRAGMA user_version")
         _ = try statement.step()
         let version = statement.int64(0)
         try statement.run()
+        return version
+    }
+
+    static func migrate(_ connection: SQLiteConnection) throws(StoreError) {
+        let version = try Self.userVersion(connection)
         if version == Self.version {
             return
         }
