@@ -34,28 +34,13 @@ public struct Envelope: Sendable, Hashable {
     public init(request: FCMSendRequest, senderID: SenderID) {
         var builder = EnvelopeBuilder(capacity: 160 + request.payloadSize + request.payloadSize / 4)
         builder.senderHeader(senderID)
-        var aps = APSFields()
-        if let notification = request.notification {
-            for member in notification.entries { aps.take(member) }
-        }
-        builder.appendAPS(aps, request: request)
-        if let notification = request.notification {
-            for member in notification.entries where !APSFields.isAPSKey(member.key) {
-                builder.member(prefix: "gcm.notification.", key: member.key, stringOrJSON: member.value)
-            }
-        }
-        if let data = request.data {
-            for member in data.entries {
-                if member.key == "aps" || (member.key == "collapse_key" && request.collapseKey != nil) { continue }
-                builder.member(prefix: "", key: member.key, stringOrJSON: member.value)
-            }
-        }
-        if let custom = request.apnsExtras?.custom {
-            // v1 `apns.payload` custom keys, as JSON values (APNs payloads are JSON); a `data` key of the same name
-            // was written already and wins.
-            for member in custom.entries where request.data?[member.key] == nil {
-                builder.member(prefix: "", key: member.key, json: member.value)
-            }
+        if let members = request.envelope.members, members.contentAvailable == request.contentAvailable,
+            members.mutableContent == request.mutableContent, request.apnsExtras == nil
+        {
+            // As the scan of the body read them (FCMSendScan): what appendMembers(of:) would write.
+            builder.append(scanned: members)
+        } else {
+            builder.appendMembers(of: request)
         }
         if let collapseKey = request.collapseKey { builder.member(#""collapse_key":"#, string: collapseKey) }
         if case .topic(let topic) = request.addressing {
@@ -187,6 +172,79 @@ struct EnvelopeBuilder {
             buffer.append(UInt8(ascii: "\""))
         }
         isFirst = false
+    }
+
+    /// The members between the sender header and `collapse_key`: `aps`, the `gcm.notification.` keys, the `data`
+    /// keys, a v1 request's custom `apns.payload` keys.
+    mutating func appendMembers(of request: FCMSendRequest) {
+        let notification = request.notification
+        let data = request.data
+        var aps = APSFields()
+        if let notification {
+            for member in notification.entries { aps.take(member) }
+        }
+        appendAPS(aps, request: request)
+        if let notification {
+            for member in notification.entries where !APSFields.isAPSKey(member.key) {
+                self.member(prefix: "gcm.notification.", key: member.key, stringOrJSON: member.value)
+            }
+        }
+        if let data {
+            for member in data.entries {
+                if member.key == "aps" || (member.key == "collapse_key" && request.collapseKey != nil) { continue }
+                self.member(prefix: "", key: member.key, stringOrJSON: member.value)
+            }
+        }
+        if let custom = request.apnsExtras?.custom {
+            // v1 `apns.payload` custom keys, as JSON values (APNs payloads are JSON); a `data` key of the same name
+            // was written already and wins.
+            for member in custom.entries where data?[member.key] == nil {
+                self.member(prefix: "", key: member.key, json: member.value)
+            }
+        }
+    }
+
+    /// ``appendMembers(of:)`` for a body read by ``FCMSendScan``: `aps` from the strings' places in the body (the
+    /// keys it reads: strings only), then the members it wrote.
+    mutating func append(scanned members: FCMEnvelopeMembers) {
+        let aps = members.aps
+        if aps.hasAlert || aps.sound != nil || aps.clickAction != nil || members.contentAvailable
+            || members.mutableContent
+        {
+            separator()
+            JSONWriter.appendRaw(#""aps":{"#, to: &buffer)
+            var first = true
+            if aps.hasAlert {
+                field(#""alert":"#, first: &first)
+                buffer.append(UInt8(ascii: "{"))
+                var alertFirst = true
+                rawStringField(#""title":"#, aps.title, in: members.source, first: &alertFirst)
+                rawStringField(#""subtitle":"#, aps.subtitle, in: members.source, first: &alertFirst)
+                rawStringField(#""body":"#, aps.body, in: members.source, first: &alertFirst)
+                rawStringField(#""title-loc-key":"#, aps.titleLocKey, in: members.source, first: &alertFirst)
+                rawStringField(#""loc-key":"#, aps.bodyLocKey, in: members.source, first: &alertFirst)
+                buffer.append(UInt8(ascii: "}"))
+            }
+            rawStringField(#""sound":"#, aps.sound, in: members.source, first: &first)
+            rawStringField(#""category":"#, aps.clickAction, in: members.source, first: &first)
+            if members.contentAvailable { field(#""content-available":1"#, first: &first) }
+            if members.mutableContent { field(#""mutable-content":1"#, first: &first) }
+            buffer.append(UInt8(ascii: "}"))
+        }
+        buffer.append(contentsOf: members.notification)
+        buffer.append(contentsOf: members.data)
+        isFirst = false
+    }
+
+    /// `"name":"<bytes of value>"` for a string whose bytes need no escape (a plain string of the body).
+    private mutating func rawStringField(
+        _ name: StaticString, _ value: Range<Int>?, in source: [UInt8], first: inout Bool
+    ) {
+        guard let value else { return }
+        field(name, first: &first)
+        buffer.append(UInt8(ascii: "\""))
+        buffer.append(contentsOf: source[value])
+        buffer.append(UInt8(ascii: "\""))
     }
 
     /// `"from":"<sender id>"`.

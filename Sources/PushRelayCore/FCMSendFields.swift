@@ -18,6 +18,8 @@ struct FCMSendFields {
     var timeToLive: Int64 = FCMLimits.defaultTimeToLive
     var data: JSONObject?
     var notification: JSONObject?
+    /// What the scan of a JSON body read instead of `data` and `notification` (``FCMSendScan``).
+    var scanned: FCMScannedPayload?
 
     /// `"normal"`, `"high"`, and APNs' `"5"`/`"10"` (unconfirmed in FCM, accepted here); else `InvalidParameters`.
     static func priority(_ text: String) throws(FCMError) -> FCMSendRequest.Priority {
@@ -45,9 +47,18 @@ struct FCMSendFields {
         request.dryRun = dryRun
         request.delayWhileIdle = delayWhileIdle
         request.restrictedPackageName = restrictedPackageName.flatMap { $0.isEmpty ? nil : $0 }
-        request.data = data
-        request.notification = notification
-        request.payloadSize = FCMPayloadSize.of(data: data, notification: notification)
+        if let scanned {
+            request.storedData = scanned.data.map { FCMPayloadObject(source: scanned.source, range: $0) }
+            request.storedNotification = scanned.notification.map {
+                FCMPayloadObject(source: scanned.source, range: $0)
+            }
+            request.payloadSize = scanned.payloadSize
+            request.envelope.members = scanned.envelopeMembers
+        } else {
+            request.data = data
+            request.notification = notification
+            request.payloadSize = FCMPayloadSize.of(data: data, notification: notification)
+        }
 
         let isTopicSend: Bool
         if let condition {
@@ -111,6 +122,11 @@ public enum FCMDataKey {
     /// `google` or `gcm` (case-sensitive, as FCM documents them).
     public static func isReserved(_ key: String) -> Bool {
         key == "from" || key == "message_type" || key.hasPrefix("google") || key.hasPrefix("gcm")
+    }
+
+    /// ``isReserved(_:)`` of an ASCII key's bytes.
+    static func isReserved(bytes key: UnsafeBufferPointer<UInt8>) -> Bool {
+        key.equals("from") || key.equals("message_type") || key.starts(with: "google") || key.starts(with: "gcm")
     }
 }
 

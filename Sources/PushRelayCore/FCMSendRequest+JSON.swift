@@ -8,6 +8,12 @@ extension FCMSendRequest {
     /// `Number of messages on bulk (1001) exceeds maximum allowed (1000)`, and `InvalidParameters` for a malformed
     /// topic, condition or priority. Unknown fields are ignored, as FCM does; a `null` field counts as absent.
     public static func parse(json bytes: [UInt8], limits: JSONParseLimits = .default) throws(FCMError) -> FCMSendRequest {
+        if let request = try FCMSendScan.request(json: bytes, limits: limits) { return request }
+        return try parseFully(json: bytes, limits: limits)
+    }
+
+    /// ``parse(json:limits:)`` through the full parser, for every body (``FCMSendScan`` reads the common ones).
+    static func parseFully(json bytes: [UInt8], limits: JSONParseLimits = .default) throws(FCMError) -> FCMSendRequest {
         let root: JSONValue
         do {
             root = try JSONValue.parse(bytes, limits: limits)
@@ -69,34 +75,48 @@ extension FCMSendRequest {
     }
 
     /// The fields of a legacy send, found by the key's length first.
-    private enum Field {
+    enum Field: UInt8 {
         case to, registrationIDs, condition, notificationKey, collapseKey, priority, contentAvailable, mutableContent
         case dryRun, delayWhileIdle, restrictedPackageName, timeToLive, data, notification
 
         init?(_ key: String) {
-            switch key.utf8.count {
-            case 2 where key == "to": self = .to
-            case 4 where key == "data": self = .data
-            case 7 where key == "dry_run": self = .dryRun
-            case 8 where key == "priority": self = .priority
-            case 9 where key == "condition": self = .condition
+            var key = key
+            guard let field = key.withUTF8({ Field(bytes: $0) }) else { return nil }
+            self = field
+        }
+
+        /// The field named by UTF-8 `bytes` (a `switch` over strings would compare them in turn).
+        init?(bytes: UnsafeBufferPointer<UInt8>) {
+            func matches(_ name: StaticString) -> Bool { bytes.equals(name) }
+            switch bytes.count {
+            case 2 where matches("to"): self = .to
+            case 4 where matches("data"): self = .data
+            case 7 where matches("dry_run"): self = .dryRun
+            case 8 where matches("priority"): self = .priority
+            case 9 where matches("condition"): self = .condition
             case 12:
-                switch key {
-                case "notification": self = .notification
-                case "collapse_key": self = .collapseKey
-                case "time_to_live": self = .timeToLive
-                default: return nil
+                if matches("notification") {
+                    self = .notification
+                } else if matches("collapse_key") {
+                    self = .collapseKey
+                } else if matches("time_to_live") {
+                    self = .timeToLive
+                } else {
+                    return nil
                 }
-            case 15 where key == "mutable_content": self = .mutableContent
+            case 15 where matches("mutable_content"): self = .mutableContent
             case 16:
-                switch key {
-                case "registration_ids": self = .registrationIDs
-                case "notification_key": self = .notificationKey
-                case "delay_while_idle": self = .delayWhileIdle
-                default: return nil
+                if matches("registration_ids") {
+                    self = .registrationIDs
+                } else if matches("notification_key") {
+                    self = .notificationKey
+                } else if matches("delay_while_idle") {
+                    self = .delayWhileIdle
+                } else {
+                    return nil
                 }
-            case 17 where key == "content_available": self = .contentAvailable
-            case 23 where key == "restricted_package_name": self = .restrictedPackageName
+            case 17 where matches("content_available"): self = .contentAvailable
+            case 23 where matches("restricted_package_name"): self = .restrictedPackageName
             default: return nil
             }
         }

@@ -73,9 +73,28 @@ public struct FCMSendRequest: Sendable, Hashable {
     /// `restricted_package_name`.
     public var restrictedPackageName: String?
     /// `data`, keys in order, values as sent (the legacy API accepts any JSON value).
-    public var data: JSONObject?
+    public var data: JSONObject? {
+        get { storedData?.object }
+        set {
+            storedData = newValue.map(FCMPayloadObject.init)
+            envelope.members = nil
+        }
+    }
     /// `notification`, every key in order, custom keys (such as `orderInfo`) kept as JSON values.
-    public var notification: JSONObject?
+    public var notification: JSONObject? {
+        get { storedNotification?.object }
+        set {
+            storedNotification = newValue.map(FCMPayloadObject.init)
+            envelope.members = nil
+        }
+    }
+    /// ``data`` as parsed or as the scan left it (``FCMPayloadObject``).
+    var storedData: FCMPayloadObject?
+    /// ``notification`` as parsed or as the scan left it.
+    var storedNotification: FCMPayloadObject?
+    /// The envelope's members that the scan of a JSON body wrote (``FCMEnvelopeMembers``); none when ``Envelope``
+    /// writes them from the objects.
+    var envelope = FCMEnvelopeCache()
     /// `delay_while_idle` (deprecated; accepted and ignored).
     public var delayWhileIdle: Bool
     /// An error for the message as a whole, answered for every target: `InvalidDataKey`, `InvalidTtl` or
@@ -97,8 +116,8 @@ public struct FCMSendRequest: Sendable, Hashable {
         self.timeToLive = FCMLimits.defaultTimeToLive
         self.dryRun = false
         self.restrictedPackageName = nil
-        self.data = nil
-        self.notification = nil
+        self.storedData = nil
+        self.storedNotification = nil
         self.delayWhileIdle = false
         self.messageError = nil
         self.payloadSize = 0
@@ -107,7 +126,7 @@ public struct FCMSendRequest: Sendable, Hashable {
 
     /// The priority that applies: as given, else `high` for notification messages and `normal` for data messages.
     public var effectivePriority: Priority {
-        priority ?? (notification == nil ? .normal : .high)
+        priority ?? (storedNotification == nil ? .normal : .high)
     }
 
     /// The token recipients in request order (empty for topic, condition and device-group sends).

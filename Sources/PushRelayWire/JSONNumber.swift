@@ -30,16 +30,20 @@ public struct JSONNumber: Sendable, Hashable {
 
     /// The value, if the text is an integer (no fraction, no exponent) within `Int64`.
     public var int64Value: Int64? {
-        let utf8 = text.utf8
-        let span = utf8.span
-        guard !span.isEmpty else { return nil }
-        var index = 0
-        let negative = span[0] == UInt8(ascii: "-")
-        if negative { index = 1 }
-        guard index < span.count else { return nil }
+        var text = text
+        return text.withUTF8 { Self.int64($0) }
+    }
+
+    /// ``int64Value``'s rule over number text's bytes (for readers that keep positions, ``JSONScanner``).
+    static func int64(_ bytes: some RandomAccessCollection<UInt8>) -> Int64? {
+        guard let first = bytes.first else { return nil }
+        let negative = first == UInt8(ascii: "-")
+        var index = bytes.startIndex
+        if negative { index = bytes.index(after: index) }
+        guard index < bytes.endIndex else { return nil }
         var value: Int64 = 0
-        while index < span.count {
-            let digit = span[index] &- UInt8(ascii: "0")
+        while index < bytes.endIndex {
+            let digit = bytes[index] &- UInt8(ascii: "0")
             guard digit < 10 else { return nil }
             let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
             let (next, overflow2) =
@@ -47,7 +51,7 @@ public struct JSONNumber: Sendable, Hashable {
                 ? times10.subtractingReportingOverflow(Int64(digit)) : times10.addingReportingOverflow(Int64(digit))
             if overflow1 || overflow2 { return nil }
             value = next
-            index += 1
+            index = bytes.index(after: index)
         }
         return value
     }

@@ -170,18 +170,8 @@ struct JSONParser {
         let start = index + 1
         let bytes = self.bytes
         let span = bytes.span
-        var position = start
-        var seen: UInt8 = 0
-        // Eight bytes at a time while none is a quote, a backslash or a control character.
-        let raw = span.bytes
-        var seenWords: UInt64 = 0
-        while position + 8 <= span.count {
-            let word = raw.unsafeLoadUnaligned(fromByteOffset: position, as: UInt64.self)
-            if Self.hasStopByte(word) { break }
-            seenWords |= word
-            position += 8
-        }
-        if seenWords & 0x8080_8080_8080_8080 != 0 { seen = 0x80 }
+        var (position, nonASCII) = Self.skipPlainWords(bytes, from: start)
+        var seen: UInt8 = nonASCII ? 0x80 : 0
         while position < span.count {
             let byte = span[position]
             if byte == UInt8(ascii: "\"") {
@@ -199,6 +189,23 @@ struct JSONParser {
             position += 1
         }
         throw JSONParseError(code: .unexpectedEnd, position: position)
+    }
+
+    /// Skips a string's contents eight bytes at a time while none is a quote, a backslash or a control character:
+    /// the position of the first word that may hold one (or of the last bytes, fewer than eight), and whether a byte
+    /// passed has its high bit set (then the text needs UTF-8 validation). The parser's and ``JSONScanner``'s scan.
+    static func skipPlainWords(_ bytes: [UInt8], from start: Int) -> (position: Int, nonASCII: Bool) {
+        let span = bytes.span
+        let raw = span.bytes
+        var position = start
+        var seenWords: UInt64 = 0
+        while position + 8 <= span.count {
+            let word = raw.unsafeLoadUnaligned(fromByteOffset: position, as: UInt64.self)
+            if hasStopByte(word) { break }
+            seenWords |= word
+            position += 8
+        }
+        return (position, seenWords & 0x8080_8080_8080_8080 != 0)
     }
 
     /// Whether any byte of `word` is `"`, `\` or below 0x20 (may also flag bytes after such a byte; exact for
@@ -341,9 +348,15 @@ struct JSONParser {
     // MARK: Helpers
 
     private mutating func skipWhitespace() {
-        let bytes = self.bytes
+        index = Self.endOfBlanks(bytes, from: index)
+    }
+
+    /// The position of the first byte at or after `start` that is not a blank (space, tab, line feed, carriage
+    /// return), or the end; eight spaces at a time (pretty-printed JSON indents with runs of them). The parser's and
+    /// ``JSONScanner``'s rule.
+    static func endOfBlanks(_ bytes: [UInt8], from start: Int) -> Int {
         let span = bytes.span
-        var position = index
+        var position = start
         let raw = span.bytes
         while position + 8 <= span.count,
             raw.unsafeLoadUnaligned(fromByteOffset: position, as: UInt64.self) == 0x2020_2020_2020_2020
@@ -353,12 +366,10 @@ struct JSONParser {
         while position < span.count {
             switch span[position] {
             case 0x20, 0x0A, 0x0D, 0x09: position += 1
-            default:
-                index = position
-                return
+            default: return position
             }
         }
-        index = position
+        return position
     }
 
     /// The byte at the current position, or an end-of-input error.
