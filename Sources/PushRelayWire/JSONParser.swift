@@ -194,6 +194,7 @@ struct JSONParser {
     /// Skips a string's contents eight bytes at a time while none is a quote, a backslash or a control character:
     /// the position of the first word that may hold one (or of the last bytes, fewer than eight), and whether a byte
     /// passed has its high bit set (then the text needs UTF-8 validation). The parser's and ``JSONScanner``'s scan.
+    @inline(__always)
     static func skipPlainWords(_ bytes: [UInt8], from start: Int) -> (position: Int, nonASCII: Bool) {
         let span = bytes.span
         let raw = span.bytes
@@ -354,6 +355,7 @@ struct JSONParser {
     /// The position of the first byte at or after `start` that is not a blank (space, tab, line feed, carriage
     /// return), or the end; eight spaces at a time (pretty-printed JSON indents with runs of them). The parser's and
     /// ``JSONScanner``'s rule.
+    @inline(__always)
     static func endOfBlanks(_ bytes: [UInt8], from start: Int) -> Int {
         let span = bytes.span
         var position = start
