@@ -66,13 +66,12 @@ public struct RegistrationToken: Sendable, Hashable, CustomStringConvertible {
     private static func isWellFormed(bytes span: UnsafeBufferPointer<UInt8>) -> Bool {
         let headLength = instanceIDLength + 1 + 6
         guard span.count >= headLength + minimumRandomLength, span.count <= maximumLength else { return false }
-        for i in 0..<instanceIDLength where !Base64URL.isAlphabetByte(span[i]) { return false }
+        guard Base64URL.isAlphabet(UnsafeBufferPointer(rebasing: span[0..<instanceIDLength])) else { return false }
         guard span[instanceIDLength] == UInt8(ascii: ":"), span[instanceIDLength + 1] == UInt8(ascii: "A"),
             span[instanceIDLength + 2] == UInt8(ascii: "P"), span[instanceIDLength + 3] == UInt8(ascii: "A"),
             span[instanceIDLength + 4] == UInt8(ascii: "9"), span[instanceIDLength + 5] == UInt8(ascii: "1"),
             span[instanceIDLength + 6] == UInt8(ascii: "b")
         else { return false }
-        for i in headLength..<span.count where !Base64URL.isAlphabetByte(span[i]) { return false }
-        return true
+        return Base64URL.isAlphabet(UnsafeBufferPointer(rebasing: span[headLength...]))
     }
 }

@@ -26,6 +26,10 @@ struct Base64URLTests {
     func alphabet() {
         for byte in UInt8.min...UInt8.max {
             #expect(Base64URL.isAlphabetByte(byte) == Base64URL.alphabet.contains(byte), "byte \(byte)")
+            let text = Array("abc-_XYZ019".utf8) + [byte] + Array("tail".utf8)
+            let whole = text.withUnsafeBufferPointer { Base64URL.isAlphabet($0) }
+            #expect(whole == Base64URL.alphabet.contains(byte), "byte \(byte) among alphabet bytes")
         }
+        #expect(Array<UInt8>().withUnsafeBufferPointer { Base64URL.isAlphabet($0) })
     }
 }
