@@ -53,6 +53,29 @@ import Testing
 
     static func error(_ input: String) -> HTTP1ParseError? { parse(input).error }
 
+    @Test("a keep-alive connection's next head has its own fields whether its lines repeat the last head's or not")
+    func repeatedFieldLines() throws {
+        func request(_ fields: String) -> String { "GET / HTTP/1.1\r\nHost: h\r\n\(fields)\r\n" }
+        let parsed = Self.parse(
+            request("Authorization: key=a\r\nAccept: */*\r\nX-A: 1\r\n")
+                + request("Authorization: key=a\r\nAccept: */*\r\nX-A: 1\r\n")  // the same lines
+                + request("Authorization: key=b\r\nAccept: */*\r\nX-A: 1\r\n")  // one value changed
+                + request("Accept: */*\r\nAuthorization: key=b\r\nX-A: 1\r\n")  // another order
+                + request("X-B: 1\r\nAuthorization: key=b\r\n")  // another name at a place
+                + request("Authorization: key=b\r\nAccept: */*\r\nX-A: 1\r\nX-A: 2\r\n"))  // one more
+        #expect(parsed.error == nil)
+        let fields = parsed.heads.map { head in head.headerFields.map { "\($0.name.canonicalName): \($0.value)" } }
+        #expect(
+            fields == [
+                ["authorization: key=a", "accept: */*", "x-a: 1"],
+                ["authorization: key=a", "accept: */*", "x-a: 1"],
+                ["authorization: key=b", "accept: */*", "x-a: 1"],
+                ["accept: */*", "authorization: key=b", "x-a: 1"],
+                ["x-b: 1", "authorization: key=b"],
+                ["authorization: key=b", "accept: */*", "x-a: 1", "x-a: 2"],
+            ])
+    }
+
     @Test("names in any case are the same fields; Host is the authority, not a field")
     func fieldNames() throws {
         let head = try Self.head(

@@ -96,6 +96,11 @@ struct HTTP1RequestParser {
     /// How much of the buffered head has been searched for its end already (a head arriving in small reads is not
     /// searched from its start each time).
     private var searched = 0
+    /// The previous head's fields, in order: a keep-alive sender repeats most of its field lines request after
+    /// request (its `Authorization`, `Content-Type`, `User-Agent`), and a line equal to the one at the same place
+    /// last time reuses that field instead of making and validating its value again. Emptied by
+    /// ``forgetRecentFields()`` when the connection turns to a long response.
+    private var recentFields = HTTPFields()
     /// The largest head (request line and fields, with their line ends) and the largest trailer section.
     let maxHeadBytes: Int
     /// The longest chunk-size line (size and extensions).
@@ -218,9 +223,14 @@ struct HTTP1RequestParser {
             throw HTTP1ParseError(kind: .headTooLarge, reason: "request head larger than \(maxHeadBytes) bytes")
         }
         searched = 0
+        let recent = recentFields
+        recentFields = HTTPFields()
         let head = try buffer.withUnsafeReadableBytes { bytes in
-            Result { () throws(HTTP1ParseError) in try Self.head(UnsafeRawBufferPointer(rebasing: bytes[..<length])) }
+            Result { () throws(HTTP1ParseError) in
+                try Self.head(UnsafeRawBufferPointer(rebasing: bytes[..<length]), recent: recent)
+            }
         }.get()
+        recentFields = head.request.headerFields
         buffer.moveReaderIndex(forwardBy: length)
         switch head.framing {
         case .none: state = .end
@@ -251,8 +261,23 @@ struct HTTP1RequestParser {
         return found
     }
 
-    /// Parses a complete head (request line, fields, the empty line).
-    private static func head(_ bytes: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> HTTP1RequestHead {
+    /// Whether two byte strings are equal (memcmp).
+    private static func equal(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        guard let left = a.baseAddress, let right = b.baseAddress else { return true }
+        return memcmp(left, right, a.count) == 0
+    }
+
+    /// Forgets the fields kept for the next head (``recentFields``): a connection that holds a long response (an
+    /// event stream) does not keep them for its whole life.
+    mutating func forgetRecentFields() {
+        recentFields = HTTPFields()
+    }
+
+    /// Parses a complete head (request line, fields, the empty line); `recent` are the previous head's fields.
+    private static func head(_ bytes: UnsafeRawBufferPointer, recent: HTTPFields) throws(HTTP1ParseError)
+        -> HTTP1RequestHead
+    {
         // Request line: method SP request-target SP HTTP-version CRLF.
         var index = 0
         while index < bytes.count, isTokenByte(bytes[index]) { index += 1 }
@@ -391,7 +416,14 @@ struct HTTP1RequestParser {
             case .other:
                 break
             }
-            fields.append(HTTPField(name: name, value: String(decoding: value, as: UTF8.self)))
+            let position = fields.count
+            if position < recent.count, recent[position].name == name,
+                recent[position].withUnsafeBytesOfValue({ Self.equal($0, value) })
+            {
+                fields.append(recent[position])
+            } else {
+                fields.append(HTTPField(name: name, value: String(decoding: value, as: UTF8.self)))
+            }
         }
         if hostCount == 0 && !isHTTP10 { hostProblem = "an HTTP/1.1 request needs a Host field" }
 
