@@ -33,7 +33,10 @@ public struct JSONScanner: Sendable {
     public var next: UInt8? { index < bytes.count ? bytes[index] : nil }
 
     /// Skips blanks (space, tab, line feed, carriage return).
+    @inline(__always)
     public mutating func skipWhitespace() {
+        // Most tokens are followed by no blank or by one: look at the next byte before calling the scan.
+        guard index < bytes.count, bytes[index] <= 0x20 else { return }
         index = JSONParser.endOfBlanks(bytes, from: index)
     }
 
