@@ -89,8 +89,12 @@ struct FCMSendScan {
             guard let number = scanner.number() else { return false }
             fields.timeToLive = scanner.int64(number) ?? -1
         case .registrationIDs: return readRegistrationIDs()
-        case .notification: return readNotification()
-        case .data: return readData()
+        case .notification:
+            guard let object = readObject({ scan, key in scan.readNotificationMember(key) }) else { return false }
+            notification = object
+        case .data:
+            guard let object = readObject({ scan, key in scan.readDataMember(key) }) else { return false }
+            data = object
         }
         return true
     }
@@ -116,33 +120,19 @@ struct FCMSendScan {
 
     // MARK: The payload
 
-    private mutating func readNotification() -> Bool {
+    /// An object whose keys are not repeated, each member read by `member`: where it is in the body (its `{` to its
+    /// `}`), or nil.
+    private mutating func readObject(_ member: (inout FCMSendScan, Range<Int>) -> Bool) -> Range<Int>? {
         let start = scanner.index
-        notificationMembers.reserveCapacity(min(scanner.bytes.count, 8192))
-        guard readObject({ scan, key in scan.readNotificationMember(key) }) else { return false }
-        notification = start..<scanner.index
-        return true
-    }
-
-    private mutating func readData() -> Bool {
-        let start = scanner.index
-        dataMembers.reserveCapacity(min(scanner.bytes.count, 8192))
-        guard readObject({ scan, key in scan.readDataMember(key) }) else { return false }
-        data = start..<scanner.index
-        return true
-    }
-
-    /// An object whose keys are not repeated, each member read by `member`.
-    private mutating func readObject(_ member: (inout FCMSendScan, Range<Int>) -> Bool) -> Bool {
-        guard scanner.enter(UInt8(ascii: "{")) else { return false }
-        if scanner.closeEmpty(UInt8(ascii: "}")) { return true }
+        guard scanner.enter(UInt8(ascii: "{")) else { return nil }
+        if scanner.closeEmpty(UInt8(ascii: "}")) { return start..<scanner.index }
         let keys = scanner.beginKeys()
         defer { scanner.endKeys(keys) }
         while true {
             guard let key = scanner.key(), scanner.insertKey(key, after: keys), member(&self, key),
                 let more = scanner.more(closedBy: UInt8(ascii: "}"))
-            else { return false }
-            if !more { return true }
+            else { return nil }
+            if !more { return start..<scanner.index }
         }
     }
 
@@ -175,6 +165,7 @@ struct FCMSendScan {
 
     /// `,"<prefix><key>":"<value>"`: a string as it is, any other value (not `null`) as its escaped compact JSON.
     private mutating func appendMember(prefix: StaticString, key: Range<Int>, to buffer: inout [UInt8]) -> Bool {
+        if buffer.capacity == 0 { buffer.reserveCapacity(min(scanner.bytes.count, 8192)) }
         buffer.append(UInt8(ascii: ","))
         buffer.append(UInt8(ascii: "\""))
         JSONWriter.appendRaw(prefix, to: &buffer)
