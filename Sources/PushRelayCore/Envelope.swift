@@ -205,10 +205,10 @@ struct EnvelopeBuilder {
     }
 
     /// ``appendMembers(of:)`` for a body read by ``FCMSendScan``: `aps` from the strings' places in the body (the
-    /// keys it reads: strings only), then the members it wrote.
+    /// keys it reads: strings, and the badge), then the members it wrote.
     mutating func append(scanned members: FCMEnvelopeMembers) {
         let aps = members.aps
-        if aps.hasAlert || aps.sound != nil || aps.clickAction != nil || members.contentAvailable
+        if aps.hasAlert || aps.badge != nil || aps.sound != nil || aps.clickAction != nil || members.contentAvailable
             || members.mutableContent
         {
             separator()
@@ -224,6 +224,15 @@ struct EnvelopeBuilder {
                 rawStringField(#""title-loc-key":"#, aps.titleLocKey, in: members.source, first: &alertFirst)
                 rawStringField(#""loc-key":"#, aps.bodyLocKey, in: members.source, first: &alertFirst)
                 buffer.append(UInt8(ascii: "}"))
+            }
+            switch aps.badge {
+            case .number(let number):
+                field(#""badge":"#, first: &first)
+                JSONWriter.appendDecimal(number, to: &buffer)
+            case .string(let text):
+                rawStringField(#""badge":"#, text, in: members.source, first: &first)
+            case nil:
+                break
             }
             rawStringField(#""sound":"#, aps.sound, in: members.source, first: &first)
             rawStringField(#""category":"#, aps.clickAction, in: members.source, first: &first)

@@ -5,7 +5,7 @@ import PushRelayWire
 ///
 /// It reads the shape senders use: known top-level fields (unknown ones are checked as JSON and ignored, as the full
 /// parser ignores them), `notification` whose `aps` keys (`title`, `subtitle`, `body`, `title_loc_key`,
-/// `body_loc_key`, `sound`, `click_action`) are strings, other `notification` and `data` values of any kind but
+/// `body_loc_key`, `sound`, `click_action`) are strings and whose `badge` is an integer or a string, other `notification` and `data` values of any kind but
 /// `null`, strings without escapes, keys in ASCII and not repeated. For anything else — and for every error — it
 /// returns nil before it decides anything, and ``FCMSendRequest/parse(json:limits:)`` reads the body with the full
 /// parser, which reports the error or reads the rare case. Only ``FCMSendFields/makeRequest(encoding:)`` may throw
@@ -138,7 +138,8 @@ struct FCMSendScan {
 
     private mutating func readNotificationMember(_ key: Range<Int>) -> Bool {
         if let apsKey = scanner.withBytes(of: key, { APSRanges.Key(bytes: $0) }) {
-            // Into `aps`: a string (a badge, the localization arguments or another value are the full parser's).
+            if apsKey == .badge { return readBadge(key) }
+            // Into `aps`: a string (the localization arguments or another value are the full parser's).
             guard let value = scanner.string(), aps.set(apsKey, value) else { return false }
             payloadSize += key.count + value.count
             scanner.skipWhitespace()
@@ -148,6 +149,23 @@ struct FCMSendScan {
         swap(&members, &notificationMembers)
         defer { swap(&members, &notificationMembers) }
         return appendMember(prefix: "gcm.notification.", key: key, to: &members)
+    }
+
+    /// `badge`: an integer, or a string (`aps.badge` is its integer when it reads as one; another number or value
+    /// is the full parser's).
+    private mutating func readBadge(_ key: Range<Int>) -> Bool {
+        if scanner.next == UInt8(ascii: "\"") {
+            guard let value = scanner.string() else { return false }
+            let number = Int64(String(decoding: scanner.bytes[value], as: UTF8.self))
+            aps.badge = number.map { .number($0) } ?? .string(value)
+            payloadSize += key.count + value.count
+        } else {
+            guard let text = scanner.number(), let number = scanner.int64(text) else { return false }
+            aps.badge = .number(number)
+            payloadSize += key.count + text.count
+        }
+        scanner.skipWhitespace()
+        return true
     }
 
     private mutating func readDataMember(_ key: Range<Int>) -> Bool {
@@ -200,17 +218,17 @@ struct FCMSendScan {
 /// Where the strings of `notification`'s `aps` keys are in the body.
 struct APSRanges: Sendable {
     enum Key {
-        case title, subtitle, body, titleLocKey, bodyLocKey, sound, clickAction, other
+        case title, subtitle, body, titleLocKey, bodyLocKey, sound, clickAction, badge, other
 
-        /// The `aps` key named by `bytes` (``APSFields/isAPSKey(_:)``'s keys; `other` for the badge and the
-        /// localization arguments), or nil.
+        /// The `aps` key named by `bytes` (``APSFields/isAPSKey(_:)``'s keys; `other` for the localization
+        /// arguments), or nil.
         init?(bytes: UnsafeBufferPointer<UInt8>) {
             func matches(_ name: StaticString) -> Bool { bytes.equals(name) }
             switch bytes.count {
             case 4 where matches("body"): self = .body
             case 5 where matches("title"): self = .title
             case 5 where matches("sound"): self = .sound
-            case 5 where matches("badge"): self = .other
+            case 5 where matches("badge"): self = .badge
             case 8 where matches("subtitle"): self = .subtitle
             case 12 where matches("click_action"): self = .clickAction
             case 12 where matches("body_loc_key"): self = .bodyLocKey
@@ -229,8 +247,15 @@ struct APSRanges: Sendable {
     var bodyLocKey: Range<Int>?
     var sound: Range<Int>?
     var clickAction: Range<Int>?
+    var badge: Badge?
 
-    /// Records `value` for `key`; false for `other` (not read here).
+    /// `aps.badge`: a number, or the string as sent when it is not one.
+    enum Badge {
+        case number(Int64)
+        case string(Range<Int>)
+    }
+
+    /// Records `value` for `key`; false for `badge` and `other` (not strings kept as they are).
     mutating func set(_ key: Key, _ value: Range<Int>) -> Bool {
         switch key {
         case .title: title = value
@@ -240,7 +265,7 @@ struct APSRanges: Sendable {
         case .bodyLocKey: bodyLocKey = value
         case .sound: sound = value
         case .clickAction: clickAction = value
-        case .other: return false
+        case .badge, .other: return false
         }
         return true
     }
