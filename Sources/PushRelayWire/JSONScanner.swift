@@ -8,7 +8,8 @@
 /// that parser accepts too, with the same values: a plain string's bytes are its UTF-8 text, and its escaped form in
 /// JSON (``JSONWriter/appendEscaped(_:to:)``) is the same bytes.
 ///
-/// Memory-safe (array and span indexing); positions are byte offsets into ``bytes``.
+/// Memory-safe: array and span indexing, and ``withBytes(of:_:)`` lends a buffer only over a range this scanner
+/// returned (so within ``bytes``). Positions are byte offsets into ``bytes``.
 public struct JSONScanner: Sendable {
     /// The text.
     public let bytes: [UInt8]
