@@ -48,10 +48,11 @@ struct FCMSendFields {
         request.delayWhileIdle = delayWhileIdle
         request.restrictedPackageName = restrictedPackageName.flatMap { $0.isEmpty ? nil : $0 }
         if let scanned {
-            request.storedData = scanned.data.map { FCMPayloadObject(source: scanned.source, range: $0) }
-            request.storedNotification = scanned.notification.map {
-                FCMPayloadObject(source: scanned.source, range: $0)
-            }
+            // `data` stays nil here, so messageError below skips the reserved-key test: the scan leaves a body with a
+            // reserved `data` key to the full parser.
+            let source = scanned.envelopeMembers.source
+            request.storedData = scanned.data.map { FCMPayloadObject(source: source, range: $0) }
+            request.storedNotification = scanned.notification.map { FCMPayloadObject(source: source, range: $0) }
             request.payloadSize = scanned.payloadSize
             request.envelope.members = scanned.envelopeMembers
         } else {

@@ -5,8 +5,8 @@ import PushRelayWire
 ///
 /// It reads the shape senders use: known top-level fields (unknown ones are checked as JSON and ignored, as the full
 /// parser ignores them), `notification` whose `aps` keys (`title`, `subtitle`, `body`, `title_loc_key`,
-/// `body_loc_key`, `sound`, `click_action`) are strings and whose `badge` is an integer or a string, other `notification` and `data` values of any kind but
-/// `null`, strings without escapes, keys in ASCII and not repeated. For anything else — and for every error — it
+/// `body_loc_key`, `sound`, `click_action`) are strings and whose `badge` is an integer or a string, other
+/// `notification` and `data` values of any kind but `null`, strings without escapes, keys in ASCII and not repeated. For anything else — and for every error — it
 /// returns nil before it decides anything, and ``FCMSendRequest/parse(json:limits:)`` reads the body with the full
 /// parser, which reports the error or reads the rare case. Only ``FCMSendFields/makeRequest(encoding:)`` may throw
 /// here, with the same fields the full parser would give it. Both paths give equal requests and byte-equal
@@ -35,7 +35,7 @@ struct FCMSendScan {
         var scan = FCMSendScan(bytes, limits: limits)
         guard scan.readDocument() else { return nil }
         scan.fields.scanned = FCMScannedPayload(
-            source: bytes, data: scan.data, notification: scan.notification, payloadSize: scan.payloadSize,
+            data: scan.data, notification: scan.notification, payloadSize: scan.payloadSize,
             envelopeMembers: scan.envelopeMembers())
         return try scan.fields.makeRequest(encoding: .json)
     }
@@ -142,13 +142,12 @@ struct FCMSendScan {
             // Into `aps`: a string (the localization arguments or another value are the full parser's).
             guard let value = scanner.string(), aps.set(apsKey, value) else { return false }
             payloadSize += key.count + value.count
-            scanner.skipWhitespace()
             return true
         }
-        var members: [UInt8] = []
-        swap(&members, &notificationMembers)
-        defer { swap(&members, &notificationMembers) }
-        return appendMember(prefix: "gcm.notification.", key: key, to: &members)
+        guard let size = Self.appendMember(prefix: "gcm.notification.", key: key, of: &scanner, to: &notificationMembers)
+        else { return false }
+        payloadSize += size
+        return true
     }
 
     /// `badge`: an integer, or a string (`aps.badge` is its integer when it reads as one; another number or value
@@ -164,7 +163,6 @@ struct FCMSendScan {
             aps.badge = .number(number)
             payloadSize += key.count + text.count
         }
-        scanner.skipWhitespace()
         return true
     }
 
@@ -174,15 +172,18 @@ struct FCMSendScan {
         let ordinary = scanner.withBytes(of: key) { name in
             !FCMDataKey.isReserved(bytes: name) && !name.equals("aps") && !name.equals("collapse_key")
         }
-        guard ordinary else { return false }
-        var members: [UInt8] = []
-        swap(&members, &dataMembers)
-        defer { swap(&members, &dataMembers) }
-        return appendMember(prefix: "", key: key, to: &members)
+        guard ordinary, let size = Self.appendMember(prefix: "", key: key, of: &scanner, to: &dataMembers) else {
+            return false
+        }
+        payloadSize += size
+        return true
     }
 
     /// `,"<prefix><key>":"<value>"`: a string as it is, any other value (not `null`) as its escaped compact JSON.
-    private mutating func appendMember(prefix: StaticString, key: Range<Int>, to buffer: inout [UInt8]) -> Bool {
+    /// Returns the member's payload size (``FCMPayloadSize``), or nil.
+    private static func appendMember(
+        prefix: StaticString, key: Range<Int>, of scanner: inout JSONScanner, to buffer: inout [UInt8]
+    ) -> Int? {
         if buffer.capacity == 0 { buffer.reserveCapacity(min(scanner.bytes.count, 8192)) }
         buffer.append(UInt8(ascii: ","))
         buffer.append(UInt8(ascii: "\""))
@@ -192,17 +193,15 @@ struct FCMSendScan {
         let size: Int
         switch scanner.next {
         case UInt8(ascii: "\""):
-            guard let value = scanner.string() else { return false }
+            guard let value = scanner.string() else { return nil }
             buffer.append(contentsOf: scanner.bytes[value])
             size = value.count
-            scanner.skipWhitespace()
         default:
-            guard let count = scanner.copyEscaped(into: &buffer) else { return false }
+            guard let count = scanner.copyEscaped(into: &buffer) else { return nil }
             size = count
         }
         buffer.append(UInt8(ascii: "\""))
-        payloadSize += key.count + size
-        return true
+        return key.count + size
     }
 
     // MARK: The envelope
@@ -275,9 +274,7 @@ struct APSRanges: Sendable {
 
 /// What the scan of a JSON body hands ``FCMSendFields/makeRequest(encoding:)`` instead of parsed objects.
 struct FCMScannedPayload {
-    /// The body.
-    var source: [UInt8]
-    /// Where `data` and `notification` are in it (their `{` to their `}`).
+    /// Where `data` and `notification` are in the body (``FCMEnvelopeMembers/source``; their `{` to their `}`).
     var data: Range<Int>?
     var notification: Range<Int>?
     /// The ``FCMPayloadSize`` of the two.

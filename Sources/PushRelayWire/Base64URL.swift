@@ -30,17 +30,19 @@ public enum Base64URL {
     /// Inlinable: callers in other modules (token checks, per byte) get the bitmap test, not a call.
     @inlinable
     public static func isAlphabetByte(_ byte: UInt8) -> Bool {
-        // Bits 0…63 and 64…127 of the set: '-' (45), '0'…'9' (48…57) | 'A'…'Z' (65…90), '_' (95), 'a'…'z' (97…122).
-        let low: UInt64 = (1 << 45) | (0x3FF << 48)
-        let high: UInt64 = (0x3FF_FFFF << 1) | (1 << 31) | (0x3FF_FFFF << 33)
-        let mask = byte < 64 ? low : (byte < 128 ? high : 0)
+        let mask = byte < 64 ? alphabetLow : (byte < 128 ? alphabetHigh : 0)
         return (mask >> UInt64(byte & 63)) & 1 != 0
     }
+
+    /// Bits 0…63 of the alphabet's set: '-' (45), '0'…'9' (48…57).
+    @usableFromInline static var alphabetLow: UInt64 { (1 << 45) | (0x3FF << 48) }
+    /// Bits 64…127 (the byte minus 64): 'A'…'Z' (65…90), '_' (95), 'a'…'z' (97…122).
+    @usableFromInline static var alphabetHigh: UInt64 { (0x3FF_FFFF << 1) | (1 << 31) | (0x3FF_FFFF << 33) }
 
     /// Whether every byte of `bytes` is in the base64url alphabet (``isAlphabetByte(_:)``'s set): one pass without a
     /// branch per byte (a token's 150 characters are checked on every send).
     public static func isAlphabet(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        let table = SIMD4<UInt64>((1 << 45) | (0x3FF << 48), (0x3FF_FFFF << 1) | (1 << 31) | (0x3FF_FFFF << 33), 0, 0)
+        let table = SIMD4<UInt64>(alphabetLow, alphabetHigh, 0, 0)
         var missing: UInt64 = 0
         for byte in bytes {
             missing |= ~(table[Int(byte >> 6)] >> UInt64(byte & 63)) & 1

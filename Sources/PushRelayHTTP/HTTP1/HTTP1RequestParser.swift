@@ -224,7 +224,6 @@ struct HTTP1RequestParser {
         }
         searched = 0
         let recent = recentFields
-        recentFields = HTTPFields()
         let head = try buffer.withUnsafeReadableBytes { bytes in
             Result { () throws(HTTP1ParseError) in
                 try Self.head(UnsafeRawBufferPointer(rebasing: bytes[..<length]), recent: recent)
