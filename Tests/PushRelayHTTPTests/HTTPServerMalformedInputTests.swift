@@ -414,6 +414,58 @@ import TestSupport
         #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "413", "\(result.stderr)")
     }
 
+    /// An early answer (here a gate's refusal) while the client still holds its body back, as curl does with
+    /// `expect: 100-continue`: no reset follows the answer on its own (curl 7.88 fails an answer whose RST_STREAM it
+    /// reads in the same read, "Empty reply from server"); a client that ends the stream gets none; one that sends
+    /// more of the body is reset with NO_ERROR; one that does neither is reset (NO_ERROR) at its request's deadline.
+    @Test
+    func earlyHTTP2AnswerWaitsForTheClient() async throws {
+        var configuration = HTTPServer.Configuration()
+        configuration.requestTimeout = .seconds(2)
+        let server = try await TestServer.start(configuration: configuration)
+        defer { Task { await server.server.shutdown() } }
+        let script = PythonPeer.prelude + """
+            conn, sock = connect(PORT)
+            def denied():
+                sid = conn.get_next_available_stream_id()
+                conn.send_headers(sid, [(':method', 'POST'), (':path', '/gated-echo'), (':scheme', 'http'),
+                                        (':authority', 'x'), ('x-gate', 'deny'), ('expect', '100-continue')])
+                sock.sendall(conn.data_to_send())
+                return sid
+            r = None
+            # One that sends more after the answer: reset, NO_ERROR.
+            more = denied()
+            r = read_until(conn, sock, lambda r: more in r['ended'] or more in r['reset'], r)
+            sock.settimeout(0.5)
+            r = read_until(conn, sock, lambda r: more in r['reset'], r)
+            quiet = more not in r['reset']
+            sock.settimeout(10)
+            conn.send_data(more, b'x' * 10)
+            sock.sendall(conn.data_to_send())
+            r = read_until(conn, sock, lambda r: more in r['reset'], r)
+            print('more', r['status'].get(more), quiet, r['reset'].get(more))
+            # One that ends the stream after the answer: no reset, and the connection goes on.
+            ends = denied()
+            r = read_until(conn, sock, lambda r: ends in r['ended'], r)
+            conn.end_stream(ends)
+            sock.sendall(conn.data_to_send())
+            after = conn.get_next_available_stream_id()
+            conn.send_headers(after, [(':method', 'GET'), (':path', '/healthz'), (':scheme', 'http'), (':authority', 'x')],
+                              end_stream=True)
+            sock.sendall(conn.data_to_send())
+            r = read_until(conn, sock, lambda r: after in r['ended'], r)
+            print('ends', r['status'].get(ends), r['reset'].get(ends), r['status'].get(after))
+            # One that does neither: reset at its request's deadline, NO_ERROR.
+            silent = denied()
+            r = read_until(conn, sock, lambda r: silent in r['reset'] or r['closed'], r)
+            print('silent', r['status'].get(silent), r['reset'].get(silent), r['closed'])
+            """
+        let result = try await PythonPeer.run(script, port: server.port)
+        #expect(
+            result.stdout.split(separator: "\n") == ["more 403 True 0", "ends 403 None 200", "silent 403 0 False"],
+            "\(result.stdout) \(result.stderr)")
+    }
+
     @Test
     func streamResetStormEndsWithGoAway() async throws {
         var configuration = HTTPServer.Configuration()

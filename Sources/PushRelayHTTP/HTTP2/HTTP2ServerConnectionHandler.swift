@@ -218,7 +218,8 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     /// PINGs it sent); otherwise every stream whose request has not arrived whole by its deadline is reset, and so is
     /// every stream whose fixed answer waited a whole `requestTimeout` for the peer's flow-control window without a
     /// byte going out (checked every `requestTimeout` while requests are handled or answers wait, so such an answer
-    /// is dropped one to two timeouts after it stalled).
+    /// is dropped one to two timeouts after it stalled), and every early-answered stream whose client neither ended
+    /// its request nor sent more of it by the request's deadline (with NO_ERROR: its answer is complete).
     private func deadlinePassed() {
         if closing {
             context?.close(promise: nil)  // the linger time has passed
@@ -235,6 +236,17 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         let now = NIODeadline.now()
         var next: NIODeadline?
         for (streamID, stream) in streams {
+            if stream.answeredEarly {
+                // Answered, and the client neither ended its request nor sent more of it.
+                guard let deadline = stream.requestDeadline else { continue }
+                if deadline <= now {
+                    stream.requestDeadline = nil
+                    session.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.noError)
+                } else if next.map({ deadline < $0 }) ?? true {
+                    next = deadline
+                }
+                continue
+            }
             guard stream.isReceivingRequest else {
                 guard let deadline = watchResponse(stream, streamID: streamID, now: now, session: session) else { continue }
                 if next.map({ deadline < $0 }) ?? true { next = deadline }
@@ -378,6 +390,11 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             session?.consumeStreamAndConnection(streamID: streamID, count: chunk.count)
             return
         }
+        if stream.answeredEarly {
+            session?.consumeStreamAndConnection(streamID: streamID, count: chunk.count)
+            resetAnsweredEarly(stream, streamID: streamID)
+            return
+        }
         stream.receivedBodyBytes += chunk.count
         if stream.receivedBodyBytes > stream.maxBodyBytes {
             session?.consumeStreamAndConnection(streamID: streamID, count: chunk.count)
@@ -488,12 +505,32 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     func sessionGoAway(lastStreamID: Int32, errorCode: UInt32) {}
 
     func sessionSentEndStreamBeforePeer(streamID: Int32) {
-        // The response is complete but the client is still sending: the rest of its body is not wanted
-        // (RFC 9113 §8.1): RST_STREAM with NO_ERROR - a moment after the response, not in the same write. curl 7.88
-        // (Debian 12's) fails a response whose RST_STREAM arrives in the same read as its end, NO_ERROR or not
-        // ("Stream error in the HTTP/2 framing layer": about 1 early 413 in 30 on loopback). A client that ends
-        // its upload meanwhile closes the stream, and no reset is sent.
-        guard let context else { return }
+        // The response is complete but the client has not ended its request. The rest of its body is not wanted
+        // (RFC 9113 §8.1), but the stream is reset only from a client that is sending it (some arrived, before the
+        // answer or after it: resetAnsweredEarly). A client that held its body back (`expect: 100-continue`, which
+        // curl sends for large bodies) ends the stream itself once it has read the answer, and curl 7.88 (Debian
+        // 12's) fails a response whose RST_STREAM it reads in the same read as the response's end, NO_ERROR or not
+        // ("Empty reply from server"): a reset on a timer after every early answer lost that race on a loaded
+        // machine. A client that neither sends nor ends is reset when its request's deadline passes
+        // (deadlinePassed).
+        guard let stream = streams[streamID] else { return }
+        stream.answeredEarly = true
+        if stream.receivedBodyBytes > 0 {
+            resetAnsweredEarly(stream, streamID: streamID)
+            return
+        }
+        if let deadline = stream.requestDeadline, let timer, timer.deadline.map({ deadline < $0 }) ?? true {
+            timer.set(deadline)
+        }
+    }
+
+    /// An early-answered request's body is arriving: its stream is reset with NO_ERROR a moment later - not at
+    /// once, so that the reset does not reach the client in the same read as the answer's end (see
+    /// ``sessionSentEndStreamBeforePeer(streamID:)``). A client that ends its upload meanwhile closes the stream,
+    /// and no reset is sent.
+    private func resetAnsweredEarly(_ stream: HTTP2ServerStream, streamID: Int32) {
+        guard !stream.earlyResetScheduled, let context else { return }
+        stream.earlyResetScheduled = true
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(in: Self.earlyResponseResetDelay) {
             let handler = bound.value
@@ -503,7 +540,8 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         }
     }
 
-    /// How long after an early response's end its stream is reset (``sessionSentEndStreamBeforePeer(streamID:)``).
+    /// How long after more of an early-answered request's body arrived its stream is reset
+    /// (``resetAnsweredEarly(_:streamID:)``).
     static let earlyResponseResetDelay = TimeAmount.milliseconds(50)
 
     func sessionReadBody(streamID: Int32, maxLength: Int) -> NGHTTP2BodyChunk {

@@ -74,6 +74,11 @@ final class HTTP2ServerStream {
     var responseDeadline: NIODeadline?
     /// The writer of a `.stream` response.
     var writer: HTTP2StreamBodyWriter?
+    /// Our answer has ended while the peer's request has not (an early answer: a gate's refusal, a body over the
+    /// limit, no such route). The stream waits for the peer to end it; more of the unwanted body gets it reset.
+    var answeredEarly = false
+    /// The reset of an early-answered stream is scheduled.
+    var earlyResetScheduled = false
 
     /// Counts a field against the header list limit; false once the head is too large.
     private func admit(nameLength: Int, valueLength: Int, limit: Int) -> Bool {
