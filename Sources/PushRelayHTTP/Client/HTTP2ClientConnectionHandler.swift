@@ -216,9 +216,11 @@ final class HTTP2ClientConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         return true
     }
 
-    func sessionHeader(streamID: Int32, name: String, value: String) {
-        guard let stream = streams[streamID], let fieldName = HTTPField.Name(parsed: name) else { return }
-        stream.fields.append(HTTPField(name: fieldName, value: value))
+    func sessionHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        guard let stream = streams[streamID],
+            let fieldName = HTTPField.Name(parsed: String(decoding: name, as: UTF8.self))
+        else { return }
+        stream.fields.append(HTTPField(name: fieldName, value: String(decoding: value, as: UTF8.self)))
     }
 
     func sessionPseudoHeader(streamID: Int32, name: NGHTTP2PseudoHeader, value: String) {

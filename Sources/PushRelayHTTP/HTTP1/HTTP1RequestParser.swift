@@ -261,12 +261,6 @@ struct HTTP1RequestParser {
     }
 
     /// Whether two byte strings are equal (memcmp).
-    private static func equal(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeRawBufferPointer) -> Bool {
-        guard a.count == b.count else { return false }
-        guard let left = a.baseAddress, let right = b.baseAddress else { return true }
-        return memcmp(left, right, a.count) == 0
-    }
-
     /// Forgets the fields kept for the next head (``recentFields``): a connection that holds a long response (an
     /// event stream) does not keep them for its whole life.
     mutating func forgetRecentFields() {
@@ -417,7 +411,7 @@ struct HTTP1RequestParser {
             }
             let position = fields.count
             if position < recent.count, recent[position].name == name,
-                recent[position].withUnsafeBytesOfValue({ Self.equal($0, value) })
+                recent[position].valueIs(value)
             {
                 fields.append(recent[position])
             } else {

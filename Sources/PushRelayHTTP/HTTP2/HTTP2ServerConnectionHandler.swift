@@ -37,6 +37,10 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     /// bytes wait for room before their windows are reopened, oldest first.
     private var heldBodyBytes = 0
     private var streamsAwaitingWindow: [Int32] = []
+    /// The regular fields of the connection's last request head: a field line equal to the one at the same place
+    /// reuses it (``HTTP2ServerStream/addHeader(name:value:limit:recent:)``). Forgotten when a stream turns to a long
+    /// response (a device's event stream), so that an idle connection keeps nothing more.
+    private var recentFields = HTTPFields()
 
     init(shared: HTTPServerShared, upgrade: HTTP2UpgradeRequest? = nil) {
         self.shared = shared
@@ -356,8 +360,9 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
         return false
     }
 
-    func sessionHeader(streamID: Int32, name: String, value: String) {
-        streams[streamID]?.addHeader(name: name, value: value, limit: shared.configuration.maxHeaderListSize)
+    func sessionHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        streams[streamID]?.addHeader(
+            name: name, value: value, limit: shared.configuration.maxHeaderListSize, recent: recentFields)
     }
 
     func sessionPseudoHeader(streamID: Int32, name: NGHTTP2PseudoHeader, value: String) {
@@ -378,6 +383,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             session?.resetStream(streamID: streamID, errorCode: HTTP2ErrorCode.protocolError)
             return
         }
+        recentFields = head.headerFields
         startRequest(stream, streamID: streamID, head: head, endStream: endStream)
     }
 
@@ -747,6 +753,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
                 streamID: streamID, status: status, headerFields: response.head.headerFields,
                 contentLength: bytes.readableBytes, hasBody: !isHead && bytes.readableBytes > 0)
         case .stream, .detachedStream:
+            recentFields = HTTPFields()
             let writer = HTTP2StreamBodyWriter(
                 streamID: streamID, connection: self, eventLoop: context.eventLoop,
                 allocator: context.channel.allocator, highWatermark: shared.configuration.streamWriteHighWatermark)

@@ -100,15 +100,26 @@ final class HTTP2ServerStream {
     }
 
     /// Adds one received header field.
-    func addHeader(name: String, value: String, limit: Int) {
-        guard admit(nameLength: name.utf8.count, valueLength: value.utf8.count, limit: limit) else { return }
-        guard let fieldName = HTTPField.Name(parsed: name) else {
+    /// Adds a regular field (`name` lowercase, both validated by nghttp2). A field equal, name and value, to the
+    /// one at the same place in `recent` (the connection's previous request head) is that field again.
+    func addHeader(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, limit: Int, recent: HTTPFields) {
+        guard admit(nameLength: name.count, valueLength: value.count, limit: limit) else { return }
+        if name.count == 14, Self.contentLengthName.withUTF8Buffer({ HTTPField.same(UnsafeRawBufferPointer($0), name) }) {
+            contentLength = Int(String(decoding: value, as: UTF8.self))
+        }
+        let position = headerFields.count
+        if position < recent.count, recent[position].rawNameIs(name), recent[position].valueIs(value) {
+            headerFields.append(recent[position])
+            return
+        }
+        guard let fieldName = HTTPField.Name(parsed: String(decoding: name, as: UTF8.self)) else {
             headerInvalid = true
             return
         }
-        if name == "content-length" { contentLength = Int(value) }
-        headerFields.append(HTTPField(name: fieldName, value: value))
+        headerFields.append(HTTPField(name: fieldName, value: String(decoding: value, as: UTF8.self)))
     }
+
+    private static let contentLengthName: StaticString = "content-length"
 
     /// The request head, or `nil` when the fields do not make one: no valid method, an invalid field name, or a
     /// `host` that names another authority than `:authority` (or comes twice), which RFC 9113 §8.3.1 asks a server

@@ -18,8 +18,9 @@ protocol NGHTTP2SessionDelegate: AnyObject {
     /// A frame that asks for no work arrived (PING, SETTINGS, WINDOW_UPDATE, PRIORITY, an empty DATA frame without
     /// END_STREAM); return `false` to fail the connection as flooded.
     func sessionControlFrame() -> Bool
-    /// One regular header field of the block begun by `sessionBeginHeaders`; names are lowercase.
-    func sessionHeader(streamID: Int32, name: String, value: String)
+    /// One regular header field of the block begun by `sessionBeginHeaders`: its name (lowercase, validated by
+    /// nghttp2) and value bytes, valid during the call only.
+    func sessionHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
     /// One pseudo-header field (`:method`, `:path`, …) of the block.
     func sessionPseudoHeader(streamID: Int32, name: NGHTTP2PseudoHeader, value: String)
     /// The header block is complete; `endStream` when no body follows.
@@ -430,15 +431,16 @@ final class NGHTTP2Session {
                 return 0
             }
             let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
-            let valueString = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
+            let valueBytes = UnsafeBufferPointer(start: value, count: valueLength)
             let delegate = session.delegate
             if nameLength > 0, nameBytes[0] == UInt8(ascii: ":") {
                 delegate.sessionPseudoHeader(
-                    streamID: frame.pointee.hd.stream_id, name: NGHTTP2PseudoHeader(nameBytes), value: valueString)
+                    streamID: frame.pointee.hd.stream_id, name: NGHTTP2PseudoHeader(nameBytes),
+                    value: String(decoding: valueBytes, as: UTF8.self))
             } else {
                 delegate.sessionHeader(
-                    streamID: frame.pointee.hd.stream_id, name: String(decoding: nameBytes, as: UTF8.self),
-                    value: valueString)
+                    streamID: frame.pointee.hd.stream_id, name: UnsafeRawBufferPointer(nameBytes),
+                    value: UnsafeRawBufferPointer(valueBytes))
             }
             return 0
         }

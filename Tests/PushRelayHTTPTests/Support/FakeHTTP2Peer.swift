@@ -38,8 +38,8 @@ final class FakeHTTP2Peer: NGHTTP2SessionDelegate {
     func sessionBeginHeaders(streamID: Int32) {}
     func sessionHeaderListTooLarge(streamID: Int32) {}
     func sessionControlFrame() -> Bool { true }
-    func sessionHeader(streamID: Int32, name: String, value: String) {
-        headers[streamID, default: [:]][name] = value
+    func sessionHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        headers[streamID, default: [:]][String(decoding: name, as: UTF8.self)] = String(decoding: value, as: UTF8.self)
     }
     func sessionPseudoHeader(streamID: Int32, name: NGHTTP2PseudoHeader, value: String) {
         if name == .status { statuses[streamID] = Int(value) }
