@@ -12,7 +12,11 @@ import PushRelayStore
 /// `MismatchSenderId`, `InvalidPackageName`), builds the envelope once and commits every target's copy in one group
 /// commit; then answer. The answer with message ids goes out only
 /// after the commit; a store that cannot commit gives `Unavailable` with `Retry-After` and nothing is stored.
-struct SendRoute: Sendable {
+///
+/// A class, not a struct: the route is captured by the closures of every send (the gate, the handler, the commit's
+/// completion), and a capture of a class is one reference count, where a copy of this struct counted each of its
+/// references (sixteen copies a send).
+final class SendRoute: Sendable {
     let store: any PushStore
     let dispatcher: SendDispatcher
     let metrics: RelayMetrics
@@ -21,7 +25,20 @@ struct SendRoute: Sendable {
     let retryAfterSeconds: Int
     /// While the node drains (graceful shutdown), new sends get `Unavailable` with `Retry-After`; sends already
     /// past this check finish their commit and get their ids.
-    var readiness: Readiness? = nil
+    let readiness: Readiness?
+
+    init(
+        store: any PushStore, dispatcher: SendDispatcher, metrics: RelayMetrics, logger: Logger, maxBodyBytes: Int,
+        retryAfterSeconds: Int, readiness: Readiness? = nil
+    ) {
+        self.store = store
+        self.dispatcher = dispatcher
+        self.metrics = metrics
+        self.logger = logger
+        self.maxBodyBytes = maxBodyBytes
+        self.retryAfterSeconds = retryAfterSeconds
+        self.readiness = readiness
+    }
 
     /// The event-loop path (a `.promised` route): when the server key and every token are in memory, the send is
     /// parsed, validated, committed and answered without a task (``SendDispatcher/dispatchFromMemory(_:project:on:completion:)``);
@@ -51,7 +68,7 @@ struct SendRoute: Sendable {
             send = parsed
         }
         let inMemory = dispatcher.dispatchFromMemory(send, project: project, on: promise.eventLoop) {
-            result in
+            [self] result in
             do {
                 promise.succeed(answer(try result.get(), send))
             } catch {

@@ -10,11 +10,20 @@ import PushRelayStore
 /// copies with the rest of its group, and after the fsync the completion runs on that event loop through the
 /// ``EventLoopHandoff``, so a whole group's answers to one loop cost one wake-up. The FCM legacy route uses it; a
 /// second send API (FCM HTTP v1) rides the same path.
-struct MessagePath: Sendable {
+///
+/// A class for the reason ``SendRoute`` is one: captured by each send's closures, it costs one reference count.
+final class MessagePath: Sendable {
     let store: any PushStore
     let hub: DeliveryHub
     let metrics: RelayMetrics
     let handoff: EventLoopHandoff
+
+    init(store: any PushStore, hub: DeliveryHub, metrics: RelayMetrics, handoff: EventLoopHandoff) {
+        self.store = store
+        self.hub = hub
+        self.metrics = metrics
+        self.handoff = handoff
+    }
 
     /// Commits `messages` and calls `completion` on `eventLoop` with one outcome per message (or the error that
     /// failed the commit: nothing was stored).
@@ -23,7 +32,7 @@ struct MessagePath: Sendable {
         on eventLoop: any EventLoop,
         completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void
     ) {
-        commit(messages) { result in
+        commit(messages) { [handoff] result in
             handoff.execute(on: eventLoop) { completion(result) }
         }
     }
@@ -41,7 +50,7 @@ struct MessagePath: Sendable {
         completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void
     ) {
         let started = ContinuousClock.now
-        store.enqueue(messages) { result in
+        store.enqueue(messages) { [self] result in
             metrics.recordCommit(duration: ContinuousClock.now - started)
             if case .success(let outcomes) = result {
                 var dropped = 0

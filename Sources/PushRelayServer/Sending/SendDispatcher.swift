@@ -12,12 +12,21 @@ import PushRelayStore
 /// Two ways in: ``dispatchFromMemory(_:project:on:completion:)`` for the event-loop path (every token in memory: no
 /// task, the answer completed on the loop after the commit), and ``dispatch(_:project:)`` for everything else (a
 /// task; look-ups may read the store). Both run ``TokenSend`` and ``MessagePath``, so they answer alike.
-struct SendDispatcher: Sendable {
+///
+/// A class for the reason ``SendRoute`` is one: captured by each send's closures, it costs one reference count.
+final class SendDispatcher: Sendable {
     let store: any PushStore
     let path: MessagePath
     let metrics: RelayMetrics
     /// The per-device and per-topic message rates.
     let quotas: SendQuotas
+
+    init(store: any PushStore, path: MessagePath, metrics: RelayMetrics, quotas: SendQuotas) {
+        self.store = store
+        self.path = path
+        self.metrics = metrics
+        self.quotas = quotas
+    }
 
     /// What a dispatched send gives its route.
     enum Outcome: Sendable {
@@ -82,7 +91,7 @@ struct SendDispatcher: Sendable {
             completion(.success(.tokens(answered(resolved.response()))))
             return true
         }
-        path.commit(resolved.messages, on: eventLoop) { result in
+        path.commit(resolved.messages, on: eventLoop) { [self] result in
             completion(result.map { .tokens(answered(resolved.response(outcomes: $0))) })
         }
         return true
