@@ -229,7 +229,20 @@ static int vfsCurrentTimeInt64(sqlite3_vfs *vfs, sqlite3_int64 *out) {
     return realVFS->xCurrentTimeInt64(realVFS, out);
 }
 
+static pthread_once_t configureOnce = PTHREAD_ONCE_INIT;
+static int configuration = SQLITE_MISUSE;
+
+static void configureLibrary(void) {
+    configuration = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
+int pushrelay_sqlite_configure(void) {
+    pthread_once(&configureOnce, configureLibrary);
+    return configuration;
+}
+
 static void registerVFS(void) {
+    pushrelay_sqlite_configure();  /* before sqlite3_vfs_find, which initializes the library */
     realVFS = sqlite3_vfs_find(NULL);
     if (realVFS == NULL || realVFS->iVersion < 2 || realVFS->xCurrentTimeInt64 == NULL) {
         registration = SQLITE_ERROR;

@@ -54,6 +54,20 @@ struct WALWriteTests {
             """)
     }
 
+    /// The library is configured before its first use (`pushrelay_sqlite_configure`): without memory statistics,
+    /// whose global mutex every allocation took, the statistic stays 0 while connections allocate.
+    @Test("SQLite keeps no memory statistics")
+    func noMemoryStatistics() async throws {
+        try await withTemporaryDirectory { directory in
+            let connection = try Self.create(directory)
+            defer { connection.close() }
+            try Self.insert(connection, rows: 200, size: 600)
+            #expect(try Self.count(connection, "SELECT count(*) FROM t") == 200)
+            #expect(SQLiteConnection.libraryConfiguration == 0, "SQLITE_OK: configured before the library initialized")
+            #expect(SQLiteConnection.libraryMemoryUsed == 0)
+        }
+    }
+
     /// An engine error from a failed system call names the system's reason ("disk I/O error" alone does not say
     /// the disk is full).
     @Test("I/O errors carry the system's reason")

@@ -20,6 +20,13 @@
 /* Registers the VFS (not as the default) once; later calls return the first result. SQLITE_OK or an error code. */
 int pushrelay_wal_vfs_register(void);
 
+/* Configures the SQLite library for the process once, before it initializes (later calls return the first result):
+ * no memory statistics (SQLITE_CONFIG_MEMSTATUS 0). With them, every sqlite3_malloc and sqlite3_free took a global
+ * mutex, shared by the writer, the readers and the checkpointer (about 14 lock pairs per committed send), for figures
+ * nothing reads. SQLITE_OK, or SQLITE_MISUSE when the library had initialized before the first call.
+ * pushrelay_wal_vfs_register() calls it first. */
+int pushrelay_sqlite_configure(void);
+
 struct sqlite3;
 /* For tests and diagnostics: the writes SQLite asked for on the WAL file of one connection's main database (open
  * through this VFS, in WAL mode), and the writes that reached the file; SQLITE_NOTFOUND when it has none. */

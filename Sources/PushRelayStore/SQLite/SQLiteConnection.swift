@@ -24,6 +24,14 @@ final class SQLiteConnection {
     static let vfsName: String? =
         pushrelay_wal_vfs_register() == SQLITE_OK ? PUSHRELAY_WAL_VFS_NAME : nil
 
+    /// The process's SQLite configuration, set before the library's first use (`pushrelay_sqlite_configure`: no
+    /// memory statistics, whose global mutex every allocation of every connection took): `SQLITE_OK`, or
+    /// `SQLITE_MISUSE` when something in the process had used SQLite before the first connection.
+    static let libraryConfiguration: Int32 = pushrelay_sqlite_configure()
+
+    /// The library's memory statistic (`sqlite3_memory_used`): stays 0 without memory statistics (tests).
+    static var libraryMemoryUsed: Int64 { sqlite3_memory_used() }
+
     /// How a connection opens the database file.
     enum OpenMode: Sendable, Equatable {
         /// Read and write, creating the file when missing (the writer, and the readers of a store opened to write).
@@ -40,6 +48,7 @@ final class SQLiteConnection {
 
     /// Opens the database at `path`, creating it if needed when `mode` is ``OpenMode/readWrite``.
     init(path: String, busyTimeout: Duration, mode: OpenMode = .readWrite) throws(StoreError) {
+        _ = Self.libraryConfiguration
         var db: OpaquePointer?
         let rc: Int32
         switch mode {
