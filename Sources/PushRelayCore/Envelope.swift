@@ -31,7 +31,7 @@ public struct Envelope: Sendable, Hashable {
     public init(body: [UInt8]) { self.body = body }
 
     /// Builds the envelope of a validated send.
-    public init(request: FCMSendRequest, senderID: SenderID) {
+    public init(request: borrowing FCMSendRequest, senderID: SenderID) {
         var builder = EnvelopeBuilder(capacity: 160 + request.payloadSize + request.payloadSize / 4)
         builder.senderHeader(senderID)
         if let members = request.envelope.members, members.contentAvailable == request.contentAvailable,

@@ -317,6 +317,7 @@ struct HTTP1RequestParser {
         let target = string(bytes, targetStart, targetEnd)
 
         var fields = HTTPFields()
+        fields.reserveCapacity(max(recent.count, 8))  // one allocation, not one per doubling
         fields.reserveCapacity(8)
         var size = targetEnd - targetStart
         var authority: String?

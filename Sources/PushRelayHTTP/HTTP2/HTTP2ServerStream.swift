@@ -108,6 +108,7 @@ final class HTTP2ServerStream {
             contentLength = Int(String(decoding: value, as: UTF8.self))
         }
         let position = headerFields.count
+        if position == 0 { headerFields.reserveCapacity(max(recent.count, 8)) }  // one allocation per head
         if position < recent.count, recent[position].rawNameIs(name), recent[position].valueIs(value) {
             headerFields.append(recent[position])
             return
