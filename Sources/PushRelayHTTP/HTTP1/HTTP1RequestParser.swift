@@ -260,7 +260,6 @@ struct HTTP1RequestParser {
         return found
     }
 
-    /// Whether two byte strings are equal (memcmp).
     /// Forgets the fields kept for the next head (``recentFields``): a connection that holds a long response (an
     /// event stream) does not keep them for its whole life.
     mutating func forgetRecentFields() {
@@ -318,7 +317,6 @@ struct HTTP1RequestParser {
 
         var fields = HTTPFields()
         fields.reserveCapacity(max(recent.count, 8))  // one allocation, not one per doubling
-        fields.reserveCapacity(8)
         var size = targetEnd - targetStart
         var authority: String?
         var hostCount = 0

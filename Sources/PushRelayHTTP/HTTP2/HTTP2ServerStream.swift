@@ -99,7 +99,6 @@ final class HTTP2ServerStream {
         }
     }
 
-    /// Adds one received header field.
     /// Adds a regular field (`name` lowercase, both validated by nghttp2). A field equal, name and value, to the
     /// one at the same place in `recent` (the connection's previous request head) is that field again.
     func addHeader(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, limit: Int, recent: HTTPFields) {
