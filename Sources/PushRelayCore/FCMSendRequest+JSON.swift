@@ -94,27 +94,13 @@ extension FCMSendRequest {
             case 7 where matches("dry_run"): self = .dryRun
             case 8 where matches("priority"): self = .priority
             case 9 where matches("condition"): self = .condition
-            case 12:
-                if matches("notification") {
-                    self = .notification
-                } else if matches("collapse_key") {
-                    self = .collapseKey
-                } else if matches("time_to_live") {
-                    self = .timeToLive
-                } else {
-                    return nil
-                }
+            case 12 where matches("notification"): self = .notification
+            case 12 where matches("collapse_key"): self = .collapseKey
+            case 12 where matches("time_to_live"): self = .timeToLive
             case 15 where matches("mutable_content"): self = .mutableContent
-            case 16:
-                if matches("registration_ids") {
-                    self = .registrationIDs
-                } else if matches("notification_key") {
-                    self = .notificationKey
-                } else if matches("delay_while_idle") {
-                    self = .delayWhileIdle
-                } else {
-                    return nil
-                }
+            case 16 where matches("registration_ids"): self = .registrationIDs
+            case 16 where matches("notification_key"): self = .notificationKey
+            case 16 where matches("delay_while_idle"): self = .delayWhileIdle
             case 17 where matches("content_available"): self = .contentAvailable
             case 23 where matches("restricted_package_name"): self = .restrictedPackageName
             default: return nil
