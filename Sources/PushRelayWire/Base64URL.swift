@@ -39,15 +39,43 @@ public enum Base64URL {
     /// Bits 64…127 (the byte minus 64): 'A'…'Z' (65…90), '_' (95), 'a'…'z' (97…122).
     @usableFromInline static var alphabetHigh: UInt64 { (0x3FF_FFFF << 1) | (1 << 31) | (0x3FF_FFFF << 33) }
 
-    /// Whether every byte of `bytes` is in the base64url alphabet (``isAlphabetByte(_:)``'s set): one pass without a
-    /// branch per byte (a token's 150 characters are checked on every send).
+    /// Whether every byte of `bytes` is in the base64url alphabet (``isAlphabetByte(_:)``'s set): eight bytes at a
+    /// time (``alphabetBytes(_:)``), the last few one by one (a token's 150 characters are checked on every send).
     public static func isAlphabet(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        let table = SIMD4<UInt64>(alphabetLow, alphabetHigh, 0, 0)
+        let raw = UnsafeRawBufferPointer(bytes)
+        let highs: UInt64 = 0x8080_8080_8080_8080
         var missing: UInt64 = 0
-        for byte in bytes {
-            missing |= ~(table[Int(byte >> 6)] >> UInt64(byte & 63)) & 1
+        var index = 0
+        while index + 8 <= bytes.count {
+            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            missing |= ~alphabetBytes(word) & highs
+            index += 8
+        }
+        while index < bytes.count {
+            if !isAlphabetByte(bytes[index]) { return false }
+            index += 1
         }
         return missing == 0
+    }
+
+    /// The high bit of each byte of `word` that is in the alphabet: ranges and equalities on the bytes' low seven
+    /// bits, each byte's sum kept below 0x100 (no carry into the next byte, so every byte's answer is exact), and
+    /// a byte with its high bit set in none.
+    @inline(__always)
+    static func alphabetBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let low = word & ~highs
+        // `low + (0x80 - first)` has its byte's high bit set exactly when the byte is at least `first`.
+        @inline(__always) func atLeast(_ first: UInt64) -> UInt64 { low &+ ones &* (0x80 - first) }
+        @inline(__always) func within(_ first: UInt64, _ last: UInt64) -> UInt64 { atLeast(first) & ~atLeast(last + 1) }
+        // A byte of `x` (high bit clear) is zero exactly when adding 0x7F leaves its high bit clear.
+        @inline(__always) func equal(_ byte: UInt64) -> UInt64 {
+            let x = low ^ (ones &* byte)
+            return ~(x &+ ~highs)
+        }
+        let found = within(0x41, 0x5A) | within(0x61, 0x7A) | within(0x30, 0x39) | equal(0x2D) | equal(0x5F)
+        return found & ~word & highs
     }
 
     /// `count` random bytes.

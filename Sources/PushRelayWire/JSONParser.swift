@@ -164,61 +164,73 @@ struct JSONParser {
 
     // MARK: Strings
 
-    /// Parses a string starting at its opening quote. The scan runs on a local span (one bounds-checked load per
-    /// byte, no reloads through `self`); text that is all ASCII skips UTF-8 validation.
+    /// Parses a string starting at its opening quote. The scan runs eight bytes at a time (``firstStopByte(_:from:)``);
+    /// text that is all ASCII skips UTF-8 validation.
     private mutating func parseString() throws(JSONParseError) -> String {
         let start = index + 1
         let bytes = self.bytes
         let span = bytes.span
-        var (position, nonASCII) = Self.skipPlainWords(bytes, from: start)
-        var seen: UInt8 = nonASCII ? 0x80 : 0
-        while position < span.count {
-            let byte = span[position]
-            if byte == UInt8(ascii: "\"") {
-                index = position + 1
-                let slice = bytes[start..<position]
-                if seen < 0x80 { return String(decoding: slice, as: UTF8.self) }
-                return try Self.validatedString(slice, start: start)
-            }
-            if byte == UInt8(ascii: "\\") {
-                index = position
-                return try parseEscapedString(start: start)
-            }
-            if byte < 0x20 { throw unexpectedCharacter(at: position) }
-            seen |= byte
-            position += 1
+        let (position, nonASCII) = Self.firstStopByte(bytes, from: start)
+        guard position < span.count else { throw JSONParseError(code: .unexpectedEnd, position: position) }
+        let byte = span[position]
+        if byte == UInt8(ascii: "\"") {
+            index = position + 1
+            let slice = bytes[start..<position]
+            if !nonASCII { return String(decoding: slice, as: UTF8.self) }
+            return try Self.validatedString(slice, start: start)
         }
-        throw JSONParseError(code: .unexpectedEnd, position: position)
+        if byte == UInt8(ascii: "\\") {
+            index = position
+            return try parseEscapedString(start: start)
+        }
+        throw unexpectedCharacter(at: position)
     }
 
-    /// Skips a string's contents eight bytes at a time while none is a quote, a backslash or a control character:
-    /// the position of the first word that may hold one (or of the last bytes, fewer than eight), and whether a byte
-    /// passed has its high bit set (then the text needs UTF-8 validation). The parser's and ``JSONScanner``'s scan.
+    /// The position of the first `"`, `\` or control character at or after `start` in a string's contents (the end
+    /// of `bytes` when there is none), and whether a byte before it has its high bit set (then the text needs UTF-8
+    /// validation). Eight bytes at a time to the last whole word, the first stop byte found in its word by its bit
+    /// position, so a short string costs one load instead of a loop over its bytes. The parser's and
+    /// ``JSONScanner``'s scan.
     @inline(__always)
-    static func skipPlainWords(_ bytes: [UInt8], from start: Int) -> (position: Int, nonASCII: Bool) {
+    static func firstStopByte(_ bytes: [UInt8], from start: Int) -> (position: Int, nonASCII: Bool) {
         let span = bytes.span
         let raw = span.bytes
+        let highs: UInt64 = 0x8080_8080_8080_8080
         var position = start
-        var seenWords: UInt64 = 0
+        var seen: UInt64 = 0
         while position + 8 <= span.count {
-            let word = raw.unsafeLoadUnaligned(fromByteOffset: position, as: UInt64.self)
-            if hasStopByte(word) { break }
-            seenWords |= word
+            let word = UInt64(littleEndian: raw.unsafeLoadUnaligned(fromByteOffset: position, as: UInt64.self))
+            let stops = stopBytes(word)
+            if stops != 0 {
+                // Byte k of the word (k = 0 first in memory) is flagged by bit 8k + 7.
+                let offset = stops.trailingZeroBitCount &>> 3
+                seen |= word & ((1 &<< UInt64(offset &* 8)) &- 1)
+                return (position + offset, seen & highs != 0)
+            }
+            seen |= word
             position += 8
         }
-        return (position, seenWords & 0x8080_8080_8080_8080 != 0)
+        var tail: UInt8 = 0
+        while position < span.count {
+            let byte = span[position]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            tail |= byte
+            position += 1
+        }
+        return (position, seen & highs != 0 || tail >= 0x80)
     }
 
-    /// Whether any byte of `word` is `"`, `\` or below 0x20 (may also flag bytes after such a byte; exact for
-    /// "none").
+    /// The high bit of each byte of `word` that is `"`, `\` or below 0x20 — exact up to the first such byte (the
+    /// lowest flagged one); bytes after it may be flagged too (a borrow carries into them), so only the lowest is
+    /// read. Zero: none.
     @inline(__always)
-    private static func hasStopByte(_ word: UInt64) -> Bool {
+    static func stopBytes(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         let quote = word ^ (ones &* 0x22)
         let backslash = word ^ (ones &* 0x5C)
         let found = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-        return found & highs != 0
+        return found & highs
     }
 
     /// The slow path, from the first backslash: collects bytes with escapes resolved.

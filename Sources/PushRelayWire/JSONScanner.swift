@@ -98,22 +98,11 @@ public struct JSONScanner: Sendable {
     private mutating func plainString() -> (range: Range<Int>, isASCII: Bool)? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = index
-        let bytes = self.bytes
-        let span = bytes.span
-        var (position, nonASCII) = JSONParser.skipPlainWords(bytes, from: start)
-        var seen: UInt8 = nonASCII ? 0x80 : 0
-        while position < span.count {
-            let byte = span[position]
-            if byte == UInt8(ascii: "\"") {
-                index = position + 1
-                if seen >= 0x80, JSONParser.firstInvalidUTF8(bytes[start..<position]) != nil { return nil }
-                return (start..<position, seen < 0x80)
-            }
-            if byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
-            seen |= byte
-            position += 1
-        }
-        return nil
+        let (position, nonASCII) = JSONParser.firstStopByte(bytes, from: start)
+        guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { return nil }
+        index = position + 1
+        if nonASCII, JSONParser.firstInvalidUTF8(bytes[start..<position]) != nil { return nil }
+        return (start..<position, !nonASCII)
     }
 
     /// Reads a number (RFC 8259's grammar): its text, or nil.
@@ -170,27 +159,31 @@ public struct JSONScanner: Sendable {
         let start = index
         guard skipValue() else { return nil }
         // The value is valid and its strings plain (no backslash, no control character): blanks outside strings go,
-        // quotes get a backslash, every other byte is copied. Each byte makes at most two, so the output goes into
-        // room added for twice the input (an output span: bounds-checked, without the array's uniqueness and
-        // capacity checks per byte).
+        // quotes get a backslash, every other byte is copied — a string's contents in one copy (its closing quote is
+        // the first stop byte after its opening one), the few bytes between strings one by one.
         let bytes = self.bytes
-        let input = bytes.span
         var end = index
-        while end > start, Self.isBlank(input[end - 1]) { end -= 1 }
+        while end > start, Self.isBlank(bytes[end - 1]) { end -= 1 }
         var blanks = 0
-        buffer.append(addingCapacity: 2 * (end - start)) { output in
-            var inString = false
-            for position in start..<end {
-                let byte = input[position]
-                if byte == UInt8(ascii: "\"") {
-                    output.append(UInt8(ascii: "\\"))
-                    inString.toggle()
-                } else if !inString, Self.isBlank(byte) {
-                    blanks += 1
-                    continue
-                }
-                output.append(byte)
+        var position = start
+        while position < end {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                let close = JSONParser.firstStopByte(bytes, from: position + 1).position
+                buffer.append(UInt8(ascii: "\\"))
+                buffer.append(UInt8(ascii: "\""))
+                buffer.append(contentsOf: bytes[position + 1..<close])
+                buffer.append(UInt8(ascii: "\\"))
+                buffer.append(UInt8(ascii: "\""))
+                position = close + 1
+                continue
             }
+            if Self.isBlank(byte) {
+                blanks += 1
+            } else {
+                buffer.append(byte)
+            }
+            position += 1
         }
         return end - start - blanks
     }

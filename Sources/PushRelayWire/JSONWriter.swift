@@ -213,13 +213,9 @@ public enum JSONWriter {
     private static func isClean(_ span: Span<UInt8>) -> Bool {
         let raw = span.bytes
         var index = 0
-        let ones: UInt64 = 0x0101_0101_0101_0101
         while index + 8 <= span.count {
             let word = raw.unsafeLoadUnaligned(fromByteOffset: index, as: UInt64.self)
-            let quote = word ^ (ones &* 0x22)
-            let backslash = word ^ (ones &* 0x5C)
-            let found = ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-            if found & 0x8080_8080_8080_8080 != 0 { break }
+            if JSONParser.stopBytes(word) != 0 { return false }
             index += 8
         }
         while index < span.count {

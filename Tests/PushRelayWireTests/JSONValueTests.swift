@@ -25,6 +25,46 @@ struct JSONValueTests {
         #expect(try parse("{}") == .object(JSONObject()))
     }
 
+    /// Strings are scanned eight bytes at a time, the stop byte found by its place in its word: every byte value at
+    /// every place of a word and of the tail must read as a byte-by-byte reading would, in the parser and in the
+    /// scanner (``JSONScanner/string()``), and a byte with its high bit set before the closing quote must send the
+    /// text to UTF-8 validation wherever it is.
+    @Test("every byte at every place of a string reads as one byte at a time would, in the parser and the scanner")
+    func stringBytesAtEveryPlace() {
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        let filler = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        for length in [1, 2, 7, 8, 9, 15, 16, 17, 23] {
+            for place in 0..<length {
+                for byte in UInt8.min...UInt8.max where byte != backslash {
+                    var body = Array(filler.prefix(length))
+                    body[place] = byte
+                    let text = [quote] + body + [quote]
+                    let plain = byte >= 0x20 && byte < 0x80 && byte != quote
+                    let parsed = try? JSONValue.parse(text)
+                    #expect(parsed == (plain ? .string(String(decoding: body, as: UTF8.self)) : nil),
+                        "byte \(byte) at \(place) of \(length)")
+                    var scanner = JSONScanner(text, maxDepth: 4)
+                    let range = scanner.string()
+                    let expected: Range<Int>? = plain ? 1..<length + 1 : (byte == quote ? 1..<place + 1 : nil)
+                    #expect(range == expected, "scanner: byte \(byte) at \(place) of \(length)")
+                }
+                // A valid two-byte character there is read (validated), its lead byte alone is not.
+                var body = Array(filler.prefix(length + 1))
+                body.replaceSubrange(place..<place + 2, with: [0xC3, 0xA9])
+                #expect((try? JSONValue.parse([quote] + body + [quote])) == .string(String(decoding: body, as: UTF8.self)))
+                var scanner = JSONScanner([quote] + body + [quote], maxDepth: 4)
+                #expect(scanner.string() == 1..<body.count + 1)
+                body[place + 1] = UInt8(ascii: "x")
+                #expect((try? JSONValue.parse([quote] + body + [quote])) == nil, "lone lead byte at \(place)")
+                var refused = JSONScanner([quote] + body + [quote], maxDepth: 4)
+                #expect(refused.string() == nil, "scanner: lone lead byte at \(place)")
+            }
+        }
+        // A high byte after the closing quote, in the same word, is not the string's.
+        var scanner = JSONScanner(Array(#""ab","é""#.utf8), maxDepth: 4)
+        #expect(scanner.string() == 1..<3)
+    }
+
     @Test func objectsKeepKeyOrder() throws {
         let value = try parse(#"{"z":1,"a":2,"m":{"y":true,"b":null}}"#)
         #expect(value.objectValue?.keys == ["z", "a", "m"])
