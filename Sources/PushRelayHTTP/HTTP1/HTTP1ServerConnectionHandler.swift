@@ -21,7 +21,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     private enum State {
         case idle
         case collecting(HTTPHandler)
-        case streamingBody(AsyncThrowingStream<ByteBuffer, any Error>.Continuation)
+        case streamingBody(RequestBodyStream)
         /// The request is complete or its rest is ignored; the handler's answer is pending.
         case awaitingResponse
         case responding
@@ -406,7 +406,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
             let requestBody: HTTPRequestBody
             if parsed.framing != .none {
                 let (stream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
-                state = .streamingBody(continuation)
+                state = .streamingBody(RequestBodyStream(continuation))
                 requestBody = HTTPRequestBody(stream: stream)
             } else {
                 state = .awaitingResponse

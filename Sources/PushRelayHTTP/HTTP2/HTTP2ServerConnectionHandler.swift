@@ -610,7 +610,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
                 body = .empty
             } else {
                 let (bodyStream, continuation) = AsyncThrowingStream<ByteBuffer, any Error>.makeStream()
-                stream.phase = .streamingBody(continuation)
+                stream.phase = .streamingBody(RequestBodyStream(continuation))
                 body = HTTPRequestBody(stream: bodyStream)
             }
             let request = HTTPServerRequest(

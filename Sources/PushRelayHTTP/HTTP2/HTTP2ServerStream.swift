@@ -11,7 +11,7 @@ final class HTTP2ServerStream {
         /// An `.immediate` or `.collected` route: the body is collected, the handler runs when it is complete.
         case collecting(HTTPHandler)
         /// An `.async` route: the body streams to the running handler.
-        case streamingBody(AsyncThrowingStream<ByteBuffer, any Error>.Continuation)
+        case streamingBody(RequestBodyStream)
         /// The request is complete (or ignored); waiting for the handler's answer.
         case awaitingResponse
         /// The response head is submitted; the body (if any) is being sent.
