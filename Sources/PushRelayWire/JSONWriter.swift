@@ -188,6 +188,11 @@ public enum JSONWriter {
 
     /// Appends a decimal unsigned integer (no allocation).
     public static func appendDecimal(_ value: UInt64, to buffer: inout [UInt8]) {
+        // One digit (an answer's counts, most small numbers of a body): one append, without the stack buffer.
+        if value < 10 {
+            buffer.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value))
+            return
+        }
         // The digits are made on the stack, last first, and appended in one go (UInt64.max has 20): a message id
         // written digit by digit into the array paid a bounds and uniqueness check per digit.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
