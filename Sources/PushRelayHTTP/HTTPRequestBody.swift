@@ -10,7 +10,18 @@ public struct HTTPRequestBody: AsyncSequence, Sendable {
 
     enum Storage: Sendable {
         case complete(ByteBuffer)
-        case stream(AsyncThrowingStream<ByteBuffer, any Error>)
+        case stream(Source)
+    }
+
+    /// A streamed body's sequence, held by reference: `AsyncThrowingStream` is not `@frozen`, and as a payload here
+    /// it made this type — and every ``HTTPServerRequest`` — a value of unknown layout, copied and destroyed through
+    /// run-time value witnesses on every request (see ``RequestBodyStream``).
+    final class Source: Sendable {
+        let stream: AsyncThrowingStream<ByteBuffer, any Error>
+
+        init(_ stream: AsyncThrowingStream<ByteBuffer, any Error>) {
+            self.stream = stream
+        }
     }
 
     let storage: Storage
@@ -22,7 +33,7 @@ public struct HTTPRequestBody: AsyncSequence, Sendable {
 
     /// A body that arrives over time.
     public init(stream: AsyncThrowingStream<ByteBuffer, any Error>) {
-        self.storage = .stream(stream)
+        self.storage = .stream(Source(stream))
     }
 
     /// An empty body.
@@ -34,9 +45,9 @@ public struct HTTPRequestBody: AsyncSequence, Sendable {
         case .complete(let buffer):
             guard buffer.readableBytes <= maxBytes else { throw HTTPError.payloadTooLarge }
             return buffer
-        case .stream(let stream):
+        case .stream(let source):
             var collected = ByteBuffer()
-            for try await var chunk in stream {
+            for try await var chunk in source.stream {
                 guard collected.readableBytes + chunk.readableBytes <= maxBytes else { throw HTTPError.payloadTooLarge }
                 collected.writeBuffer(&chunk)
             }
@@ -62,7 +73,7 @@ public struct HTTPRequestBody: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> AsyncIterator {
         switch storage {
         case .complete(let buffer): AsyncIterator(complete: buffer, streamIterator: nil)
-        case .stream(let stream): AsyncIterator(complete: nil, streamIterator: stream.makeAsyncIterator())
+        case .stream(let source): AsyncIterator(complete: nil, streamIterator: source.stream.makeAsyncIterator())
         }
     }
 }
