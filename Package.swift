@@ -166,7 +166,7 @@ let package = Package(
             dependencies: [
                 "PushRelayServer", "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayCrypto", "PushRelayWire",
                 "TestSupport",
-                nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle, configuration,
+                nio, nioPosix, nioEmbedded, nioConcurrency, httpTypes, logging, lifecycle, configuration,
             ],
             swiftSettings: swiftSettings
         ),

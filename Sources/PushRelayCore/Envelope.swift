@@ -64,7 +64,7 @@ public struct Envelope: Sendable, Hashable {
 
     /// Appends the delivered envelope: `{"gcm.message_id":"<id>",` followed by the body after its `{`.
     public func render(messageID: MessageID, into buffer: inout [UInt8]) {
-        buffer.append(contentsOf: prefix(messageID: messageID))
+        appendPrefix(messageID: messageID, to: &buffer)
         buffer.append(contentsOf: tail)
     }
 
@@ -81,11 +81,16 @@ public struct Envelope: Sendable, Hashable {
     public func prefix(messageID: MessageID) -> [UInt8] {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(44)
+        appendPrefix(messageID: messageID, to: &buffer)
+        return buffer
+    }
+
+    /// ``prefix(messageID:)`` written into `buffer` (a delivery renders into one buffer, without an array per event).
+    private func appendPrefix(messageID: MessageID, to buffer: inout [UInt8]) {
         JSONWriter.appendRaw("{\"gcm.message_id\":\"", to: &buffer)
         messageID.write(into: &buffer)
         buffer.append(UInt8(ascii: "\""))
         if body.count > 2 { buffer.append(UInt8(ascii: ",")) }
-        return buffer
     }
 
     /// The body after its opening `{` (so it ends with `}`); for a body `{}` just `}`.

@@ -178,10 +178,20 @@ final class DeviceStream: @unchecked Sendable {
         // Room for every event at once (its envelope, the message id it gains, the `id:`/`data:` lines): the buffer
         // is not grown and copied event by event.
         var capacity = batch.heartbeat ? ServerSentEventEncoder.heartbeat.count : 0
-        for message in batch.stored { capacity += message.body.count + Self.eventOverhead }
-        for message in batch.transient { capacity += message.body.count + Self.eventOverhead }
+        var largest = 0
+        for message in batch.stored {
+            capacity += message.body.count + Self.eventOverhead
+            largest = max(largest, message.body.count)
+        }
+        for message in batch.transient {
+            capacity += message.body.count + Self.eventOverhead
+            largest = max(largest, message.body.count)
+        }
         var buffer = ByteBufferAllocator().buffer(capacity: capacity)
+        // One envelope at a time, rendered into one array that holds the largest (its id and its deleted-messages
+        // markers are within the event's overhead): no growth while a batch renders.
         var bytes: [UInt8] = []
+        bytes.reserveCapacity(largest + Self.eventOverhead)
         for message in batch.stored {
             bytes.removeAll(keepingCapacity: true)
             switch message.kind {

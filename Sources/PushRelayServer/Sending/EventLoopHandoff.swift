@@ -8,9 +8,19 @@ public import NIOCore
 /// item for a loop schedules one drain on it, and items that arrive before the drain runs join it. The drain runs
 /// them in order. ``flush()`` is not needed: a drain is always scheduled while items wait.
 public final class EventLoopHandoff: Sendable {
-    private final class Lane: Sendable {
+    private final class Lane: @unchecked Sendable {
+        /// What waits for the loop, and whether a drain is scheduled for it.
+        struct Pending {
+            var work: [@Sendable () -> Void] = []
+            var drainScheduled = false
+        }
+
         let eventLoop: any EventLoop
-        let pending = NIOLockedValueBox<[@Sendable () -> Void]?>(nil)
+        let pending = NIOLockedValueBox(Pending())
+        /// The array the last drain emptied, kept with its capacity and swapped in by the next drain: a batch does
+        /// not allocate an array. Touched by drains only, which run on `eventLoop` one after another (hence
+        /// `@unchecked Sendable`).
+        private var spare: [@Sendable () -> Void] = []
 
         init(eventLoop: any EventLoop) {
             self.eventLoop = eventLoop
@@ -18,12 +28,10 @@ public final class EventLoopHandoff: Sendable {
 
         func enqueue(_ work: @escaping @Sendable () -> Void) {
             let scheduleDrain = pending.withLockedValue { pending -> Bool in
-                if pending == nil {
-                    pending = [work]
-                    return true
-                }
-                pending!.append(work)
-                return false
+                pending.work.append(work)
+                if pending.drainScheduled { return false }
+                pending.drainScheduled = true
+                return true
             }
             if scheduleDrain {
                 eventLoop.execute { self.drain() }
@@ -31,13 +39,26 @@ public final class EventLoopHandoff: Sendable {
         }
 
         private func drain() {
-            let batch = pending.withLockedValue { pending -> [@Sendable () -> Void] in
-                defer { pending = nil }
-                return pending ?? []
+            var batch = spare
+            spare = []
+            pending.withLockedValue { pending in
+                swap(&batch, &pending.work)
+                pending.drainScheduled = false
             }
             for work in batch { work() }
+            // A burst's array is let go rather than held for good.
+            if batch.capacity <= Self.keptCapacity {
+                batch.removeAll(keepingCapacity: true)
+                spare = batch
+            }
         }
+
+        /// The largest array a lane keeps between drains (16 bytes an entry).
+        static let keptCapacity = 4096
     }
+
+    /// ``Lane/keptCapacity``, for tests.
+    static var keptCapacityForTests: Int { Lane.keptCapacity }
 
     private let lanes = NIOLockedValueBox<[ObjectIdentifier: Lane]>([:])
 
