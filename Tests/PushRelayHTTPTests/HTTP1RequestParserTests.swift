@@ -62,7 +62,10 @@ import Testing
                 + request("Authorization: key=b\r\nAccept: */*\r\nX-A: 1\r\n")  // one value changed
                 + request("Accept: */*\r\nAuthorization: key=b\r\nX-A: 1\r\n")  // another order
                 + request("X-B: 1\r\nAuthorization: key=b\r\n")  // another name at a place
-                + request("Authorization: key=b\r\nAccept: */*\r\nX-A: 1\r\nX-A: 2\r\n"))  // one more
+                + request("Authorization: key=b\r\nAccept: */*\r\nX-A: 1\r\nX-A: 2\r\n")  // one more
+                + request("")  // none
+                + request("Accept: */*\r\n")  // one again
+                + request("Accept: */*\r\nX-A: 3\r\n"))  // the first kept, one added
         #expect(parsed.error == nil)
         let fields = parsed.heads.map { head in head.headerFields.map { "\($0.name.canonicalName): \($0.value)" } }
         #expect(
@@ -73,7 +76,10 @@ import Testing
                 ["accept: */*", "authorization: key=b", "x-a: 1"],
                 ["x-b: 1", "authorization: key=b"],
                 ["authorization: key=b", "accept: */*", "x-a: 1", "x-a: 2"],
-            ])
+                [],
+                ["accept: */*"],
+                ["accept: */*", "x-a: 3"],
+            ], "each head keeps its own fields after the next heads were read")
     }
 
     @Test("names in any case are the same fields; Host is the authority, not a field")

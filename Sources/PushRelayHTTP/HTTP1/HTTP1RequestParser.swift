@@ -315,8 +315,13 @@ struct HTTP1RequestParser {
         }
         let target = string(bytes, targetStart, targetEnd)
 
-        var fields = HTTPFields()
-        fields.reserveCapacity(max(recent.count, 8))  // one allocation, not one per doubling
+        // The fields start as the previous head's (their storage shared, no copy): a line equal to the field at its
+        // place leaves it there, a different one replaces it (the storage is copied at the first difference), lines
+        // past the end are appended, and fields left past the last line are removed. A keep-alive sender's heads
+        // differ in a field or two (Content-Length), often in none: no field list is built per request.
+        var fields = recent
+        var fieldCount = 0
+        if fields.isEmpty { fields.reserveCapacity(8) }  // one allocation, not one per doubling
         var size = targetEnd - targetStart
         var authority: String?
         var hostCount = 0
@@ -408,15 +413,18 @@ struct HTTP1RequestParser {
             case .other:
                 break
             }
-            let position = fields.count
-            if position < recent.count, recent[position].name == name,
-                recent[position].valueIs(value)
-            {
-                fields.append(recent[position])
+            let position = fieldCount
+            fieldCount += 1
+            if position < fields.count {
+                let kept = fields[position]
+                if kept.name != name || !kept.valueIs(value) {
+                    fields[position] = HTTPField(name: name, value: String(decoding: value, as: UTF8.self))
+                }
             } else {
                 fields.append(HTTPField(name: name, value: String(decoding: value, as: UTF8.self)))
             }
         }
+        if fieldCount < fields.count { fields.removeSubrange(fieldCount...) }
         if hostCount == 0 && !isHTTP10 { hostProblem = "an HTTP/1.1 request needs a Host field" }
 
         let framing: HTTP1RequestHead.Framing
