@@ -106,18 +106,36 @@ final class HTTP2ServerStream {
         if name.count == 14, Self.contentLengthName.withUTF8Buffer({ HTTPField.same(UnsafeRawBufferPointer($0), name) }) {
             contentLength = Int(String(decoding: value, as: UTF8.self))
         }
-        let position = headerFields.count
-        if position == 0 { headerFields.reserveCapacity(max(recent.count, 8)) }  // one allocation per head
-        if position < recent.count, recent[position].rawNameIs(name), recent[position].valueIs(value) {
-            headerFields.append(recent[position])
-            return
+        // As the HTTP/1.1 parser does: the head's fields start as `recent` (shared storage), a field equal to the
+        // one at its place stays, a different one replaces it (one copy of the list, at the first difference),
+        // more are appended; ``makeHead()`` removes those past the last.
+        let position = fieldCount
+        if position == 0 {
+            headerFields = recent
+            if headerFields.isEmpty { headerFields.reserveCapacity(8) }  // one allocation per head
+        }
+        if position < headerFields.count {
+            let kept = headerFields[position]
+            if kept.rawNameIs(name), kept.valueIs(value) {
+                fieldCount += 1
+                return
+            }
         }
         guard let fieldName = HTTPField.Name(parsed: String(decoding: name, as: UTF8.self)) else {
             headerInvalid = true
             return
         }
-        headerFields.append(HTTPField(name: fieldName, value: String(decoding: value, as: UTF8.self)))
+        let field = HTTPField(name: fieldName, value: String(decoding: value, as: UTF8.self))
+        if position < headerFields.count {
+            headerFields[position] = field
+        } else {
+            headerFields.append(field)
+        }
+        fieldCount += 1
     }
+
+    /// How many regular fields this head has so far (``headerFields`` may hold more: the previous head's, past them).
+    private var fieldCount = 0
 
     private static let contentLengthName: StaticString = "content-length"
 
@@ -126,8 +144,10 @@ final class HTTP2ServerStream {
     /// to treat as malformed (a proxy and this server could route it differently).
     func makeHead() -> HTTPRequest? {
         guard let method = method.flatMap({ HTTPRequest.Method($0) }), !headerInvalid else { return nil }
-        let fields = headerFields
+        var fields = headerFields
+        if fieldCount < fields.count { fields.removeSubrange(fieldCount...) }
         headerFields = [:]
+        fieldCount = 0
         if let host = fields[HTTP2ServerStream.hostField] {
             guard fields[values: HTTP2ServerStream.hostField].count == 1 else { return nil }
             if let authority {
