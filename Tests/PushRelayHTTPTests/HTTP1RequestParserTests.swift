@@ -82,6 +82,27 @@ import Testing
             ], "each head keeps its own fields after the next heads were read")
     }
 
+    @Test("a keep-alive connection's next head has its own request line whether it repeats the last one or not")
+    func repeatedRequestLines() throws {
+        let parsed = Self.parse(
+            "POST /fcm/send HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n\r\n"
+                + "POST /fcm/send HTTP/1.1\r\nHost: a\r\nX-A: 2\r\n\r\n"  // the same line, another field value
+                + "GET /fcm/send HTTP/1.1\r\nHost: a\r\n\r\n"  // another method
+                + "GET /other HTTP/1.1\r\nHost: a\r\n\r\n"  // another path
+                + "GET /other HTTP/1.1\r\nHost: b\r\n\r\n"  // another authority
+                + "GET http://c/other HTTP/1.1\r\nHost: b\r\n\r\n"  // absolute form: a scheme and its authority
+                + "GET /other HTTP/1.1\r\nHost: b\r\n\r\n"  // origin form again
+                + "GET /other HTTP/1.0\r\n\r\n")  // no authority
+        #expect(parsed.error == nil)
+        let lines = parsed.heads.map { "\($0.method) \($0.scheme ?? "-") \($0.authority ?? "-") \($0.path ?? "-")" }
+        #expect(
+            lines == [
+                "POST - a /fcm/send", "POST - a /fcm/send", "GET - a /fcm/send", "GET - a /other", "GET - b /other",
+                "GET http c /other", "GET - b /other", "GET - - /other",
+            ])
+        #expect(parsed.heads.map { $0.headerFields[HTTPField.Name("x-a")!] } == ["1", "2", nil, nil, nil, nil, nil, nil])
+    }
+
     @Test("names in any case are the same fields; Host is the authority, not a field")
     func fieldNames() throws {
         let head = try Self.head(

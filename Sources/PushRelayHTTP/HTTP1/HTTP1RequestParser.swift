@@ -96,11 +96,12 @@ struct HTTP1RequestParser {
     /// How much of the buffered head has been searched for its end already (a head arriving in small reads is not
     /// searched from its start each time).
     private var searched = 0
-    /// The previous head's fields, in order: a keep-alive sender repeats most of its field lines request after
-    /// request (its `Authorization`, `Content-Type`, `User-Agent`), and a line equal to the one at the same place
-    /// last time reuses that field instead of making and validating its value again. Emptied by
-    /// ``forgetRecentFields()`` when the connection turns to a long response.
-    private var recentFields = HTTPFields()
+    /// The previous request: a keep-alive sender repeats its request line and most of its field lines request after
+    /// request (its `Authorization`, `Content-Type`, `User-Agent`); a line equal to the one at the same place last
+    /// time reuses that field instead of making and validating its value again, and the same method, target and
+    /// authority reuse the request's pseudo-header fields. Forgotten by ``forgetRecentFields()`` when the connection
+    /// turns to a long response.
+    private var recent: HTTPRequest?
     /// The largest head (request line and fields, with their line ends) and the largest trailer section.
     let maxHeadBytes: Int
     /// The longest chunk-size line (size and extensions).
@@ -223,13 +224,13 @@ struct HTTP1RequestParser {
             throw HTTP1ParseError(kind: .headTooLarge, reason: "request head larger than \(maxHeadBytes) bytes")
         }
         searched = 0
-        let recent = recentFields
+        let recent = self.recent
         let head = try buffer.withUnsafeReadableBytes { bytes in
             Result { () throws(HTTP1ParseError) in
                 try Self.head(UnsafeRawBufferPointer(rebasing: bytes[..<length]), recent: recent)
             }
         }.get()
-        recentFields = head.request.headerFields
+        self.recent = head.request
         buffer.moveReaderIndex(forwardBy: length)
         switch head.framing {
         case .none: state = .end
@@ -260,14 +261,14 @@ struct HTTP1RequestParser {
         return found
     }
 
-    /// Forgets the fields kept for the next head (``recentFields``): a connection that holds a long response (an
-    /// event stream) does not keep them for its whole life.
+    /// Forgets the request kept for the next head (``recent``): a connection that holds a long response (an event
+    /// stream) does not keep it for its whole life.
     mutating func forgetRecentFields() {
-        recentFields = HTTPFields()
+        recent = nil
     }
 
-    /// Parses a complete head (request line, fields, the empty line); `recent` are the previous head's fields.
-    private static func head(_ bytes: UnsafeRawBufferPointer, recent: HTTPFields) throws(HTTP1ParseError)
+    /// Parses a complete head (request line, fields, the empty line); `recent` is the previous request.
+    private static func head(_ bytes: UnsafeRawBufferPointer, recent: HTTPRequest?) throws(HTTP1ParseError)
         -> HTTP1RequestHead
     {
         // Request line: method SP request-target SP HTTP-version CRLF.
@@ -319,7 +320,7 @@ struct HTTP1RequestParser {
         // place leaves it there, a different one replaces it (the storage is copied at the first difference), lines
         // past the end are appended, and fields left past the last line are removed. A keep-alive sender's heads
         // differ in a field or two (Content-Length), often in none: no field list is built per request.
-        var fields = recent
+        var fields = recent?.headerFields ?? HTTPFields()
         var fieldCount = 0
         if fields.isEmpty { fields.reserveCapacity(8) }  // one allocation, not one per doubling
         var size = targetEnd - targetStart
@@ -442,19 +443,25 @@ struct HTTP1RequestParser {
             framing = .none
         }
 
-        let request: HTTPRequest
         let absolute = AbsoluteTarget(target)
         // Origin form (`/path`), absolute form, or `*` (for OPTIONS; the handler checks the method).
         guard absolute != nil || bytes[targetStart] == UInt8(ascii: "/") || target == "*" else {
             throw .malformed("the request target is not a path (/…), an absolute URL or *")
         }
-        if let absolute {
-            // A request target in absolute form names the authority itself; Host is ignored (RFC 9112 §3.2.2).
-            request = HTTPRequest(
-                method: method, scheme: absolute.scheme, authority: absolute.authority, path: absolute.path,
-                headerFields: fields)
+        // A request target in absolute form names the authority itself; Host is ignored (RFC 9112 §3.2.2).
+        let scheme = absolute?.scheme
+        let requestAuthority = absolute.map { $0.authority } ?? authority
+        let path = absolute?.path ?? target
+        let request: HTTPRequest
+        if var same = recent, same.method == method, same.scheme == scheme, same.authority == requestAuthority,
+            same.path == path
+        {
+            // The previous request line again: its pseudo-header fields are kept (not made and validated again).
+            same.headerFields = fields
+            request = same
         } else {
-            request = HTTPRequest(method: method, scheme: nil, authority: authority, path: target, headerFields: fields)
+            request = HTTPRequest(
+                method: method, scheme: scheme, authority: requestAuthority, path: path, headerFields: fields)
         }
         return HTTP1RequestHead(
             request: request, isHTTP10: isHTTP10, keepAlive: isHTTP10 ? keepAliveToken && !closeToken : !closeToken,
