@@ -99,7 +99,7 @@ struct HTTP1RequestParser {
     /// The previous request: a keep-alive sender repeats its request line and most of its field lines request after
     /// request (its `Authorization`, `Content-Type`, `User-Agent`); a line equal to the one at the same place last
     /// time reuses that field instead of making and validating its value again, and the same method, target and
-    /// authority reuse the request's pseudo-header fields. Forgotten by ``forgetRecentFields()`` when the connection
+    /// authority reuse the request's pseudo-header fields. Forgotten by ``forgetRecentRequest()`` when the connection
     /// turns to a long response.
     private var recent: HTTPRequest?
     /// The largest head (request line and fields, with their line ends) and the largest trailer section.
@@ -263,7 +263,7 @@ struct HTTP1RequestParser {
 
     /// Forgets the request kept for the next head (``recent``): a connection that holds a long response (an event
     /// stream) does not keep it for its whole life.
-    mutating func forgetRecentFields() {
+    mutating func forgetRecentRequest() {
         recent = nil
     }
 

@@ -645,7 +645,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
                 connection: self, eventLoop: context.eventLoop, allocator: context.channel.allocator)
             if draining { writer.drain() }
             self.writer = writer
-            parser.forgetRecentFields()  // a long response: the connection need not remember this head's fields
+            parser.forgetRecentRequest()  // a long response: the connection need not remember this request
             startStreamingBody(response.body, writer: writer)
         }
     }
