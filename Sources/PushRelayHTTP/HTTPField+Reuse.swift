@@ -29,3 +29,28 @@ extension HTTPField {
         return memcmp(left, right, a.count) == 0
     }
 }
+
+/// A head read over the previous head's fields (both protocols): it starts as those fields (their storage shared),
+/// a line equal to the field at its place keeps that field, a different one replaces it (the storage is copied at the
+/// first replacement), lines past the end are appended, and fields past the head's last line are dropped.
+extension HTTPFields {
+    /// The fields a head starts from: `recent` itself, or room for eight when there is none.
+    @inline(__always)
+    static func reading(over recent: HTTPFields) -> HTTPFields {
+        var fields = recent
+        if fields.isEmpty { fields.reserveCapacity(8) }  // one allocation, not one per doubling
+        return fields
+    }
+
+    /// Puts `field` at `position`: in place of the previous head's field there, or appended past the end.
+    @inline(__always)
+    mutating func put(_ field: HTTPField, at position: Int) {
+        if position < count { self[position] = field } else { append(field) }
+    }
+
+    /// Drops the previous head's fields past the head's `lineCount` lines.
+    @inline(__always)
+    mutating func keepFirst(_ lineCount: Int) {
+        if lineCount < count { removeSubrange(lineCount...) }
+    }
+}

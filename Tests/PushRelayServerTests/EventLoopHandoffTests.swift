@@ -32,7 +32,7 @@ struct EventLoopHandoffTests {
         #expect(ran.withLockedValue { $0 } == [1, 2, 3, 4, 5, 6])
 
         // A burst larger than a lane keeps between drains, then single items again: each batch runs.
-        let burst = EventLoopHandoff.keptCapacityForTests + 10
+        let burst = EventLoopHandoff.keptLaneCapacity + 10
         let count = NIOLockedValueBox(0)
         for _ in 0..<burst { handoff.execute(on: loop) { count.withLockedValue { $0 += 1 } } }
         loop.run()

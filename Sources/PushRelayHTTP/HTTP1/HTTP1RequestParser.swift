@@ -316,13 +316,10 @@ struct HTTP1RequestParser {
         }
         let target = string(bytes, targetStart, targetEnd)
 
-        // The fields start as the previous head's (their storage shared, no copy): a line equal to the field at its
-        // place leaves it there, a different one replaces it (the storage is copied at the first difference), lines
-        // past the end are appended, and fields left past the last line are removed. A keep-alive sender's heads
-        // differ in a field or two (Content-Length), often in none: no field list is built per request.
-        var fields = recent?.headerFields ?? HTTPFields()
+        // Read over the previous head's fields (`HTTPFields.reading(over:)`): a keep-alive sender's heads differ in a
+        // field or two (Content-Length), often in none, so no field list is built per request.
+        var fields = HTTPFields.reading(over: recent?.headerFields ?? HTTPFields())
         var fieldCount = 0
-        if fields.isEmpty { fields.reserveCapacity(8) }  // one allocation, not one per doubling
         var size = targetEnd - targetStart
         var authority: String?
         var hostCount = 0
@@ -418,14 +415,11 @@ struct HTTP1RequestParser {
             fieldCount += 1
             if position < fields.count {
                 let kept = fields[position]
-                if kept.name != name || !kept.valueIs(value) {
-                    fields[position] = HTTPField(name: name, value: String(decoding: value, as: UTF8.self))
-                }
-            } else {
-                fields.append(HTTPField(name: name, value: String(decoding: value, as: UTF8.self)))
+                if kept.name == name, kept.valueIs(value) { continue }
             }
+            fields.put(HTTPField(name: name, value: String(decoding: value, as: UTF8.self)), at: position)
         }
-        if fieldCount < fields.count { fields.removeSubrange(fieldCount...) }
+        fields.keepFirst(fieldCount)
         if hostCount == 0 && !isHTTP10 { hostProblem = "an HTTP/1.1 request needs a Host field" }
 
         let framing: HTTP1RequestHead.Framing
@@ -450,7 +444,7 @@ struct HTTP1RequestParser {
         }
         // A request target in absolute form names the authority itself; Host is ignored (RFC 9112 §3.2.2).
         let scheme = absolute?.scheme
-        let requestAuthority = absolute.map { $0.authority } ?? authority
+        let requestAuthority = absolute?.authority ?? authority
         let path = absolute?.path ?? target
         let request: HTTPRequest
         if var same = recent, same.method == method, same.scheme == scheme, same.authority == requestAuthority,

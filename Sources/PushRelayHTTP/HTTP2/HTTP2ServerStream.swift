@@ -106,14 +106,10 @@ final class HTTP2ServerStream {
         if name.count == 14, Self.contentLengthName.withUTF8Buffer({ HTTPField.same(UnsafeRawBufferPointer($0), name) }) {
             contentLength = Int(String(decoding: value, as: UTF8.self))
         }
-        // As the HTTP/1.1 parser does: the head's fields start as `recent` (shared storage), a field equal to the
-        // one at its place stays, a different one replaces it (one copy of the list, at the first difference),
-        // more are appended; ``makeHead()`` removes those past the last.
+        // Read over the connection's previous head (`HTTPFields.reading(over:)`), as the HTTP/1.1 parser does;
+        // ``makeHead()`` drops the fields past the last.
         let position = fieldCount
-        if position == 0 {
-            headerFields = recent
-            if headerFields.isEmpty { headerFields.reserveCapacity(8) }  // one allocation per head
-        }
+        if position == 0 { headerFields = .reading(over: recent) }
         if position < headerFields.count {
             let kept = headerFields[position]
             if kept.rawNameIs(name), kept.valueIs(value) {
@@ -125,12 +121,7 @@ final class HTTP2ServerStream {
             headerInvalid = true
             return
         }
-        let field = HTTPField(name: fieldName, value: String(decoding: value, as: UTF8.self))
-        if position < headerFields.count {
-            headerFields[position] = field
-        } else {
-            headerFields.append(field)
-        }
+        headerFields.put(HTTPField(name: fieldName, value: String(decoding: value, as: UTF8.self)), at: position)
         fieldCount += 1
     }
 
@@ -145,7 +136,7 @@ final class HTTP2ServerStream {
     func makeHead() -> HTTPRequest? {
         guard let method = method.flatMap({ HTTPRequest.Method($0) }), !headerInvalid else { return nil }
         var fields = headerFields
-        if fieldCount < fields.count { fields.removeSubrange(fieldCount...) }
+        fields.keepFirst(fieldCount)
         headerFields = [:]
         fieldCount = 0
         if let host = fields[HTTP2ServerStream.hostField] {

@@ -47,18 +47,15 @@ public final class EventLoopHandoff: Sendable {
             }
             for work in batch { work() }
             // A burst's array is let go rather than held for good.
-            if batch.capacity <= Self.keptCapacity {
+            if batch.capacity <= EventLoopHandoff.keptLaneCapacity {
                 batch.removeAll(keepingCapacity: true)
                 spare = batch
             }
         }
-
-        /// The largest array a lane keeps between drains (16 bytes an entry).
-        static let keptCapacity = 4096
     }
 
-    /// ``Lane/keptCapacity``, for tests.
-    static var keptCapacityForTests: Int { Lane.keptCapacity }
+    /// The largest array a lane keeps between drains (16 bytes an entry).
+    static let keptLaneCapacity = 4096
 
     private let lanes = NIOLockedValueBox<[ObjectIdentifier: Lane]>([:])
 
