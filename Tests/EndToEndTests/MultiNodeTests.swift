@@ -113,7 +113,8 @@ struct MultiNodeTests {
     /// Sends to one token until the file `stop` exists (two minutes at most), round robin over `bases`, one
     /// connection per node, one request at a time. A send that gets no answer (the node is restarting) or
     /// `503 Unavailable` with `Retry-After` (it drains) goes to the next node; any other refusal is printed to
-    /// standard error. Prints the accepted message ids as a JSON list, and how many sends found no node.
+    /// standard error. Prints `{"first_accepted": id}` once a send is accepted, and at the end the accepted message
+    /// ids as a JSON list and how many sends found no node.
     static let rollingSender = #"""
         import json, os, sys, time, httpx
         bases, key, token, stop = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
@@ -135,6 +136,8 @@ struct MultiNodeTests {
                 result = r.json()["results"][0] if r.status_code == 200 else {}
                 if "message_id" in result:
                     accepted.append(result["message_id"])
+                    if len(accepted) == 1:
+                        print(json.dumps({"first_accepted": accepted[0]}), flush=True)
                     break
                 print(json.dumps({"refused": r.status_code, "body": r.text}), file=sys.stderr)
             else:
@@ -160,8 +163,12 @@ struct MultiNodeTests {
         let sender = try StreamingProcess(
             "python3", ["-c", Self.rollingSender, bases, keys.serverKey, device.token, stop], standardError: true)
         defer { sender.stop() }
+        // The load is on before the first node stops (a stalled machine can take seconds to start Python).
+        try await sender.waitFor(timeout: .seconds(60), "the sender's first accepted send") {
+            $0.contains("{\"first_accepted\"")
+        }
         // One node after the other: SIGTERM (the drain answers what it has read), then back on the same port.
-        try await Task.sleep(for: .seconds(2))
+        try await Task.sleep(for: .seconds(1))
         for node in nodes {
             node.sendTerminate()
             let exit = try await node.waitForExit()

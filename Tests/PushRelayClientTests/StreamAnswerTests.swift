@@ -163,21 +163,22 @@ struct StreamAnswerTests {
         #expect(PushClient.failure(for: silent) == .heartbeatTimeout)
     }
 
-    @Test("every relay refuses 503 with Retry-After (2 s, 1 h): the client waits the shortest, then tries its relay",
+    @Test("every relay refuses 503 with Retry-After (30 s, 1 h): the client waits the shortest, then tries its relay",
           arguments: Transport.allCases)
     func failoverWaitsTheShortest(_ transport: Transport) async throws {
-        let a = try await FakeStreamAnswerRelay.start([.refuse(status: 503, retryAfter: "2")])
+        let a = try await FakeStreamAnswerRelay.start([.refuse(status: 503, retryAfter: "30")])
         let b = try await FakeStreamAnswerRelay.start([.refuse(status: 503, retryAfter: "3600")])
         var configuration = Self.configuration(a)
         configuration.fallbackServerURLs = [b.serverURL]
         let failover = try FailoverTransport(configuration: configuration) { try transport.make($0) }
         let client = try Self.client(configuration, transport: failover)
-        // Stopped as soon as the client says how long it waits: nothing here waits the 2 s.
+        // Stopped as soon as the client says how long it waits: nothing here waits the 30 s.
         let (attempt, delay) = try await PushClientNetworkTests.firstReconnection(of: client)
         #expect(attempt == 1)
-        // a's 2 s, counted from its answer and rounded up to whole seconds: more than the backoff (at most 100 ms),
-        // and not b's hour.
-        #expect(delay > .milliseconds(100) && delay <= .seconds(2), "\(delay)")
+        // a's 30 s, counted from its answer and rounded up to whole seconds: more than the backoff (at most 100 ms),
+        // and not b's hour. (30 s, not 2: what is left of a's wait when b has answered shrinks with any stall of this
+        // machine, and a stall of 2 s has been seen under CI's load.)
+        #expect(delay > .milliseconds(100) && delay <= .seconds(30), "\(delay)")
         #expect(failover.currentIndex == 0)
         #expect(a.streamRequests.count == 1 && b.streamRequests.count == 1)
         await failover.shutdown()

@@ -63,9 +63,11 @@ struct URLSessionTransportBufferTests {
         #expect(read > 0)
         #expect(read <= Self.limit)
         #expect(transport.bufferedBytesHighWaterMark <= Self.limit)
+        // The flood got past the bound. How much more of it the socket took before the cut is not checked: curl
+        // goes on reading until the cancellation reaches it, and on a stalled machine (CI, load 6) that was the
+        // whole 64 MiB. The fake never closes a stream, so `waitUntilClosed` above already proves the client cut it.
         let sent = try #require(relay.streams.first).bytesWritten
         #expect(sent > Self.limit)
-        #expect(sent < Self.flood)
         await transport.shutdown()
         try await relay.shutdown()
     }
