@@ -11,23 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib/h2load-checked.sh
+. Benchmarks/lib/release-daemon.sh
 
 flags=${H2LOAD_FLAGS:-"-n 200000 -c 8 -m 32 -t 1"}
-skip_build=${SKIP_BUILD:-0}
-
-if [ "$skip_build" != 1 ]; then
-  swift build -c release --product pushrelay --scratch-path .build-release >&2
-fi
-bin=${PUSHRELAY_BIN:-"$(swift build -c release --scratch-path .build-release --show-bin-path)/pushrelay"}
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+release_binary
+bench_workspace
 
 # The same bodies on both servers: /healthz answers {"status":"ok"}; the POST body is 300 bytes.
 mkdir -p "$work/docroot/debug"

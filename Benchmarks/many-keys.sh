@@ -13,23 +13,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ "${SKIP_BUILD:-0}" != 1 ] && [ -z "${PUSHRELAY_BIN:-}" ]; then
-  swift build -c release --product pushrelay --scratch-path .build-release >&2
-fi
-bin=${PUSHRELAY_BIN:-"$(swift build -c release --scratch-path .build-release --show-bin-path)/pushrelay"}
+. Benchmarks/lib/release-daemon.sh
 
-work=$(mktemp -d)
-daemon=""
-cleanup() {
-  [ -z "$daemon" ] || kill "$daemon" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+release_binary
+bench_workspace
 
 key=$("$bin" project create shop --data-dir "$work" --json |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["server_key"])')
 "$bin" serve --listen 127.0.0.1:0 --data-dir "$work" --log-level warning > "$work/log" 2>&1 &
 daemon=$!
+pids+=("$daemon")
 port=""
 for _ in $(seq 1 100); do
   port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$work/log" 2> /dev/null | head -1 | sed 's/.*://') || true
