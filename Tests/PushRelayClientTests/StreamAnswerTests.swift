@@ -95,13 +95,7 @@ struct StreamAnswerTests {
         configuration.backoff.maximumAttempts = 3
         let client = try Self.client(configuration, over: transport)
         let states = client.states()
-        var failure: (any Error)?
-        do {
-            try await withTimeout(20, "run() to give up") { try await client.run() }
-        } catch {
-            failure = error
-        }
-        let error = try #require(failure as? PushClientError, "\(String(describing: failure))")
+        let error = try await failure(ofRunning: client, "run() to give up")
         #expect(error.code == .gaveUp, "\(error)")
         let last = try #require(client.lastError)
         #expect(last.code == .invalidResponse)

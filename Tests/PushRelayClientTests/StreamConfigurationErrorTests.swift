@@ -30,13 +30,7 @@ struct StreamConfigurationErrorTests {
         let client = try StreamAnswerTests.client(
             configuration, transport: transport.makeUnusable(configuration, relay: relay))
         let states = client.states()
-        var failure: (any Error)?
-        do {
-            try await withTimeout(20, "run() to end") { try await client.run() }
-        } catch {
-            failure = error
-        }
-        let error = try #require(failure as? PushClientError, "\(String(describing: failure))")
+        let error = try await failure(ofRunning: client)
         #expect(error.code == transport.unusableCode, "\(error)")
         #expect(client.lastError?.code == transport.unusableCode, "\(String(describing: client.lastError))")
         let seen = try await states.until("failed") { if case .failed = $0 { true } else { false } }
@@ -87,13 +81,7 @@ struct StreamConfigurationErrorTests {
         ])
         let client = try StreamAnswerTests.client(configuration, transport: failover)
         let states = client.states()
-        var failure: (any Error)?
-        do {
-            try await withTimeout(20, "run() to end") { try await client.run() }
-        } catch {
-            failure = error
-        }
-        let error = try #require(failure as? PushClientError, "\(String(describing: failure))")
+        let error = try await failure(ofRunning: client)
         #expect(error.code == transport.unusableCode, "\(error)")
         #expect(error.message.contains("relay 0: ") && error.message.contains("relay 1: "), "\(error.message)")
         let seen = try await states.until("failed") { if case .failed = $0 { true } else { false } }

@@ -1,5 +1,8 @@
 import PushRelayWire
 import Foundation
+import Testing
+
+@testable import PushRelayClient
 
 enum JSONEncoderHelper {
     static func encode(_ value: some Encodable) throws -> Data {
@@ -62,6 +65,18 @@ func withTimeout<T: Sendable>(
         guard let result = try await group.next(), let value = result else { throw TestTimeout(what: what) }
         return value
     }
+}
+
+/// Runs `client` until `run()` ends (bounded by ``withTimeout(_:_:_:)``) and returns the ``PushClientError`` it
+/// ended with; the test fails when it returns or throws anything else.
+func failure(ofRunning client: PushClient, _ what: String = "run() to end") async throws -> PushClientError {
+    var failure: (any Error)?
+    do {
+        try await withTimeout(20, what) { try await client.run() }
+    } catch {
+        failure = error
+    }
+    return try #require(failure as? PushClientError, "\(String(describing: failure))")
 }
 
 extension AsyncStream where Element: Sendable {
