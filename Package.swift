@@ -96,8 +96,8 @@ let package = Package(
             name: "PushRelayServer",
             dependencies: [
                 "PushRelayCore", "PushRelayStore", "PushRelayHTTP", "PushRelayTLS", "PushRelayWire", "PushRelayCrypto",
-                nio, nioConcurrency, httpTypes, logging, lifecycle, unixSignals, metrics, prometheus, configuration,
-                systemPackage,
+                nio, nioPosix, nioConcurrency, httpTypes, logging, lifecycle, unixSignals, metrics, prometheus,
+                configuration, systemPackage,
             ],
             swiftSettings: swiftSettings
         ),

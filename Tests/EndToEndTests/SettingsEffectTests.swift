@@ -36,6 +36,51 @@ import Testing
         #expect(try await daemon.terminate() == 0)
     }
 
+    /// The names of the daemon's threads (`/proc/<pid>/task/*/comm`).
+    static func threadNames(of daemon: Daemon) throws -> [String] {
+        let pid = try #require(daemon.process?.processIdentifier)
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        return tasks.compactMap { task in
+            (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    /// `event_loops` sets how many threads serve the connections: with 1 and with 3 the daemon runs exactly that many
+    /// event loops of its own (NIO names their threads `NIO-ELT-…`) and none of NIO's shared group, and sends over
+    /// several connections are answered and delivered (on PostgreSQL the shared group runs beside them, for the
+    /// store's connections). The default, 0, is NIO's shared group (`NIO-SGLTN-…`, one loop per core) and no group
+    /// of its own.
+    @Test(arguments: [1, 3, 0]) func eventLoopsSetsTheConnectionThreads(_ count: Int) async throws {
+        let daemon = try Daemon(arguments: count == 0 ? [] : ["--event-loops", "\(count)"])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let stream = try daemon.openStream(secret: device.secret)
+        defer { stream.stop() }
+        try await stream.waitFor(timeout: .seconds(30), "the stream to open") { $0.contains(": connected") }
+        var ids: [String] = []
+        for n in 0..<4 {  // a connection each (curl)
+            let answer = try await daemon.send(
+                #"{"to": "\#(device.token)", "data": {"n": "\#(n)"}}"#, serverKey: keys.serverKey)
+            #expect(answer.status == 200, "\(answer.body)")
+            ids.append(try messageID(ofSendResponse: answer.body))
+        }
+        try await stream.waitFor(timeout: .seconds(30), "the four messages") { text in ids.allSatisfy(text.contains) }
+        let names = try Self.threadNames(of: daemon)
+        let own = names.filter { $0.hasPrefix("NIO-ELT-") }.count
+        let shared = names.filter { $0.hasPrefix("NIO-SGLTN-") }.count
+        // PostgreSQL's connections stay on NIO's shared group (docs/operations.md): only on SQLite is it absent.
+        let onPostgres = daemon.storeArguments.contains("postgres")
+        if count == 0 {
+            #expect(own == 0 && shared >= 1, "\(names)")
+        } else {
+            #expect(own == count, "\(names)")
+            #expect(onPostgres || shared == 0, "\(names)")
+        }
+        #expect(try await daemon.terminate() == 0)
+    }
+
     /// `max_buffered_body_size` bounds the send bodies that HTTP/2 clients with a valid server key can park on
     /// unfinished streams (windows are reopened only as the budget takes bytes): with 200 KiB, three connections
     /// of four never-ending 80 KiB sends get to send at most the budget plus a connection window each (960 KiB

@@ -202,6 +202,13 @@ let fieldCases: [FieldCase] = [
         invalid: ["-1", "10000001", "many"]
     ),
     FieldCase(
+        field: .eventLoops,
+        file: ("1", "1"),
+        environment: ("0", "0"),
+        flag: ("4", "4"),
+        invalid: ["-1", "1025", "all"]
+    ),
+    FieldCase(
         field: .requestTimeout,
         file: (#""10s""#, #""10s""#),
         environment: ("5", #""5s""#),

@@ -157,6 +157,8 @@ struct ConfigurationBuilder {
             configuration.maxConnections = try Parse.integer(raw, in: 1...10_000_000)
         case .maxConnectionsPerAddress:
             configuration.maxConnectionsPerAddress = try Parse.integer(raw, in: 0...10_000_000)
+        case .eventLoops:
+            configuration.eventLoops = try Parse.integer(raw, in: 0...1024)
         case .requestTimeout:
             configuration.requestTimeout = try Parse.duration(raw)
         case .deviceMessageRate:

@@ -47,6 +47,7 @@ extension PushRelayConfiguration {
         case .shutdownDrainTimeout: return Self.quote(Self.renderDuration(shutdownDrainTimeout))
         case .maxConnections: return String(maxConnections)
         case .maxConnectionsPerAddress: return String(maxConnectionsPerAddress)
+        case .eventLoops: return String(eventLoops)
         case .requestTimeout: return Self.quote(Self.renderDuration(requestTimeout))
         case .deviceMessageRate: return String(deviceMessageRate)
         case .topicMessageRate: return String(topicMessageRate)

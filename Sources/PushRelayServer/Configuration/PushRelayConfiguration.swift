@@ -102,6 +102,10 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Most connections open at once from one IP address; a new one beyond it is closed at accept. `0`: no limit.
     /// Key `max_connections_per_address`. Default 0 (devices behind one carrier NAT share an address).
     public var maxConnectionsPerAddress: Int
+    /// The event loops (threads) that serve the connections, each connection on one of them; `0`: one per CPU core
+    /// (NIO's shared group). Fewer loops than cores spend less CPU per message at moderate rates (the store's writer
+    /// wakes fewer threads, deliveries cross fewer of them) and reach a lower peak. Key `event_loops`. Default 0.
+    public var eventLoops: Int
     /// A request must have arrived whole this long after its head began: the HTTP/1.1 body after its head (else
     /// `408`), an HTTP/2 stream's headers and body after its first HEADERS frame (else RST_STREAM `CANCEL`).
     /// Key `request_timeout`. Default 30 s.
@@ -175,6 +179,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.shutdownDrainTimeout = .seconds(20)
         self.maxConnections = Self.defaultMaxConnections()
         self.maxConnectionsPerAddress = 0
+        self.eventLoops = 0
         self.requestTimeout = .seconds(30)
         self.deviceMessageRate = 240
         self.topicMessageRate = 600

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import NIOCore
+import NIOPosix
 import PushRelayCore
 import PushRelayHTTP
 import PushRelayStore
@@ -22,6 +23,9 @@ public final class RelayService: Service {
     let store: any PushStore
     let relay: RelayApplication
     let server: HTTPServer
+    /// The connections' event loops when `event_loops` names a count (shut down after the store closes); nil: NIO's
+    /// shared group, one loop per core.
+    let eventLoops: MultiThreadedEventLoopGroup?
     let tlsContext: TLSServerContext?
     let notifier: SystemdNotifier
     let onListening: @Sendable ([RelayServiceGroup.ListeningAddress], String) -> Void
@@ -67,8 +71,13 @@ public final class RelayService: Service {
         self.store = store
         self.relay = relay
         self.tlsContext = tlsContext
+        // Made after everything that can throw, so that a failed start leaves no threads behind.
+        let eventLoops = configuration.eventLoops > 0
+            ? MultiThreadedEventLoopGroup(numberOfThreads: configuration.eventLoops) : nil
+        self.eventLoops = eventLoops
         self.server = HTTPServer(
-            configuration: serverConfiguration, listeners: listeners, responder: relay.router, logger: logger)
+            configuration: serverConfiguration, listeners: listeners, responder: relay.router,
+            eventLoopGroup: eventLoops ?? MultiThreadedEventLoopGroup.singleton, logger: logger)
         self.notifier = options.notifier
         self.onListening = options.onListening
         self.logger = logger
@@ -95,6 +104,7 @@ public final class RelayService: Service {
             addresses = try await server.start()
         } catch {
             await store.close()
+            try? await eventLoops?.shutdownGracefully()
             throw error
         }
         // start() returns the bound addresses in the order of the listeners: cleartext first, then TLS.
@@ -130,6 +140,7 @@ public final class RelayService: Service {
             server.beginShutdown()
         }
         await store.close()
+        try? await eventLoops?.shutdownGracefully()
     }
 
     /// What a SIGHUP re-reads: the TLS certificate and key (the files `configuration` names now) and the log level.
