@@ -1,6 +1,7 @@
 public import Logging
 public import PushRelayStore
 import Foundation
+public import NIOCore
 public import PushRelayCore
 
 /// Opens the store the relay and the CLI use: SQLite in a data directory (the default) or PostgreSQL at a URL,
@@ -28,7 +29,8 @@ public enum RelayStore {
     /// `readOnly` opens a SQLite store only to read it (``SQLiteStore/Configuration/readOnly``: a backup mounted
     /// read-only, a data directory this user may not write); it implies not `createIfMissing`, and PostgreSQL is
     /// opened as usual. `postgresCommitTimeout` and `postgresStatementTimeout` apply to PostgreSQL only (`postgres_commit_timeout`,
-    /// `postgres_statement_timeout`); nil keeps the store's defaults.
+    /// `postgres_statement_timeout`); nil keeps the store's defaults. `eventLoopGroup`: the loops PostgreSQL's
+    /// connections run on (`event_loops`); nil: NIO's shared group.
     public static func open(
         _ location: Location,
         createIfMissing: Bool = true,
@@ -36,6 +38,7 @@ public enum RelayStore {
         readOnly: Bool = false,
         postgresCommitTimeout: Duration? = nil,
         postgresStatementTimeout: Duration? = nil,
+        eventLoopGroup: (any EventLoopGroup)? = nil,
         logger: Logger
     ) async throws -> any PushStore {
         switch location {
@@ -54,6 +57,7 @@ public enum RelayStore {
             configuration.queuePolicy = queuePolicy
             if let postgresCommitTimeout { configuration.commitTimeout = postgresCommitTimeout }
             if let postgresStatementTimeout { configuration.statementTimeout = postgresStatementTimeout }
+            configuration.eventLoopGroup = eventLoopGroup
             return try await PostgresStore.open(configuration: configuration, logger: logger)
         }
     }

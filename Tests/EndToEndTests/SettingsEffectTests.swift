@@ -48,9 +48,8 @@ import Testing
 
     /// `event_loops` sets how many threads serve the connections: with 1 and with 3 the daemon runs exactly that many
     /// event loops of its own (NIO names their threads `NIO-ELT-…`) and none of NIO's shared group, and sends over
-    /// several connections are answered and delivered (on PostgreSQL the shared group runs beside them, for the
-    /// store's connections). The default, 0, is NIO's shared group (`NIO-SGLTN-…`, one loop per core) and no group
-    /// of its own.
+    /// several connections are answered and delivered (on PostgreSQL, the store's connections run on those loops
+    /// too). The default, 0, is NIO's shared group (`NIO-SGLTN-…`, one loop per core) and no group of its own.
     @Test(arguments: [1, 3, 0]) func eventLoopsSetsTheConnectionThreads(_ count: Int) async throws {
         let daemon = try Daemon(arguments: count == 0 ? [] : ["--event-loops", "\(count)"])
         try await daemon.start()
@@ -70,13 +69,10 @@ import Testing
         let names = try Self.threadNames(of: daemon)
         let own = names.filter { $0.hasPrefix("NIO-ELT-") }.count
         let shared = names.filter { $0.hasPrefix("NIO-SGLTN-") }.count
-        // PostgreSQL's connections stay on NIO's shared group (docs/operations.md): only on SQLite is it absent.
-        let onPostgres = daemon.storeArguments.contains("postgres")
         if count == 0 {
             #expect(own == 0 && shared >= 1, "\(names)")
         } else {
-            #expect(own == count, "\(names)")
-            #expect(onPostgres || shared == 0, "\(names)")
+            #expect(own == count && shared == 0, "\(names)")
         }
         #expect(try await daemon.terminate() == 0)
     }

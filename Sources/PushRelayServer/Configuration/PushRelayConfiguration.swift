@@ -102,8 +102,8 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Most connections open at once from one IP address; a new one beyond it is closed at accept. `0`: no limit.
     /// Key `max_connections_per_address`. Default 0 (devices behind one carrier NAT share an address).
     public var maxConnectionsPerAddress: Int
-    /// The event loops (threads) that serve the connections, each connection on one of them; `0`: one per CPU core
-    /// (NIO's shared group). Fewer loops than cores spend less CPU per message at moderate rates (the store's writer
+    /// The event loops (threads) that serve the connections, each connection on one of them (PostgreSQL's too);
+    /// `0`: one per CPU core (NIO's shared group). Fewer loops than cores spend less CPU per message at moderate rates (the store's writer
     /// wakes fewer threads, deliveries cross fewer of them) and reach a lower peak. Key `event_loops`. Default 0.
     public var eventLoops: Int
     /// A request must have arrived whole this long after its head began: the HTTP/1.1 body after its head (else

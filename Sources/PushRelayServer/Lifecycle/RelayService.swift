@@ -34,7 +34,16 @@ public final class RelayService: Service {
     /// Opens the store and builds the relay and its server; binds nothing yet.
     init(configuration: PushRelayConfiguration, options: RelayServiceGroup.Options, logger: Logger) async throws {
         let tlsContext = try Self.makeTLSContext(configuration)
-        let store = try await Self.openStore(configuration, create: options.createStore)
+        // The relay's own loops when `event_loops` names a count: its connections and PostgreSQL's run on them.
+        let eventLoops = configuration.eventLoops > 0
+            ? MultiThreadedEventLoopGroup(numberOfThreads: configuration.eventLoops) : nil
+        let store: any PushStore
+        do {
+            store = try await Self.openStore(configuration, create: options.createStore, eventLoopGroup: eventLoops)
+        } catch {
+            try? await eventLoops?.shutdownGracefully()
+            throw error
+        }
         var relayOptions = RelayApplication.Options()
         relayOptions.heartbeatInterval = configuration.heartbeatInterval
         relayOptions.corsAllowedOrigins = configuration.corsAllowedOrigins
@@ -71,9 +80,6 @@ public final class RelayService: Service {
         self.store = store
         self.relay = relay
         self.tlsContext = tlsContext
-        // Made after everything that can throw, so that a failed start leaves no threads behind.
-        let eventLoops = configuration.eventLoops > 0
-            ? MultiThreadedEventLoopGroup(numberOfThreads: configuration.eventLoops) : nil
         self.eventLoops = eventLoops
         self.server = HTTPServer(
             configuration: serverConfiguration, listeners: listeners, responder: relay.router,
@@ -159,7 +165,9 @@ public final class RelayService: Service {
 
     /// The store engine the configuration names: SQLite in `data_dir` (the default) or PostgreSQL at `postgres_url`.
     /// A missing SQLite store is created only when `create` is true.
-    static func openStore(_ configuration: PushRelayConfiguration, create: Bool) async throws -> any PushStore {
+    static func openStore(
+        _ configuration: PushRelayConfiguration, create: Bool, eventLoopGroup: (any EventLoopGroup)? = nil
+    ) async throws -> any PushStore {
         return try await RelayStore.open(
             RelayStore.Location(configuration),
             createIfMissing: create,
@@ -168,6 +176,7 @@ public final class RelayService: Service {
                 maxCollapseKeys: configuration.maxCollapseKeys),
             postgresCommitTimeout: configuration.postgresCommitTimeout,
             postgresStatementTimeout: configuration.postgresStatementTimeout,
+            eventLoopGroup: eventLoopGroup,
             logger: Logger(label: "pushrelay.store"))
     }
 

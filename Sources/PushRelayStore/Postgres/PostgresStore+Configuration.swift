@@ -1,4 +1,5 @@
 public import Foundation
+public import NIOCore
 public import PushRelayCore
 
 extension PostgresStore {
@@ -10,6 +11,9 @@ extension PostgresStore {
         /// Connections for reads (lookups, pending messages, statistics), besides the writer's and the
         /// listener's. Default 4.
         public var readConnections: Int = 4
+        /// The event loops the connections run on; nil: postgres-nio's default (NIO's shared group). The daemon
+        /// passes its own when `event_loops` is set, so that the store's connections share the relay's loops.
+        public var eventLoopGroup: (any EventLoopGroup)?
         /// How long a connection attempt may take before ``StoreError/Code/unavailable``. Default 5 s.
         public var connectTimeout: Duration = .seconds(5)
         /// How long a read may take (PostgreSQL away, or not answering) before ``StoreError/Code/unavailable``.

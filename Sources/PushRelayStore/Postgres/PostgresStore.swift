@@ -56,7 +56,10 @@ public final class PostgresStore: PushStore {
             try? await connection.close()
             throw PostgresStoreContext.storeError(error)
         }
-        let client = PostgresClient(configuration: Self.clientConfiguration(context), backgroundLogger: logger)
+        let client = PostgresClient(
+            configuration: Self.clientConfiguration(context),
+            eventLoopGroup: configuration.eventLoopGroup ?? PostgresClient.defaultEventLoopGroup,
+            backgroundLogger: logger)
         let writer = PostgresWriter(context: context, connection: connection)
         let listener = PostgresListener(context: context)
         let poll = configuration.fanOutPollInterval
