@@ -109,8 +109,7 @@ public final class RelayService: Service {
         do {
             addresses = try await server.start()
         } catch {
-            await store.close()
-            try? await eventLoops?.shutdownGracefully()
+            await close()
             throw error
         }
         // start() returns the bound addresses in the order of the listeners: cleartext first, then TLS.
@@ -145,6 +144,12 @@ public final class RelayService: Service {
             relay.drain()
             server.beginShutdown()
         }
+        await close()
+    }
+
+    /// Closes the store, then stops the relay's own event loops (``eventLoops``), which PostgreSQL's connections
+    /// may be on.
+    private func close() async {
         await store.close()
         try? await eventLoops?.shutdownGracefully()
     }

@@ -1,6 +1,7 @@
 public import Foundation
 public import NIOCore
 public import PushRelayCore
+import PostgresNIO
 
 extension PostgresStore {
     /// How a ``PostgresStore`` connects and behaves. The queue and topic fields mean what they mean for
@@ -14,6 +15,9 @@ extension PostgresStore {
         /// The event loops the connections run on; nil: postgres-nio's default (NIO's shared group). The daemon
         /// passes its own when `event_loops` is set, so that the store's connections share the relay's loops.
         public var eventLoopGroup: (any EventLoopGroup)?
+
+        /// ``eventLoopGroup``, or postgres-nio's default: the loops every connection of the store runs on.
+        var loops: any EventLoopGroup { eventLoopGroup ?? PostgresConnection.defaultEventLoopGroup }
         /// How long a connection attempt may take before ``StoreError/Code/unavailable``. Default 5 s.
         public var connectTimeout: Duration = .seconds(5)
         /// How long a read may take (PostgreSQL away, or not answering) before ``StoreError/Code/unavailable``.

@@ -58,7 +58,7 @@ public final class PostgresStore: PushStore {
         }
         let client = PostgresClient(
             configuration: Self.clientConfiguration(context),
-            eventLoopGroup: configuration.eventLoopGroup ?? PostgresClient.defaultEventLoopGroup,
+            eventLoopGroup: configuration.loops,
             backgroundLogger: logger)
         let writer = PostgresWriter(context: context, connection: connection)
         let listener = PostgresListener(context: context)

@@ -68,13 +68,9 @@ final class PostgresStoreContext: Sendable {
     /// Opens one connection.
     func connect(id: Int) async throws(StoreError) -> PostgresConnection {
         do {
-            if let group = self.configuration.eventLoopGroup {
-                return try await PostgresConnection.connect(
-                    on: group.any(), configuration: self.connectionConfiguration, id: id, logger: self.logger
-                ).get()
-            }
             return try await PostgresConnection.connect(
-                configuration: self.connectionConfiguration, id: id, logger: self.logger)
+                on: self.configuration.loops.any(), configuration: self.connectionConfiguration, id: id,
+                logger: self.logger)
         } catch {
             throw StoreError.unavailable("cannot connect to \(self.configuration.url): \(Self.describe(error))")
         }
