@@ -158,7 +158,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PushRelayStoreTests",
-            dependencies: ["PushRelayStore", "PushRelayCore", "TestSupport", logging, nioConcurrency, postgresNIO],
+            dependencies: [
+                "PushRelayStore", "PushRelayCore", "TestSupport", logging, nio, nioPosix, nioConcurrency, postgresNIO,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -30,7 +30,8 @@ public enum RelayStore {
     /// read-only, a data directory this user may not write); it implies not `createIfMissing`, and PostgreSQL is
     /// opened as usual. `postgresCommitTimeout` and `postgresStatementTimeout` apply to PostgreSQL only (`postgres_commit_timeout`,
     /// `postgres_statement_timeout`); nil keeps the store's defaults. `eventLoopGroup`: the loops PostgreSQL's
-    /// connections run on (`event_loops`); nil: NIO's shared group.
+    /// connections run on (`event_loops`); nil: NIO's shared group. `commitEventLoop`: the loop a SQLite store
+    /// commits on instead of its writer thread (`commit_on_event_loop`, ``SQLiteStore/Configuration/commitEventLoop``).
     public static func open(
         _ location: Location,
         createIfMissing: Bool = true,
@@ -39,6 +40,7 @@ public enum RelayStore {
         postgresCommitTimeout: Duration? = nil,
         postgresStatementTimeout: Duration? = nil,
         eventLoopGroup: (any EventLoopGroup)? = nil,
+        commitEventLoop: (any EventLoop)? = nil,
         logger: Logger
     ) async throws -> any PushStore {
         switch location {
@@ -50,6 +52,7 @@ public enum RelayStore {
             configuration.queuePolicy = queuePolicy
             configuration.createIfMissing = createIfMissing && !readOnly
             configuration.readOnly = readOnly
+            configuration.commitEventLoop = commitEventLoop
             return try SQLiteStore(configuration: configuration, logger: logger)
         case .postgres(let url):
             var configuration = PostgresStore.Configuration(url: try PostgresURL(url))

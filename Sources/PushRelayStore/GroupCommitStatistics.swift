@@ -11,7 +11,8 @@ public struct GroupCommitStatistics: Sendable, Hashable {
     /// Time spent in COMMIT (WAL write and fsync), summed, in microseconds of wall time.
     public var commitMicros: Int64 = 0
     /// CPU time of the writer thread since open, in microseconds (the writer's capacity on an idle core is about
-    /// `requests / writerCPUMicros` per microsecond).
+    /// `requests / writerCPUMicros` per microsecond); with ``SQLiteStore/Configuration/commitEventLoop``, the event
+    /// loop's CPU time spent in the writer's turns.
     public var writerCPUMicros: Int64 = 0
     /// Checkpoints of the WAL run by the checkpointer thread beside the writer.
     public var backgroundCheckpoints = 0

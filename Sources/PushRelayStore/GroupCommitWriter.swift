@@ -5,11 +5,16 @@ import Glibc
 #endif
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
 
-/// The single writer of the database: a dedicated thread (never an event loop or the cooperative pool) that takes
-/// every pending write request, runs them in ONE transaction, commits (one fsync), hands the commit observer the
-/// rows appended to device queues, then resumes every caller. Between groups it expands topic messages, one bounded batch per
-/// transaction.
+/// The single writer of the database: a dedicated thread (never the cooperative pool) that takes every pending write
+/// request, runs them in ONE transaction, commits (one fsync), hands the commit observer the rows appended to device
+/// queues, then resumes every caller. Between groups it expands topic messages, one bounded batch per transaction.
+///
+/// With ``SQLiteStore/Configuration/commitEventLoop`` there is no such thread: the groups run on that event loop, a
+/// group being what is pending when the loop comes to it (the requests that arrived while it served its connections
+/// and committed the last group), and every completion and delivery of the loop's own connections happens without
+/// a wake-up of another thread. The loop blocks for each commit's fsync meanwhile (see that setting).
 final class GroupCommitWriter: @unchecked Sendable {
     private enum ExitState {
         case running
@@ -43,6 +48,14 @@ final class GroupCommitWriter: @unchecked Sendable {
     /// Set for a store opened read-only (``SQLiteStore/Configuration/readOnly``): every write is answered this at
     /// once, and the thread is never started.
     private let refusal: StoreError?
+    /// The event loop the groups run on instead of the thread (``SQLiteStore/Configuration/commitEventLoop``).
+    private let loop: (any EventLoop)?
+    /// On `loop`: the writer closed (its connection too); nothing runs any more.
+    private var loopExited = false
+    /// On `loop`: a fan-out batch is scheduled (at once, or after its back-off).
+    private var loopFanOutScheduled = false
+    /// On `loop`: the loop thread's CPU time spent writing, summed (microseconds).
+    private var loopCPUMicros: Int64 = 0
 
     /// A writer on `connection`. With `refusal`, a writer that writes nothing: do not ``start()`` it.
     init(
@@ -50,6 +63,7 @@ final class GroupCommitWriter: @unchecked Sendable {
         refusal: StoreError? = nil
     ) {
         self.refusal = refusal
+        self.loop = context.configuration.commitEventLoop
         self.connection = connection
         self.context = context
         self.persistedLastID = persistedLastID
@@ -63,9 +77,15 @@ final class GroupCommitWriter: @unchecked Sendable {
             busyTimeout: context.configuration.busyTimeout, logger: context.logger)
     }
 
-    /// Starts the writer thread.
+    /// Starts the writer thread, or with ``SQLiteStore/Configuration/commitEventLoop`` has the queue call that loop.
     func start() {
         self.checkpoints.start()
+        if let loop = self.loop {
+            self.queue.setWake { [self] in loop.execute { self.runOnLoop() } }
+            // Topic messages a previous run left unfinished.
+            loop.execute { self.runOnLoop() }
+            return
+        }
         let thread = Thread { [self] in
             // Set from the thread itself: on Linux, `Thread.name` set before `start()` does not reach the kernel,
             // and the writer showed in top and perf under the name of the pool thread that created it.
@@ -186,13 +206,58 @@ final class GroupCommitWriter: @unchecked Sendable {
             if self.context.configuration.automaticFanOut && self.fanOutReady {
                 self.runFanOutBatch()
             }
-            let cpu = Self.threadCPUMicros()
-            let checkpoints = self.checkpoints
-            self.statistics.withLockedValue {
-                $0.writerCPUMicros = cpu
-                checkpoints.record(into: &$0)
-            }
+            self.recordStatistics(writerCPUMicros: Self.threadCPUMicros())
         }
+        self.exitWriter()
+    }
+
+    /// The writer's turn on its event loop (``loop``): the group of every pending request, then one fan-out batch
+    /// when one waits (the next one scheduled as a task of its own, so that the loop serves its connections between
+    /// batches); once the queue is closed and empty, the writer ends.
+    private func runOnLoop() {
+        guard !self.loopExited, let loop = self.loop else { return }
+        let cpuBefore = Self.threadCPUMicros()
+        let (requests, closing) = self.queue.takeAll(wait: false)
+        if !requests.isEmpty {
+            self.runGroup(requests)
+        }
+        if !closing, self.context.configuration.automaticFanOut, self.fanOutReady {
+            self.runFanOutBatch()
+        }
+        self.loopCPUMicros += Self.threadCPUMicros() - cpuBefore
+        self.recordStatistics(writerCPUMicros: self.loopCPUMicros)
+        if closing {
+            // Nothing can join the queue once it is closed, and this turn took what was in it.
+            self.loopExited = true
+            self.exitWriter()
+            return
+        }
+        guard self.context.configuration.automaticFanOut, !self.topicMessages.isEmpty, !self.loopFanOutScheduled
+        else { return }
+        self.loopFanOutScheduled = true
+        let fanOut: @Sendable () -> Void = { [self] in
+            self.loopFanOutScheduled = false
+            self.runOnLoop()
+        }
+        if let until = self.fanOutBackoffUntil, ContinuousClock.now < until {
+            let wait = ContinuousClock.now.duration(to: until)
+            loop.scheduleTask(in: .nanoseconds(StoreContext.micros(wait) * 1000 + 1000), fanOut)
+        } else {
+            loop.execute(fanOut)
+        }
+    }
+
+    /// Publishes the counters after a turn: the writer's CPU time and the checkpoints'.
+    private func recordStatistics(writerCPUMicros: Int64) {
+        let checkpoints = self.checkpoints
+        self.statistics.withLockedValue {
+            $0.writerCPUMicros = writerCPUMicros
+            checkpoints.record(into: &$0)
+        }
+    }
+
+    /// Closes the checkpointer and the connection, then lets ``close()`` return.
+    private func exitWriter() {
         self.checkpoints.close()
         self.connection.close()
         let waiter = self.exit.withLockedValue { state -> CheckedContinuation<Void, Never>? in

@@ -1,5 +1,6 @@
 public import Foundation
 public import PushRelayCore
+public import NIOCore
 
 extension SQLiteStore {
     /// How a ``SQLiteStore`` opens and behaves. Every field has a default except the database path.
@@ -53,6 +54,13 @@ extension SQLiteStore {
         /// at most the last commit's duration, and never more than this (`GroupGather`). Zero commits at once.
         /// Default 1 ms.
         public var maxGroupGather: Duration = .milliseconds(1)
+        /// The event loop the writer's groups run on, instead of a thread of its own (the daemon's
+        /// `commit_on_event_loop`). A send served on that loop is then parsed, committed, answered and delivered to
+        /// the streams of that loop without waking another thread (less CPU per message and a quicker answer at
+        /// moderate rates: docs/benchmarks.md), but the loop blocks for every commit's fsync and for a lock another
+        /// process holds (up to ``busyTimeout``), and so does every connection on it; writes from other threads wake
+        /// it. It must keep running until ``SQLiteStore/close()`` returned. Default nil: the writer thread.
+        public var commitEventLoop: (any EventLoop)? = nil
         /// Compiles a condition text (`'a' in topics && 'b' in topics`) into a matcher, or nil if it is malformed.
         /// The relay sets it from the core's condition parser. Default: rejects every condition.
         public var conditionCompiler: @Sendable (String) -> TopicConditionMatcher? = { _ in nil }

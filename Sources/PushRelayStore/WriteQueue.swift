@@ -48,7 +48,9 @@ final class WriteRequest: @unchecked Sendable {
 }
 
 /// The queue between the callers and the writer thread: a mutex, a condition variable and an array. The writer takes
-/// everything pending at once: that is the group of the next commit.
+/// everything pending at once: that is the group of the next commit. A writer driven by an event loop instead of a
+/// thread of its own (``SQLiteStore/Configuration/commitEventLoop``) is called by ``setWake(_:)``'s function rather
+/// than signalled.
 ///
 /// Bounded: past ``capacity`` pending requests ``submit(_:)`` refuses (the caller answers `Unavailable`), so a writer
 /// that falls behind (a slow disk) cannot make memory grow without bound. Callers signal the writer only when it
@@ -71,6 +73,9 @@ final class WriteQueue: @unchecked Sendable {
     private var wakeAt = 0
     /// The most requests that may wait.
     let capacity: Int
+    /// Called (outside the lock) when a writer that is not a waiting thread must come: a request entered an empty
+    /// queue that is not suspended, a suspended queue holding requests was resumed, or the queue was closed.
+    private var wake: (@Sendable () -> Void)?
 
     init(capacity: Int = 65_536) {
         self.capacity = max(capacity, 1)
@@ -79,14 +84,30 @@ final class WriteQueue: @unchecked Sendable {
     /// Adds a request.
     func submit(_ request: WriteRequest) -> Submission {
         self.condition.lock()
-        defer { self.condition.unlock() }
-        guard !self.closing else { return .closed }
-        guard self.requests.count < self.capacity else { return .full }
+        guard !self.closing else {
+            self.condition.unlock()
+            return .closed
+        }
+        guard self.requests.count < self.capacity else {
+            self.condition.unlock()
+            return .full
+        }
         self.requests.append(request)
         if self.wakeAt > 0, self.requests.count >= self.wakeAt, !self.suspended {
             self.condition.signal()
         }
+        let wake = self.requests.count == 1 && !self.suspended ? self.wake : nil
+        self.condition.unlock()
+        wake?()
         return .accepted
+    }
+
+    /// Makes `wake` the way the writer is called for (see ``wake``), for a writer that does not wait in
+    /// ``takeAll(wait:gather:)``.
+    func setWake(_ wake: @escaping @Sendable () -> Void) {
+        self.condition.lock()
+        self.wake = wake
+        self.condition.unlock()
     }
 
     /// How long ``takeAll(wait:gather:)`` waits for more requests once it has one: until `count` are pending, for at
@@ -133,7 +154,9 @@ final class WriteQueue: @unchecked Sendable {
         self.condition.lock()
         self.closing = true
         self.condition.broadcast()
+        let wake = self.wake
         self.condition.unlock()
+        wake?()
     }
 
     /// Holds requests in the queue until ``resume()`` (tests: makes a group deterministic).
@@ -148,7 +171,9 @@ final class WriteQueue: @unchecked Sendable {
         self.condition.lock()
         self.suspended = false
         self.condition.broadcast()
+        let wake = self.requests.isEmpty ? nil : self.wake
         self.condition.unlock()
+        wake?()
     }
 
     /// Requests waiting (tests).

@@ -77,6 +77,43 @@ import Testing
         #expect(try await daemon.terminate() == 0)
     }
 
+    /// `commit_on_event_loop` (with `event_loops = 1`, SQLite only): the daemon runs no `store-writer` thread, its one
+    /// event loop commits; sends are answered and delivered, and what was answered survives `kill -9` (committed
+    /// before the answer, as with the writer thread). Without it, the same daemon runs the writer thread.
+    @Test(arguments: [true, false]) func commitOnEventLoopRunsNoWriterThread(_ onLoop: Bool) async throws {
+        let daemon = try Daemon(
+            arguments: ["--store", "sqlite", "--event-loops", "1"] + (onLoop ? ["--commit-on-event-loop"] : []))
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        func send(_ n: Int) async throws -> String {
+            let answer = try await daemon.send(
+                #"{"to": "\#(device.token)", "data": {"n": "\#(n)"}}"#, serverKey: keys.serverKey)
+            #expect(answer.status == 200, "\(answer.body)")
+            return try messageID(ofSendResponse: answer.body)
+        }
+        let stream = try daemon.openStream(secret: device.secret)
+        try await stream.waitFor(timeout: .seconds(30), "the stream to open") { $0.contains(": connected") }
+        var delivered: [String] = []
+        for n in 0..<4 { delivered.append(try await send(n)) }
+        try await stream.waitFor(timeout: .seconds(30), "the four messages") { text in delivered.allSatisfy(text.contains) }
+        stream.stop()
+        let names = try Self.threadNames(of: daemon)
+        #expect(names.contains("store-writer") == !onLoop, "\(names)")
+        #expect(names.filter { $0.hasPrefix("NIO-ELT-") }.count == 1, "\(names)")
+
+        var answered: [String] = []
+        for n in 4..<8 { answered.append(try await send(n)) }
+        try await daemon.kill9()
+        try await daemon.start()
+        let again = try daemon.openStream(secret: device.secret)
+        defer { again.stop() }
+        try await again.waitFor(timeout: .seconds(30), "the messages answered before kill -9") { text in
+            answered.allSatisfy(text.contains)
+        }
+        #expect(try await daemon.terminate() == 0)
+    }
+
     /// `max_buffered_body_size` bounds the send bodies that HTTP/2 clients with a valid server key can park on
     /// unfinished streams (windows are reopened only as the budget takes bytes): with 200 KiB, three connections
     /// of four never-ending 80 KiB sends get to send at most the budget plus a connection window each (960 KiB

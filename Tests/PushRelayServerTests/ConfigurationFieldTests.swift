@@ -209,6 +209,14 @@ let fieldCases: [FieldCase] = [
         invalid: ["-1", "1025", "all"]
     ),
     FieldCase(
+        field: .commitOnEventLoop,
+        file: ("true", "true"),
+        environment: ("no", "false"),
+        flag: ("on", "true"),
+        invalid: ["maybe", "2", ""],
+        baseline: ["PUSHRELAY_EVENT_LOOPS": "1"]
+    ),
+    FieldCase(
         field: .requestTimeout,
         file: (#""10s""#, #""10s""#),
         environment: ("5", #""5s""#),

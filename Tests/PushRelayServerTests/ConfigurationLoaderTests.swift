@@ -61,6 +61,32 @@ struct ConfigurationLoaderTests {
         #expect(loaded.configuration.store == .postgres)
     }
 
+    @Test("commit_on_event_loop needs event_loops = 1 and the SQLite store, and says so")
+    func commitOnEventLoopNeedsOneLoopAndSQLite() async throws {
+        let noLoops = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(arguments: ["--commit-on-event-loop"], environment: [:])
+        }
+        #expect(noLoops?.problems.map(\.field) == [.commitOnEventLoop])
+        #expect(noLoops?.problems.first?.description.contains("needs event_loops = 1 (it is 0)") == true)
+        let twoLoops = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(
+                arguments: ["--commit-on-event-loop", "--event-loops", "2"], environment: [:])
+        }
+        #expect(twoLoops?.problems.first?.description.contains("(it is 2)") == true)
+        let postgres = await #expect(throws: ConfigurationError.self) {
+            try await ConfigurationLoader.load(
+                arguments: ["--store", "postgres", "--postgres-url", "postgres://relay@db/relay", "--event-loops", "1"],
+                environment: ["PUSHRELAY_COMMIT_ON_EVENT_LOOP": "true"])
+        }
+        #expect(postgres?.problems.map(\.field) == [.commitOnEventLoop])
+        #expect(postgres?.problems.first?.description.contains("needs store = sqlite") == true)
+        let loaded = try await ConfigurationLoader.load(
+            arguments: ["--commit-on-event-loop", "--event-loops", "1"], environment: [:])
+        #expect(loaded.configuration.commitOnEventLoop && loaded.configuration.eventLoops == 1)
+        let off = try await ConfigurationLoader.load(arguments: ["--commit-on-event-loop", "false"], environment: [:])
+        #expect(!off.configuration.commitOnEventLoop)
+    }
+
     @Test("a stray argument, an unknown flag and a flag without value are errors")
     func unknownFlags() async {
         // Words after a flag are its values (swift-configuration's command-line grammar): only a first word is stray.

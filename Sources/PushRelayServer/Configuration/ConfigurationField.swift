@@ -55,6 +55,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case maxConnectionsPerAddress = "max_connections_per_address"
     /// ``PushRelayConfiguration/eventLoops``.
     case eventLoops = "event_loops"
+    /// ``PushRelayConfiguration/commitOnEventLoop``.
+    case commitOnEventLoop = "commit_on_event_loop"
     /// ``PushRelayConfiguration/requestTimeout``.
     case requestTimeout = "request_timeout"
     /// ``PushRelayConfiguration/deviceMessageRate``.
@@ -134,6 +136,7 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .maxConnections: "connections accepted at once (default: 200000, or what the open-file limit allows)"
         case .maxConnectionsPerAddress: "connections accepted at once from one IP address, 0 for no limit"
         case .eventLoops: "threads that serve the connections (event loops), 0 for one per CPU core"
+        case .commitOnEventLoop: "commit the SQLite store on the event loop, no writer thread: true or false (needs event_loops = 1)"
         case .requestTimeout: "a request must arrive whole this long after it began, e.g. 30s"
         case .deviceMessageRate: "messages one device may be sent per minute (a burst, then that rate), 0 for no limit"
         case .topicMessageRate: "messages one topic or condition may be sent per minute, 0 for no limit"

@@ -159,6 +159,8 @@ struct ConfigurationBuilder {
             configuration.maxConnectionsPerAddress = try Parse.integer(raw, in: 0...10_000_000)
         case .eventLoops:
             configuration.eventLoops = try Parse.integer(raw, in: 0...1024)
+        case .commitOnEventLoop:
+            configuration.commitOnEventLoop = try Parse.boolean(raw)
         case .requestTimeout:
             configuration.requestTimeout = try Parse.duration(raw)
         case .deviceMessageRate:
@@ -272,6 +274,19 @@ struct ConfigurationBuilder {
                 ))
             }
         }
+        if config.commitOnEventLoop {
+            var needs: [String] = []
+            if config.eventLoops != 1 { needs.append("event_loops = 1 (it is \(config.eventLoops))") }
+            if config.store != .sqlite { needs.append("store = sqlite") }
+            if !needs.isEmpty {
+                problems.append(.init(
+                    code: .invalidValue,
+                    field: .commitOnEventLoop,
+                    source: sources[.commitOnEventLoop] ?? .defaultValue,
+                    message: "commit_on_event_loop needs " + needs.joined(separator: " and ")
+                ))
+            }
+        }
         for address in config.privilegedListenAddresses {
             warnings.append(
                 "\(address) is below port 1024: the daemon needs CAP_NET_BIND_SERVICE "
@@ -326,7 +341,7 @@ extension ConfigurationField {
     var valueShape: ValueShape {
         switch self {
         case .listen, .listenTLS, .corsAllowedOrigins: .list
-        case .metricsEnabled: .switch
+        case .metricsEnabled, .commitOnEventLoop: .switch
         default: .single
         }
     }

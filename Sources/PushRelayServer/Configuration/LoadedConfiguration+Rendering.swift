@@ -48,6 +48,7 @@ extension PushRelayConfiguration {
         case .maxConnections: return String(maxConnections)
         case .maxConnectionsPerAddress: return String(maxConnectionsPerAddress)
         case .eventLoops: return String(eventLoops)
+        case .commitOnEventLoop: return String(commitOnEventLoop)
         case .requestTimeout: return Self.quote(Self.renderDuration(requestTimeout))
         case .deviceMessageRate: return String(deviceMessageRate)
         case .topicMessageRate: return String(topicMessageRate)

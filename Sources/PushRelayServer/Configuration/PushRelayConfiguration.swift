@@ -106,6 +106,12 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// `0`: one per CPU core (NIO's shared group). Fewer loops than cores spend less CPU per message at moderate rates (the store's writer
     /// wakes fewer threads, deliveries cross fewer of them) and reach a lower peak. Key `event_loops`. Default 0.
     public var eventLoops: Int
+    /// Whether the SQLite store's commits run on the daemon's one event loop instead of a writer thread of its own
+    /// (needs ``eventLoops`` 1 and the SQLite store). A send is then read, committed, answered and delivered by
+    /// one thread with no wake-up between threads: less CPU per message and a quicker answer at moderate rates, but
+    /// the loop, and every connection on it, waits for each commit's fsync and for a write lock the CLI holds, and
+    /// the peak is lower (docs/operations.md). Key `commit_on_event_loop`. Default false.
+    public var commitOnEventLoop: Bool
     /// A request must have arrived whole this long after its head began: the HTTP/1.1 body after its head (else
     /// `408`), an HTTP/2 stream's headers and body after its first HEADERS frame (else RST_STREAM `CANCEL`).
     /// Key `request_timeout`. Default 30 s.
@@ -180,6 +186,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.maxConnections = Self.defaultMaxConnections()
         self.maxConnectionsPerAddress = 0
         self.eventLoops = 0
+        self.commitOnEventLoop = false
         self.requestTimeout = .seconds(30)
         self.deviceMessageRate = 240
         self.topicMessageRate = 600

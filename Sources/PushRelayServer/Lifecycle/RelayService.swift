@@ -39,7 +39,9 @@ public final class RelayService: Service {
             ? MultiThreadedEventLoopGroup(numberOfThreads: configuration.eventLoops) : nil
         let store: any PushStore
         do {
-            store = try await Self.openStore(configuration, create: options.createStore, eventLoopGroup: eventLoops)
+            store = try await Self.openStore(
+                configuration, create: options.createStore, eventLoopGroup: eventLoops,
+                commitEventLoop: configuration.commitOnEventLoop ? eventLoops?.next() : nil)
         } catch {
             try? await eventLoops?.shutdownGracefully()
             throw error
@@ -148,7 +150,7 @@ public final class RelayService: Service {
     }
 
     /// Closes the store, then stops the relay's own event loops (``eventLoops``), which PostgreSQL's connections
-    /// may be on.
+    /// may be on, or the SQLite store's commits (`commit_on_event_loop`).
     private func close() async {
         await store.close()
         try? await eventLoops?.shutdownGracefully()
@@ -171,7 +173,8 @@ public final class RelayService: Service {
     /// The store engine the configuration names: SQLite in `data_dir` (the default) or PostgreSQL at `postgres_url`.
     /// A missing SQLite store is created only when `create` is true.
     static func openStore(
-        _ configuration: PushRelayConfiguration, create: Bool, eventLoopGroup: (any EventLoopGroup)? = nil
+        _ configuration: PushRelayConfiguration, create: Bool, eventLoopGroup: (any EventLoopGroup)? = nil,
+        commitEventLoop: (any EventLoop)? = nil
     ) async throws -> any PushStore {
         return try await RelayStore.open(
             RelayStore.Location(configuration),
@@ -182,6 +185,7 @@ public final class RelayService: Service {
             postgresCommitTimeout: configuration.postgresCommitTimeout,
             postgresStatementTimeout: configuration.postgresStatementTimeout,
             eventLoopGroup: eventLoopGroup,
+            commitEventLoop: commitEventLoop,
             logger: Logger(label: "pushrelay.store"))
     }
 
