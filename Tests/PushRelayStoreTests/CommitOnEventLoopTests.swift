@@ -70,11 +70,7 @@ struct CommitOnEventLoopTests {
                             }
                         }
                     }
-                    var spins = 0
-                    while store.queuedWriteRequests < callers && spins < 100_000 {
-                        await Task.yield()
-                        spins += 1
-                    }
+                    await waitUntilQueued(store, callers)
                     #expect(store.queuedWriteRequests == callers)
                     store.resumeWriter()
                     try await group.waitForAll()

@@ -19,11 +19,7 @@ struct GroupCommitTests {
                         }
                     }
                     // Every caller is waiting in the queue; bounded wait (no timing assertion).
-                    var spins = 0
-                    while store.queuedWriteRequests < callers && spins < 100_000 {
-                        await Task.yield()
-                        spins += 1
-                    }
+                    await waitUntilQueued(store, callers)
                     #expect(store.queuedWriteRequests == callers)
                     store.resumeWriter()
                     var ids: Set<MessageID> = []
@@ -52,11 +48,7 @@ struct GroupCommitTests {
                     do { return .success(try await store.createProject(name: "shop")) } catch { return .failure(error) }
                 }()
                 async let fresh = store.createProject(name: "fresh")
-                var spins = 0
-                while store.queuedWriteRequests < 3 && spins < 100_000 {
-                    await Task.yield()
-                    spins += 1
-                }
+                #expect(await waitUntilQueued(store, 3))
                 store.resumeWriter()
                 #expect(try await good[0].messageID != nil)
                 #expect(try await fresh.project.name == "fresh")

@@ -130,6 +130,18 @@ func databaseName(for directory: String) -> String {
     return "s_" + String(name.map { $0.isLetter || $0.isNumber ? $0 : "_" }.suffix(50))
 }
 
+/// Yields until `count` write requests wait in the suspended writer's queue (bounded: 100,000 yields, no clock);
+/// whether they do.
+@discardableResult
+func waitUntilQueued(_ store: any TestStore, _ count: Int) async -> Bool {
+    var spins = 0
+    while store.queuedWriteRequests < count && spins < 100_000 {
+        await Task.yield()
+        spins += 1
+    }
+    return store.queuedWriteRequests >= count
+}
+
 /// A project with one device.
 struct Fixture {
     var credentials: ProjectCredentials

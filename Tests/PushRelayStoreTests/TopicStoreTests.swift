@@ -196,9 +196,9 @@ struct TopicStoreTests {
                 async let id = store.enqueueTopicMessage(
                     NewTopicMessage(project: fixture.project, target: .topic("news"), body: [UInt8](text: "hello"), collapseKey: "n")
                 )
-                while store.queuedWriteRequests < 1 { await Task.yield() }
+                #expect(await waitUntilQueued(store, 1))
                 async let subscribed = store.subscribe(tokens: [late.device.token], to: "news", project: fixture.project)
-                while store.queuedWriteRequests < 2 { await Task.yield() }
+                #expect(await waitUntilQueued(store, 2))
                 store.resumeWriter()
                 let messageID = try await id
                 _ = try await subscribed
