@@ -29,9 +29,8 @@ import Testing
         #expect(device.token.contains(":APA91b"))
         #expect(device.senderID == keys.senderID)
 
-        let stream = try daemon.openStream(secret: device.secret)
+        let stream = try await daemon.openConnectedStream(secret: device.secret)
         defer { stream.stop() }
-        try await stream.waitFor("the stream to open") { $0.contains(": connected") }
 
         let result = try await Daemon.cli([
             "send", "--server", daemon.baseURL, "--server-key", keys.serverKey, "--to", device.token,

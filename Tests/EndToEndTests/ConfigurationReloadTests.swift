@@ -23,8 +23,7 @@ import Glibc
         let device = try await daemon.registerDevice(keys)
 
         // At info, a stream opening logs nothing (its line is at debug).
-        let before = try daemon.openStream(secret: device.secret)
-        try await before.waitFor("the stream to open") { $0.contains(": connected") }
+        let before = try await daemon.openConnectedStream(secret: device.secret)
         before.stop()
         #expect(!daemon.log.contains("stream opened"))
 
@@ -33,8 +32,7 @@ import Glibc
         try daemon.hangUp()
         try await daemon.waitForLog("reloaded: log level debug")
         #expect(daemon.log.contains("applied only after a restart: heartbeat_interval"))
-        let after = try daemon.openStream(secret: device.secret)
-        try await after.waitFor("the stream to open") { $0.contains(": connected") }
+        let after = try await daemon.openConnectedStream(secret: device.secret)
         try await daemon.waitForLog("stream opened")
         after.stop()
 
@@ -52,8 +50,7 @@ import Glibc
         #expect(daemon.log.contains("pushrelay.conf:2"), "\(daemon.log)")
         #expect(daemon.process?.isRunning == true)
         let opened = daemon.log.components(separatedBy: "stream opened").count - 1
-        let again = try daemon.openStream(secret: device.secret)
-        try await again.waitFor("the stream to open") { $0.contains(": connected") }
+        let again = try await daemon.openConnectedStream(secret: device.secret)
         try await waitUntilLog(daemon) { $0.components(separatedBy: "stream opened").count - 1 > opened }
         again.stop()
         #expect(try await daemon.terminate() == 0)

@@ -69,11 +69,10 @@ import Testing
             "listen", "--server", f.daemon.baseURL, "--secret", members[0].secret, "--count", "1", "--timeout", "60",
         ])
         defer { listener.stop() }
-        let stream = try f.daemon.openStream(secret: members[1].secret)
+        let stream = try await f.daemon.openConnectedStream(secret: members[1].secret)
         defer { stream.stop() }
-        let quiet = try f.daemon.openStream(secret: bystander.secret)
+        let quiet = try await f.daemon.openConnectedStream(secret: bystander.secret)
         defer { quiet.stop() }
-        for curl in [stream, quiet] { try await curl.waitFor("the stream to open") { $0.contains(": connected") } }
 
         let sent = try await f.daemon.send(
             scenarioBody.replacingOccurrences(of: "\"TOKEN\"", with: "\"\(key)\""), serverKey: f.keys.serverKey)

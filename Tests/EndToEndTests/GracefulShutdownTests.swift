@@ -74,14 +74,12 @@ import Testing
         let devices = try await daemon.registerDevices(keys, count: 40)
 
         // Two devices online: one stream over HTTP/1.1, one over HTTP/2.
-        let http1Stream = try daemon.openStream(secret: devices[0].secret, curlFlags: ["--http1.1"])
-        let http2Stream = try daemon.openStream(secret: devices[1].secret, curlFlags: ["--http2-prior-knowledge"])
-        defer {
-            http1Stream.stop()
-            http2Stream.stop()
-        }
-        try await http1Stream.waitFor("HTTP/1.1 stream") { $0.contains(": connected") }
-        try await http2Stream.waitFor("HTTP/2 stream") { $0.contains(": connected") }
+        let http1Stream = try await daemon.openConnectedStream(
+            secret: devices[0].secret, curlFlags: ["--http1.1"], "HTTP/1.1 stream")
+        defer { http1Stream.stop() }
+        let http2Stream = try await daemon.openConnectedStream(
+            secret: devices[1].secret, curlFlags: ["--http2-prior-knowledge"], "HTTP/2 stream")
+        defer { http2Stream.stop() }
 
         let load = try StreamingProcess("python3", [
             "-c", Self.burst, daemon.baseURL, keys.serverKey, devices.map(\.token).joined(separator: ","), "8",

@@ -108,9 +108,8 @@ import Testing
         }
 
         // Accepted, delivered live (send-to-deliver latency), acknowledged; one rejected.
-        let stream = try daemon.openStream(secret: online.secret)
+        let stream = try await daemon.openConnectedStream(secret: online.secret)
         defer { stream.stop() }
-        try await stream.waitFor("the stream to open") { $0.contains(": connected") }
         let live = try await send(online.token)
         _ = try await stream.waitFor("the live message") { text in parseEvents(text).contains { $0.id == live } }
         let ack = try await run("curl", [

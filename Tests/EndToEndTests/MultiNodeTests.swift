@@ -24,9 +24,8 @@ struct MultiNodeTests {
         let (a, b, c) = (nodes[0], nodes[1], nodes[2])
         let keys = try await a.createProject()
         let device = try await a.registerDevice(keys)
-        let stream = try b.openStream(secret: device.secret)
+        let stream = try await b.openConnectedStream(secret: device.secret, timeout: .seconds(30))
         defer { stream.stop() }
-        try await stream.waitFor(timeout: .seconds(30), "the stream to open") { $0.contains(": connected") }
         var ids: [String] = []
         for round in 0..<3 {
             let start = ContinuousClock.now
@@ -50,12 +49,12 @@ struct MultiNodeTests {
         let (a, b) = (nodes[0], nodes[1])
         let keys = try await a.createProject()
         let device = try await a.registerDevice(keys)
-        let older = try a.openStream(secret: device.secret)
+        let older = try await a.openConnectedStream(
+            secret: device.secret, timeout: .seconds(30), "the stream on node A to open")
         defer { older.stop() }
-        try await older.waitFor(timeout: .seconds(30), "the stream on node A to open") { $0.contains(": connected") }
-        let newer = try b.openStream(secret: device.secret)
+        let newer = try await b.openConnectedStream(
+            secret: device.secret, timeout: .seconds(30), "the stream on node B to open")
         defer { newer.stop() }
-        try await newer.waitFor(timeout: .seconds(30), "the stream on node B to open") { $0.contains(": connected") }
         // The older stream's response ends (curl exits), well before any heartbeat or idle timeout would end it.
         #expect(await older.waitForExit(timeout: .seconds(30)) != nil, "the stream on node A is still open")
         let answer = try await a.send(scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token),
@@ -65,9 +64,9 @@ struct MultiNodeTests {
         try await newer.waitFor(timeout: .seconds(30), "message \(id) on node B") { $0.contains("id: \(id)") }
         #expect(!older.text.contains("id: \(id)"))
         // And back: a stream opened on A again ends B's.
-        let third = try a.openStream(secret: device.secret)
+        let third = try await a.openConnectedStream(
+            secret: device.secret, timeout: .seconds(30), "the second stream on node A to open")
         defer { third.stop() }
-        try await third.waitFor(timeout: .seconds(30), "the second stream on node A to open") { $0.contains(": connected") }
         #expect(await newer.waitForExit(timeout: .seconds(30)) != nil, "the stream on node B is still open")
         let again = try await b.send(scenarioBody.replacingOccurrences(of: "TOKEN", with: device.token),
                                      serverKey: keys.serverKey)
@@ -207,10 +206,10 @@ struct MultiNodeTests {
             "-H", "Content-Type: application/json", "--data-binary", #"{"to": "/topics/news", "registration_tokens": [\#(list)]}"#,
         ])
         #expect(subscribed.status == 0 && subscribed.stdout.contains("results"), "\(subscribed.stdout)")
-        let streams = try zip(devices, [nodes[1], nodes[2]]).map { device, node in try node.openStream(secret: device.secret) }
+        var streams: [StreamingProcess] = []
         defer { for stream in streams { stream.stop() } }
-        for stream in streams {
-            try await stream.waitFor(timeout: .seconds(30), "the stream to open") { $0.contains(": connected") }
+        for (device, node) in zip(devices, [nodes[1], nodes[2]]) {
+            streams.append(try await node.openConnectedStream(secret: device.secret, timeout: .seconds(30)))
         }
         let answer = try await nodes[0].send(#"{"to": "/topics/news", "data": {"headline": "cross-node"}}"#,
                                              serverKey: keys.serverKey)

@@ -13,13 +13,10 @@ struct RemovedDeviceStreamTests {
         try await daemon.start()
         let keys = try await daemon.createProject()
         let (leaving, staying) = (try await daemon.registerDevice(keys), try await daemon.registerDevice(keys))
-        let leavingStream = try daemon.openStream(secret: leaving.secret)
+        let leavingStream = try await daemon.openConnectedStream(secret: leaving.secret)
         defer { leavingStream.stop() }
-        let stayingStream = try daemon.openStream(secret: staying.secret)
+        let stayingStream = try await daemon.openConnectedStream(secret: staying.secret)
         defer { stayingStream.stop() }
-        for stream in [leavingStream, stayingStream] {
-            try await stream.waitFor("connected") { $0.contains(": connected") }
-        }
         let unregister = try await run(
             "curl", ["-sS", "-X", "DELETE", "\(daemon.baseURL)/v1/register", "-H", "Authorization: Bearer \(leaving.secret)"])
         #expect(unregister.stdout == "{}", "\(unregister.stderr)")
@@ -31,9 +28,8 @@ struct RemovedDeviceStreamTests {
         try await other.start()
         let gone = try await other.createProject("gone")
         let device = try await other.registerDevice(gone)
-        let stream = try other.openStream(secret: device.secret)
+        let stream = try await other.openConnectedStream(secret: device.secret, "connected")
         defer { stream.stop() }
-        try await stream.waitFor("connected") { $0.contains(": connected") }
         let delete = try await Daemon.cli(["project", "delete", "gone", "--data-dir", other.dataDir.path] + other.storeArguments)
         #expect(delete.status == 0, "\(delete.stderr)")
         #expect(await stream.waitForExit(timeout: .seconds(10)) == 0, "the deleted project's device's stream is open")

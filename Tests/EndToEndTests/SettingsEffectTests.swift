@@ -55,9 +55,8 @@ import Testing
         try await daemon.start()
         let keys = try await daemon.createProject()
         let device = try await daemon.registerDevice(keys)
-        let stream = try daemon.openStream(secret: device.secret)
+        let stream = try await daemon.openConnectedStream(secret: device.secret, timeout: .seconds(30))
         defer { stream.stop() }
-        try await stream.waitFor(timeout: .seconds(30), "the stream to open") { $0.contains(": connected") }
         var ids: [String] = []
         for n in 0..<4 {  // a connection each (curl)
             let answer = try await daemon.send(
@@ -92,8 +91,7 @@ import Testing
             #expect(answer.status == 200, "\(answer.body)")
             return try messageID(ofSendResponse: answer.body)
         }
-        let stream = try daemon.openStream(secret: device.secret)
-        try await stream.waitFor(timeout: .seconds(30), "the stream to open") { $0.contains(": connected") }
+        let stream = try await daemon.openConnectedStream(secret: device.secret, timeout: .seconds(30))
         var delivered: [String] = []
         for n in 0..<4 { delivered.append(try await send(n)) }
         try await stream.waitFor(timeout: .seconds(30), "the four messages") { text in delivered.allSatisfy(text.contains) }
@@ -196,9 +194,8 @@ import Testing
         let keys = try await daemon.createProject()
         let quiet = try await daemon.registerDevice(keys)
         let streaming = try await daemon.registerDevice(keys)
-        let stream = try daemon.openStream(secret: streaming.secret)
+        let stream = try await daemon.openConnectedStream(secret: streaming.secret)
         defer { stream.stop() }
-        try await stream.waitFor("the stream to open") { $0.contains(": connected") }
         func result(_ device: DeviceKeys) async throws -> [String: Any] {
             let answer = try await daemon.send(#"{"to": "\#(device.token)", "data": {"k": "v"}}"#, serverKey: keys.serverKey)
             let results = try jsonObject(answer.body)["results"] as? [[String: Any]]

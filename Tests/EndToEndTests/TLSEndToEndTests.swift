@@ -205,8 +205,7 @@ import Testing
         #expect(try await pki.servedSerial(port: daemon.tlsPort) == "1002")
         let keys = try await daemon.createProject()
         let device = try await daemon.registerDevice(keys)
-        let stream = try daemon.openStream(secret: device.secret)
-        try await stream.waitFor("the stream to open") { $0.contains(": connected") }
+        let stream = try await daemon.openConnectedStream(secret: device.secret)
         stream.stop()
         #expect(!daemon.log.contains("stream opened"), "debug logging came with a refused reload:\n\(daemon.log)")
         #expect(try await daemon.terminate() == 0)

@@ -88,12 +88,12 @@ import Testing
         let listeners = try await f.daemon.registerDevices(f.keys, count: 3)
         let bystander = try await f.daemon.registerDevice(f.keys)
         #expect(try await f.batch(true, to: "/topics/pedidos", tokens: listeners.map(\.token)).allSatisfy(\.isEmpty))
-        let streams = try listeners.map { try f.daemon.openStream(secret: $0.secret) }
-        defer { streams.forEach { $0.stop() } }
-        let quiet = try f.daemon.openStream(secret: bystander.secret)
-        defer { quiet.stop() }
         // The streams are open before the send.
-        for stream in streams + [quiet] { try await stream.waitFor("the stream to open") { $0.contains(": connected") } }
+        var streams: [StreamingProcess] = []
+        defer { streams.forEach { $0.stop() } }
+        for listener in listeners { streams.append(try await f.daemon.openConnectedStream(secret: listener.secret)) }
+        let quiet = try await f.daemon.openConnectedStream(secret: bystander.secret)
+        defer { quiet.stop() }
 
         let body = scenarioBody.replacingOccurrences(of: "\"TOKEN\"", with: "\"/topics/pedidos\"")
         _ = try await f.sendToTopic(body)

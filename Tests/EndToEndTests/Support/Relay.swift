@@ -81,6 +81,22 @@ extension Daemon {
         return (status, lines.joined(separator: "\n"))
     }
 
+    /// Opens the device's event stream (``openStream(secret:lastEventID:curlFlags:)``) and waits for its
+    /// `: connected` comment; the stream is stopped if it does not come.
+    func openConnectedStream(
+        secret: String, lastEventID: String? = nil, curlFlags: [String] = [], timeout: Duration = .seconds(10),
+        _ what: String = "the stream to open"
+    ) async throws -> StreamingProcess {
+        let stream = try openStream(secret: secret, lastEventID: lastEventID, curlFlags: curlFlags)
+        do {
+            try await stream.waitFor(timeout: timeout, what) { $0.contains(": connected") }
+        } catch {
+            stream.stop()
+            throw error
+        }
+        return stream
+    }
+
     /// Opens the device's event stream with `curl -N`.
     func openStream(secret: String, lastEventID: String? = nil, curlFlags: [String] = []) throws -> StreamingProcess {
         var args = curlFlags + ["-sSN", "\(baseURL)/v1/stream", "-H", "Authorization: Bearer \(secret)"]
