@@ -82,8 +82,10 @@ final class GroupCommitWriter: @unchecked Sendable {
         self.checkpoints.start()
         if let loop = self.loop {
             self.queue.setWake { [self] in loop.execute { self.runOnLoop() } }
-            // Topic messages a previous run left unfinished.
-            loop.execute { self.runOnLoop() }
+            if !self.topicMessages.isEmpty {
+                // Topic messages a previous run left unfinished; otherwise the first request calls the loop.
+                loop.execute { self.runOnLoop() }
+            }
             return
         }
         let thread = Thread { [self] in
