@@ -22,6 +22,11 @@
 # time, so the groups are not the sizes of a real run; compare builds with each other, not with SHAPE=h1.)
 # With STREAM=1 the device holds `GET /v1/stream` (curl -N) throughout, so every send is also written to it as an
 # event (checked: every message id arrives); the difference from a run without it is the cost of a delivery.
+# The daemon runs with `auth_recheck_interval = 1h` (through the environment, which older binaries ignore): callgrind
+# slows it ~50x, so the default 250 ms recheck of the credentials epoch came every few milliseconds of real-speed work,
+# and each time every send already in flight (SHAPE=h2: hundreds) took the database path for its server key (a task,
+# a SHA-256, a read): ~9 % of SHAPE=h2's figure, varying with the host's speed. At full speed the recheck comes 4 times
+# a second and sends about 2 sends that way each time, 1 in 2,600 (a uprobe count during `run-relay.sh --only sends`).
 # The count does not depend on the load of the machine; it moves with the code (and the toolchain, SQLite,
 # libnghttp2 versions). Wall time: a few minutes (the daemon runs ~50x slower under callgrind).
 set -euo pipefail
@@ -79,7 +84,7 @@ measure() { # count
   mkdir -p "$dir"
   local project
   project=$("$work/pushrelay" project create bench --data-dir "$dir" --json)
-  LD_PRELOAD="$work/sigsuspend-shim.so" valgrind --tool=callgrind --callgrind-out-file="$out" --dump-instr=no \
+  PUSHRELAY_AUTH_RECHECK_INTERVAL=1h LD_PRELOAD="$work/sigsuspend-shim.so" valgrind --tool=callgrind --callgrind-out-file="$out" --dump-instr=no \
     --collect-jumps=no "$work/pushrelay" serve --init --listen 127.0.0.1:0 --data-dir "$dir" --log-level warning --device-message-rate 0 --project-message-rate 0 > "$work/daemon-$count.log" 2>&1 &
   daemon=$!
   local port=""

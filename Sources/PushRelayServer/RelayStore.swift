@@ -32,6 +32,8 @@ public enum RelayStore {
     /// `postgres_statement_timeout`); nil keeps the store's defaults. `eventLoopGroup`: the loops PostgreSQL's
     /// connections run on (`event_loops`); nil: NIO's shared group. `commitEventLoop`: the loop a SQLite store
     /// commits on instead of its writer thread (`commit_on_event_loop`, ``SQLiteStore/Configuration/commitEventLoop``).
+    /// `authRecheckInterval`: how often the credentials epoch is re-read (`auth_recheck_interval`); nil keeps the
+    /// store's default.
     public static func open(
         _ location: Location,
         createIfMissing: Bool = true,
@@ -41,6 +43,7 @@ public enum RelayStore {
         postgresStatementTimeout: Duration? = nil,
         eventLoopGroup: (any EventLoopGroup)? = nil,
         commitEventLoop: (any EventLoop)? = nil,
+        authRecheckInterval: Duration? = nil,
         logger: Logger
     ) async throws -> any PushStore {
         switch location {
@@ -53,6 +56,7 @@ public enum RelayStore {
             configuration.createIfMissing = createIfMissing && !readOnly
             configuration.readOnly = readOnly
             configuration.commitEventLoop = commitEventLoop
+            if let authRecheckInterval { configuration.authRecheckInterval = authRecheckInterval }
             return try SQLiteStore(configuration: configuration, logger: logger)
         case .postgres(let url):
             var configuration = PostgresStore.Configuration(url: try PostgresURL(url))
@@ -61,6 +65,7 @@ public enum RelayStore {
             if let postgresCommitTimeout { configuration.commitTimeout = postgresCommitTimeout }
             if let postgresStatementTimeout { configuration.statementTimeout = postgresStatementTimeout }
             configuration.eventLoopGroup = eventLoopGroup
+            if let authRecheckInterval { configuration.authRecheckInterval = authRecheckInterval }
             return try await PostgresStore.open(configuration: configuration, logger: logger)
         }
     }

@@ -122,7 +122,8 @@ struct StoreOptions: ParsableArguments {
             return try await RelayStore.open(
                 RelayStore.Location(configuration), createIfMissing: createIfMissing, queuePolicy: queuePolicy,
                 readOnly: readOnly, postgresCommitTimeout: configuration.postgresCommitTimeout,
-                postgresStatementTimeout: configuration.postgresStatementTimeout, logger: logger)
+                postgresStatementTimeout: configuration.postgresStatementTimeout,
+                authRecheckInterval: configuration.authRecheckInterval, logger: logger)
         } catch let error as StoreError where error.code == .notFound {
             let directory = configuration.dataDirectory
             let hint = "create it with `pushrelay project create NAME --data-dir \(directory)`"

@@ -185,6 +185,42 @@ import Testing
         #expect(try await daemon.terminate() == 0)
     }
 
+    /// `auth_recheck_interval` bounds how long a server key the CLI cut off (`rotate-key --grace-seconds 0`, another
+    /// process) keeps working: with 250 ms its sends are refused within seconds; with 1 h the daemon keeps answering
+    /// it from memory (it does not re-read the credentials epoch), while the new key works at once (a key not in
+    /// memory is always looked up in the store). SQLite in both passes of the suite: on PostgreSQL the CLI's commit
+    /// notifies the daemon, which then forgets the key at once whatever the interval.
+    @Test(arguments: ["250ms", "1h"]) func authRecheckIntervalBoundsWhenCLIChangesAreSeen(_ interval: String) async throws {
+        let daemon = try Daemon(arguments: ["--store", "sqlite", "--auth-recheck-interval", interval])
+        try await daemon.start()
+        let keys = try await daemon.createProject()
+        let device = try await daemon.registerDevice(keys)
+        let body = #"{"to": "\#(device.token)", "data": {"k": "v"}}"#
+        #expect(try await daemon.send(body, serverKey: keys.serverKey).status == 200)
+        let rotated = try await run(
+            Daemon.binary,
+            ["project", "rotate-key", keys.project, "--grace-seconds", "0", "--data-dir", daemon.dataDir.path, "--json"]
+                + daemon.storeArguments)
+        #expect(rotated.status == 0, "\(rotated.stderr)")
+        let newKey = try #require(try jsonObject(rotated.stdout)["server_key"] as? String)
+        #expect(try await daemon.send(body, serverKey: newKey).status == 200)
+        if interval == "1h" {
+            // Six default intervals later the cut-off key is still answered from memory.
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(try await daemon.send(body, serverKey: keys.serverKey).status == 200)
+        } else {
+            let deadline = ContinuousClock.now + .seconds(30)
+            var oldKeyStatus = 0
+            while ContinuousClock.now < deadline {
+                oldKeyStatus = try await daemon.send(body, serverKey: keys.serverKey).status
+                if oldKeyStatus == 401 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(oldKeyStatus == 401, "the cut-off key still worked 30 s later with a 250 ms recheck interval")
+        }
+        #expect(try await daemon.terminate() == 0)
+    }
+
     /// `device_expiry` removes a device that neither streams nor acknowledges (sends to it then answer
     /// `NotRegistered`, as FCM's for a token unused for 270 days), while a device holding a stream the whole time
     /// stays and receives.

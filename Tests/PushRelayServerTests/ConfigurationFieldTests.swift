@@ -153,6 +153,13 @@ let fieldCases: [FieldCase] = [
         invalid: ["-24h", "0h", "a day"]
     ),
     FieldCase(
+        field: .authRecheckInterval,
+        file: (#""1s""#, #""1s""#),
+        environment: ("0", #""0s""#),
+        flag: ("100ms", #""100ms""#),
+        invalid: ["-1s", "soon", "5x"]
+    ),
+    FieldCase(
         field: .logLevel,
         file: (#""debug""#, #""debug""#),
         environment: ("WARNING", #""warning""#),

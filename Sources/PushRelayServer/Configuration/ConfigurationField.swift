@@ -39,6 +39,8 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case purgeInterval = "purge_interval"
     /// ``PushRelayConfiguration/serverKeyRotationGrace``.
     case serverKeyRotationGrace = "server_key_rotation_grace"
+    /// ``PushRelayConfiguration/authRecheckInterval``.
+    case authRecheckInterval = "auth_recheck_interval"
     /// ``PushRelayConfiguration/logLevel``.
     case logLevel = "log_level"
     /// ``PushRelayConfiguration/logFormat``.
@@ -128,6 +130,7 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .maxCollapseKeys: "pending collapse keys per device"
         case .purgeInterval: "how often expired messages are purged, e.g. 60s"
         case .serverKeyRotationGrace: "old server key still valid after rotation, e.g. 24h"
+        case .authRecheckInterval: "a credential change made by another process (the CLI) is honoured within this, e.g. 250ms; 0: checked at every request"
         case .logLevel: "trace, debug, info, notice, warning, error, critical"
         case .logFormat: "text or json"
         case .metricsEnabled: "serve /metrics: true or false"

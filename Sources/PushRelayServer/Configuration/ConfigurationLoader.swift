@@ -143,6 +143,8 @@ struct ConfigurationBuilder {
             configuration.purgeInterval = try Parse.duration(raw)
         case .serverKeyRotationGrace:
             configuration.serverKeyRotationGrace = try Parse.duration(raw)
+        case .authRecheckInterval:
+            configuration.authRecheckInterval = try Parse.durationOrZero(raw) ?? .zero
         case .logLevel:
             configuration.logLevel = try Parse.choice(raw, as: PushRelayConfiguration.LogLevel.self)
         case .logFormat:

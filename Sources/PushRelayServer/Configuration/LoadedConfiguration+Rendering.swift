@@ -40,6 +40,7 @@ extension PushRelayConfiguration {
         case .maxCollapseKeys: return String(maxCollapseKeys)
         case .purgeInterval: return Self.quote(Self.renderDuration(purgeInterval))
         case .serverKeyRotationGrace: return Self.quote(Self.renderDuration(serverKeyRotationGrace))
+        case .authRecheckInterval: return Self.quote(Self.renderDuration(authRecheckInterval))
         case .logLevel: return Self.quote(logLevel.rawValue)
         case .logFormat: return Self.quote(logFormat.rawValue)
         case .metricsEnabled: return String(metricsEnabled)

@@ -78,6 +78,15 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Default 24 h.
     public var serverKeyRotationGrace: Duration
 
+    /// How often, at most, the daemon re-reads the store's credentials epoch (`auth_epoch`), which every change to
+    /// a project, a server key, a service account or a device's registration moves: a change made by another
+    /// process (the CLI on this store; on PostgreSQL also a node whose notification was missed) is honoured within
+    /// this interval. Between two checks, credentials and tokens already looked up are answered from memory. `0`:
+    /// the epoch is re-read for every request that would be answered from memory (a database read each: strict,
+    /// and slower). Changes this daemon makes itself take effect at once whatever the interval. Key
+    /// `auth_recheck_interval`. Default 250 ms.
+    public var authRecheckInterval: Duration
+
     /// Lowest level logged. Key `log_level`. Default ``LogLevel/info``. Reloaded on SIGHUP.
     public var logLevel: LogLevel
 
@@ -178,6 +187,7 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.maxCollapseKeys = 4
         self.purgeInterval = .seconds(60)
         self.serverKeyRotationGrace = .seconds(24 * 3600)
+        self.authRecheckInterval = .milliseconds(250)
         self.logLevel = .info
         self.logFormat = .text
         self.metricsEnabled = true

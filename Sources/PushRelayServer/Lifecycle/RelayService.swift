@@ -186,6 +186,7 @@ public final class RelayService: Service {
             postgresStatementTimeout: configuration.postgresStatementTimeout,
             eventLoopGroup: eventLoopGroup,
             commitEventLoop: commitEventLoop,
+            authRecheckInterval: configuration.authRecheckInterval,
             logger: Logger(label: "pushrelay.store"))
     }
 
