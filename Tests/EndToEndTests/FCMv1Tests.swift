@@ -174,16 +174,11 @@ import Testing
         #expect(listed.stdout.contains(keyID) && listed.stdout.contains("valid"))
         let revoked = try await Daemon.cli(["project", "revoke-service-account-key", "shop", keyID, "--data-dir", f.daemon.dataDir.path] + f.daemon.storeArguments)
         #expect(revoked.status == 0)
-        var after = ""
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(20)
-        while clock.now < deadline {
-            after = try await run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
-                                           "\(f.daemon.baseURL)/v1/projects/shop/messages:send",
-                                           "-H", "Authorization: Bearer \(token)", "--data-binary", "{}"]).stdout
-            if after == "401" { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        let after = try await poll(every: .milliseconds(50), for: .seconds(20)) {
+            try await run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+                                   "\(f.daemon.baseURL)/v1/projects/shop/messages:send",
+                                   "-H", "Authorization: Bearer \(token)", "--data-binary", "{}"]).stdout
+        } until: { $0 == "401" }
         #expect(after == "401")
         let regrant = try await f.daemon.googleAuth(["file": f.file, "jwt": [String: Any]()])
         #expect(regrant["token_status"] as? Int == 400)

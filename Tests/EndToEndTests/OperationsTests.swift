@@ -50,13 +50,9 @@ import Testing
         #expect(before.body.contains("pushrelay_store_commit_duration_seconds_bucket"))
         // The histograms are recorded, not just declared: each commit and each delivery counts.
         #expect((Self.sample("pushrelay_store_commit_duration_seconds_count", in: before.body) ?? 0) >= 1)
-        var depth = Self.sample("pushrelay_queue_depth", in: before.body) ?? 0
-        let clock = ContinuousClock()
-        let depthDeadline = clock.now + .seconds(20)
-        while depth < 1, clock.now < depthDeadline {
-            try await Task.sleep(for: .milliseconds(100))
-            depth = Self.sample("pushrelay_queue_depth", in: try await Self.get("\(daemon.baseURL)/metrics").body) ?? 0
-        }
+        let depth = try await poll(for: .seconds(20)) {
+            Self.sample("pushrelay_queue_depth", in: try await Self.get("\(daemon.baseURL)/metrics").body) ?? 0
+        } until: { $0 >= 1 }
         #expect(depth >= 1, "the queue depth never moved with metrics_interval = 1s")
         // On SQLite the send's commit wrote pages to the WAL (the first checkpoint comes at 1,000); PostgreSQL
         // keeps no WAL in the node's files: 0.
@@ -81,13 +77,9 @@ import Testing
         #expect((Self.sample("pushrelay_send_to_deliver_duration_seconds_count", in: connected) ?? 0) >= 1, "\(connected)")
         stream.stop()
 
-        let deadline = clock.now + .seconds(10)
-        var after = ""
-        while clock.now < deadline {
-            after = try await Self.get("\(daemon.baseURL)/metrics").body
-            if Self.sample("pushrelay_connected_devices", in: after) == 0 { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        let after = try await poll(every: .milliseconds(50), for: .seconds(10)) {
+            try await Self.get("\(daemon.baseURL)/metrics").body
+        } until: { Self.sample("pushrelay_connected_devices", in: $0) == 0 }
         #expect(Self.sample("pushrelay_connected_devices", in: after) == 0, "\(after)")
         #expect(Self.sample("pushrelay_open_streams", in: after) == 0)
     }

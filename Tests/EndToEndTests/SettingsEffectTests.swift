@@ -173,14 +173,9 @@ import Testing
         let device = try await daemon.registerDevice(keys)
         let body = #"{"to": "\#(device.token)", "data": {"k": "v"}}"#
         #expect(try await daemon.send(body, serverKey: newKey).status == 200)
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(30)
-        var oldKeyStatus = 0
-        while clock.now < deadline {
-            oldKeyStatus = try await daemon.send(body, serverKey: keys.serverKey).status
-            if oldKeyStatus == 401 { break }
-            try await Task.sleep(for: .milliseconds(200))
-        }
+        let oldKeyStatus = try await poll(every: .milliseconds(200), for: .seconds(30)) {
+            try await daemon.send(body, serverKey: keys.serverKey).status
+        } until: { $0 == 401 }
         #expect(oldKeyStatus == 401, "the previous key still worked 30 s after a rotation with a 1 s grace")
         #expect(try await daemon.terminate() == 0)
     }
@@ -209,13 +204,9 @@ import Testing
             try await Task.sleep(for: .milliseconds(1500))
             #expect(try await daemon.send(body, serverKey: keys.serverKey).status == 200)
         } else {
-            let deadline = ContinuousClock.now + .seconds(30)
-            var oldKeyStatus = 0
-            while ContinuousClock.now < deadline {
-                oldKeyStatus = try await daemon.send(body, serverKey: keys.serverKey).status
-                if oldKeyStatus == 401 { break }
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            let oldKeyStatus = try await poll(for: .seconds(30)) {
+                try await daemon.send(body, serverKey: keys.serverKey).status
+            } until: { $0 == 401 }
             #expect(oldKeyStatus == 401, "the cut-off key still worked 30 s later with a 250 ms recheck interval")
         }
         #expect(try await daemon.terminate() == 0)
@@ -237,13 +228,9 @@ import Testing
             let results = try jsonObject(answer.body)["results"] as? [[String: Any]]
             return results?.first ?? [:]
         }
-        let deadline = ContinuousClock.now + .seconds(30)
-        var quietResult: [String: Any] = [:]
-        while ContinuousClock.now < deadline {
-            quietResult = try await result(quiet)
-            if quietResult["error"] as? String == "NotRegistered" { break }
-            try await Task.sleep(for: .milliseconds(500))
-        }
+        let quietResult = try await poll(every: .milliseconds(500), for: .seconds(30)) {
+            try await result(quiet)
+        } until: { $0["error"] as? String == "NotRegistered" }
         #expect(quietResult["error"] as? String == "NotRegistered", "\(quietResult)")
         let kept = try await result(streaming)
         let id = try #require(kept["message_id"] as? String, "the streaming device was expired: \(kept)")

@@ -158,14 +158,8 @@ import Testing
 
     /// Polls `/readyz` until its status is `status`, at most 30 s; the last answer.
     static func waitForReadiness(_ daemon: Daemon, _ status: Int) async throws -> (status: Int, body: String) {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(30)
-        var answer = try await OperationsTests.get("\(daemon.baseURL)/readyz")
-        while answer.status != status, clock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-            answer = try await OperationsTests.get("\(daemon.baseURL)/readyz")
-        }
-        return answer
+        try await poll(for: .seconds(30)) { try await OperationsTests.get("\(daemon.baseURL)/readyz") }
+            until: { $0.status == status }
     }
 
     /// The `-wal` file removed under a running daemon (an operator's `rm`, a cleanup script): SQLite writes on

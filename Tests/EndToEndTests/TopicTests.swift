@@ -191,12 +191,9 @@ import Testing
         let delete = try await Daemon.cli(["project", "delete", "gone", "--data-dir", f.daemon.dataDir.path] + f.daemon.storeArguments)
         #expect(delete.status == 0, "\(delete.stderr)")
         // The daemon sees a deletion made by the CLI within its auth cache's recheck interval (250 ms).
-        var status = 0
-        for _ in 0..<100 {
-            status = try await f.call("GET", "/iid/info/\(goner.token)?details=true", key: other.serverKey).status
-            if status == 401 { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        let status = try await poll(every: .milliseconds(50), for: .seconds(5)) {
+            try await f.call("GET", "/iid/info/\(goner.token)?details=true", key: other.serverKey).status
+        } until: { $0 == 401 }
         #expect(status == 401)
         #expect(try await f.call("GET", "/iid/info/\(goner.token)?details=true").status == 404)
         #expect(try await f.daemon.send(#"{"to": "/topics/news"}"#, serverKey: other.serverKey).status == 401)
