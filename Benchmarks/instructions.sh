@@ -25,7 +25,7 @@
 # The daemon runs with `auth_recheck_interval = 1h` (through the environment, which older binaries ignore): callgrind
 # slows it ~50x, so the default 250 ms recheck of the credentials epoch came every few milliseconds of real-speed work,
 # and each time every send already in flight (SHAPE=h2: hundreds) took the database path for its server key (a task,
-# a SHA-256, a read): ~9 % of SHAPE=h2's figure, varying with the host's speed. At full speed the recheck comes 4 times
+# a SHA-256, a read): ~7 % of SHAPE=h2's figure, varying with the host's speed. At full speed the recheck comes 4 times
 # a second and sends about 2 sends that way each time, 1 in 2,600 (a uprobe count during `run-relay.sh --only sends`).
 # The count does not depend on the load of the machine; it moves with the code (and the toolchain, SQLite,
 # libnghttp2 versions). Wall time: a few minutes (the daemon runs ~50x slower under callgrind).
