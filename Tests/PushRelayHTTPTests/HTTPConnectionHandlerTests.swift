@@ -94,6 +94,25 @@ import Testing
         _ = try? channel.finish()
     }
 
+    /// An HTTP/2 response head: the status and the content length as digits, a `date`, the handler's own fields, and
+    /// none of the connection-specific fields RFC 9113 §8.2.2 forbids even when the handler set them.
+    @Test func http2ResponseHeadLeavesOutConnectionFields() throws {
+        let channel = try Self.activeChannel([HTTP2ServerConnectionHandler(shared: Self.shared())])
+        let peer = FakeHTTP2Peer()
+        let stream = peer.request(.get, "/connection-fields")
+        try Self.exchange(peer, channel)
+        #expect(peer.statuses[stream] == 202)
+        #expect(peer.bodies[stream] == "done")
+        let headers = try #require(peer.headers[stream])
+        #expect(headers["content-length"] == "4")
+        #expect(headers["x-kept"] == "yes")
+        #expect(headers["date"]?.hasSuffix(" GMT") == true, "\(headers)")
+        for name in ["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"] {
+            #expect(headers[name] == nil, "\(name) in \(headers)")
+        }
+        _ = try? channel.finish()
+    }
+
     /// What a gate hands over with `.admit` reaches that request's handler, and only that request's.
     @Test func http2GateAdmissionReachesItsHandler() throws {
         let channel = try Self.activeChannel([HTTP2ServerConnectionHandler(shared: Self.shared())])

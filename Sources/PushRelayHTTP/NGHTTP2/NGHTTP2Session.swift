@@ -1,6 +1,7 @@
 import CNghttp2
 import HTTPTypes
 import NIOCore
+import PushRelayWire
 
 // The one place that touches libnghttp2 (Debian 1.52: `mem_recv`/`mem_send`, `nghttp2_data_provider`; no `…2` APIs).
 // Every pointer stays in this file: callbacks are capture-less closures that recover the session object from the
@@ -231,11 +232,11 @@ final class NGHTTP2Session {
     /// Submits a response head; with `hasBody` the body is read through `sessionReadBody`.
     func submitResponse(streamID: Int32, status: Int, headerFields: HTTPFields, contentLength: Int?, hasBody: Bool) {
         beginHeaderBlock()
-        appendField("status", pseudo: true, String(status))
+        appendField(":status", decimal: status)
         // Every response says when (RFC 9110 §6.6.1), unless the handler set it.
-        if headerFields[.date] == nil { appendField("date", pseudo: false, HTTPDate.now()) }
+        if headerFields[.date] == nil { appendField("date", HTTPDate.now()) }
         appendFields(headerFields)
-        if let contentLength { appendField("content-length", pseudo: false, String(contentLength)) }
+        if let contentLength { appendField("content-length", decimal: contentLength) }
         let rc = withHeaderBlock { nva, count in
             if hasBody {
                 var provider = Self.dataProvider
@@ -249,7 +250,7 @@ final class NGHTTP2Session {
     /// Submits an informational (1xx) head, such as `100 Continue`, before the stream's response.
     func submitInformational(streamID: Int32, status: Int) {
         beginHeaderBlock()
-        appendField("status", pseudo: true, String(status))
+        appendField(":status", decimal: status)
         let rc = withHeaderBlock { nva, count in
             nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, nil, nva, count, nil)
         }
@@ -260,10 +261,10 @@ final class NGHTTP2Session {
     /// ids exhausted).
     func submitRequest(_ head: HTTPRequest, hasBody: Bool) -> Int32? {
         beginHeaderBlock()
-        appendField("method", pseudo: true, head.method.rawValue)
-        appendField("scheme", pseudo: true, head.scheme ?? "http")
-        if let authority = head.authority { appendField("authority", pseudo: true, authority) }
-        appendField("path", pseudo: true, head.path ?? "/")
+        appendField(":method", head.method.rawValue)
+        appendField(":scheme", head.scheme ?? "http")
+        if let authority = head.authority { appendField(":authority", authority) }
+        appendField(":path", head.path ?? "/")
         appendFields(head.headerFields)
         let rc = withHeaderBlock { nva, count in
             if hasBody {
@@ -338,23 +339,40 @@ final class NGHTTP2Session {
         nameValueRanges.removeAll(keepingCapacity: true)
     }
 
-    private func appendField(_ name: String, pseudo: Bool, _ value: String) {
+    /// Appends a field to the header block: `name`, then `value`, append their bytes to the block's bytes.
+    @inline(__always)
+    private func appendField(name: (inout [UInt8]) -> Void, value: (inout [UInt8]) -> Void) {
         let nameStart = nameValueBytes.count
-        if pseudo { nameValueBytes.append(UInt8(ascii: ":")) }
-        nameValueBytes.append(contentsOf: name.utf8)
+        name(&nameValueBytes)
         let valueStart = nameValueBytes.count
-        nameValueBytes.append(contentsOf: value.utf8)
+        value(&nameValueBytes)
         nameValueRanges.append((nameStart..<valueStart, valueStart..<nameValueBytes.count))
+    }
+
+    /// A field of a fixed name (pseudo-header fields with their colon): its bytes come from the literal, no `String`.
+    private func appendField(_ name: StaticString, _ value: String) {
+        appendField(name: { JSONWriter.appendRaw(name, to: &$0) }, value: { $0.append(contentsOf: value.utf8) })
+    }
+
+    /// A field of a fixed name and a decimal value (`:status`, `content-length`), written as digits in place.
+    private func appendField(_ name: StaticString, decimal value: Int) {
+        appendField(name: { JSONWriter.appendRaw(name, to: &$0) }, value: { JSONWriter.appendDecimal(Int64(value), to: &$0) })
     }
 
     private func appendFields(_ fields: HTTPFields) {
         for field in fields {
             let name = field.name.canonicalName
-            switch name {
-            // Connection-specific fields are forbidden in HTTP/2 (RFC 9113 §8.2.2).
-            case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade": continue
-            default: appendField(name, pseudo: false, field.value)
+            // Connection-specific fields are forbidden in HTTP/2 (RFC 9113 §8.2.2); none of them is 12 or 14 bytes
+            // long, the lengths of `content-type` and `content-length`, which nearly every response has.
+            switch name.utf8.count {
+            case 7, 10, 16, 17:
+                switch name {
+                case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade": continue
+                default: break
+                }
+            default: break
             }
+            appendField(name: { $0.append(contentsOf: name.utf8) }, value: { $0.append(contentsOf: field.value.utf8) })
         }
     }
 

@@ -66,6 +66,17 @@ struct TestServer {
             HTTPServerResponse(status: .ok, headerFields: [.contentType: "application/json"],
                                body: .bytes(ByteBuffer(string: #"{"status":"ok"}"#)))
         })
+        // A 202 whose handler set connection-specific fields, which HTTP/2 forbids (the transport leaves them out there),
+        // beside one of its own.
+        router.add(.get, "/connection-fields", .immediate { _, _ in
+            HTTPServerResponse(
+                status: .accepted,
+                headerFields: [
+                    .connection: "close", HTTPField.Name("Keep-Alive")!: "timeout=5", .transferEncoding: "identity",
+                    .upgrade: "h2c", HTTPField.Name("Proxy-Connection")!: "keep-alive", HTTPField.Name("X-Kept")!: "yes",
+                ],
+                body: .bytes(ByteBuffer(string: "done")))
+        })
         // Answers after 30 s, unless its task is cancelled (the client reset the stream or left): counted.
         router.add(.get, "/slow", .collected { _ in
             do {
