@@ -125,9 +125,8 @@ final class NGHTTP2Session {
     /// The handler that owns this session; it outlives the session's use (unowned, no retain cycle).
     unowned(unsafe) var delegate: any NGHTTP2SessionDelegate
     private let allocator: ByteBufferAllocator
-    /// Scratch storage for header blocks, reused across submits.
-    private var nameValueBytes: [UInt8] = []
-    private var nameValueRanges: [(name: Range<Int>, value: Range<Int>)] = []
+    /// Scratch storage for header blocks, reused across submits (taken out for each one: ``takeHeaderBlock()``).
+    private var headerBlock = HeaderBlock()
     /// The header list limit, and the decoded bytes of the header block being received (blocks do not interleave).
     private let maxHeaderListSize: Int
     private let headerListAbortSize: Int
@@ -143,8 +142,7 @@ final class NGHTTP2Session {
         self.allocator = allocator
         self.maxHeaderListSize = limits.maxHeaderListSize
         self.headerListAbortSize = limits.headerListAbortSize
-        nameValueBytes.reserveCapacity(512)
-        nameValueRanges.reserveCapacity(16)
+        headerBlock.reserveCapacity(bytes: 512, fields: 16)
 
         var callbacks: OpaquePointer?
         precondition(nghttp2_session_callbacks_new(&callbacks) == 0, "nghttp2: out of memory")
@@ -231,48 +229,51 @@ final class NGHTTP2Session {
 
     /// Submits a response head; with `hasBody` the body is read through `sessionReadBody`.
     func submitResponse(streamID: Int32, status: Int, headerFields: HTTPFields, contentLength: Int?, hasBody: Bool) {
-        beginHeaderBlock()
-        appendField(":status", decimal: status)
+        var block = takeHeaderBlock()
+        block.append(":status", decimal: status)
         // Every response says when (RFC 9110 §6.6.1), unless the handler set it.
-        if headerFields[.date] == nil { appendField("date", HTTPDate.now()) }
-        appendFields(headerFields)
-        if let contentLength { appendField("content-length", decimal: contentLength) }
-        let rc = withHeaderBlock { nva, count in
+        if headerFields[.date] == nil { block.append("date", HTTPDate.now()) }
+        block.append(headerFields)
+        if let contentLength { block.append("content-length", decimal: contentLength) }
+        let rc = block.withNameValues { nva, count in
             if hasBody {
                 var provider = Self.dataProvider
                 return nghttp2_submit_response(session, streamID, nva, count, &provider)
             }
             return nghttp2_submit_response(session, streamID, nva, count, nil)
         }
+        headerBlock = block
         if rc != 0 { resetStream(streamID: streamID, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue) }
     }
 
     /// Submits an informational (1xx) head, such as `100 Continue`, before the stream's response.
     func submitInformational(streamID: Int32, status: Int) {
-        beginHeaderBlock()
-        appendField(":status", decimal: status)
-        let rc = withHeaderBlock { nva, count in
+        var block = takeHeaderBlock()
+        block.append(":status", decimal: status)
+        let rc = block.withNameValues { nva, count in
             nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, nil, nva, count, nil)
         }
+        headerBlock = block
         if rc < 0 { resetStream(streamID: streamID, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue) }
     }
 
     /// Submits a request; returns the new stream id, or `nil` when no stream can be opened (GOAWAY received,
     /// ids exhausted).
     func submitRequest(_ head: HTTPRequest, hasBody: Bool) -> Int32? {
-        beginHeaderBlock()
-        appendField(":method", head.method.rawValue)
-        appendField(":scheme", head.scheme ?? "http")
-        if let authority = head.authority { appendField(":authority", authority) }
-        appendField(":path", head.path ?? "/")
-        appendFields(head.headerFields)
-        let rc = withHeaderBlock { nva, count in
+        var block = takeHeaderBlock()
+        block.append(":method", head.method.rawValue)
+        block.append(":scheme", head.scheme ?? "http")
+        if let authority = head.authority { block.append(":authority", authority) }
+        block.append(":path", head.path ?? "/")
+        block.append(head.headerFields)
+        let rc = block.withNameValues { nva, count in
             if hasBody {
                 var provider = Self.dataProvider
                 return nghttp2_submit_request(session, nil, nva, count, &provider, nil)
             }
             return nghttp2_submit_request(session, nil, nva, count, nil, nil)
         }
+        headerBlock = block
         return rc > 0 ? rc : nil
     }
 
@@ -334,63 +335,13 @@ final class NGHTTP2Session {
 
     // MARK: Header blocks
 
-    private func beginHeaderBlock() {
-        nameValueBytes.removeAll(keepingCapacity: true)
-        nameValueRanges.removeAll(keepingCapacity: true)
-    }
-
-    /// Appends a field to the header block: `name`, then `value`, append their bytes to the block's bytes.
-    @inline(__always)
-    private func appendField(name: (inout [UInt8]) -> Void, value: (inout [UInt8]) -> Void) {
-        let nameStart = nameValueBytes.count
-        name(&nameValueBytes)
-        let valueStart = nameValueBytes.count
-        value(&nameValueBytes)
-        nameValueRanges.append((nameStart..<valueStart, valueStart..<nameValueBytes.count))
-    }
-
-    /// A field of a fixed name (pseudo-header fields with their colon): its bytes come from the literal, no `String`.
-    private func appendField(_ name: StaticString, _ value: String) {
-        appendField(name: { JSONWriter.appendRaw(name, to: &$0) }, value: { $0.append(contentsOf: value.utf8) })
-    }
-
-    /// A field of a fixed name and a decimal value (`:status`, `content-length`), written as digits in place.
-    private func appendField(_ name: StaticString, decimal value: Int) {
-        appendField(name: { JSONWriter.appendRaw(name, to: &$0) }, value: { JSONWriter.appendDecimal(Int64(value), to: &$0) })
-    }
-
-    private func appendFields(_ fields: HTTPFields) {
-        for field in fields {
-            let name = field.name.canonicalName
-            // Connection-specific fields are forbidden in HTTP/2 (RFC 9113 §8.2.2); none of them is 12 or 14 bytes
-            // long, the lengths of `content-type` and `content-length`, which nearly every response has.
-            switch name.utf8.count {
-            case 7, 10, 16, 17:
-                switch name {
-                case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade": continue
-                default: break
-                }
-            default: break
-            }
-            appendField(name: { $0.append(contentsOf: name.utf8) }, value: { $0.append(contentsOf: field.value.utf8) })
-        }
-    }
-
-    private func withHeaderBlock(_ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32) -> Int32 {
-        nameValueBytes.withUnsafeMutableBufferPointer { bytes in
-            let base = bytes.baseAddress!
-            return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: nameValueRanges.count) { nva in
-                for (index, range) in nameValueRanges.enumerated() {
-                    nva[index] = nghttp2_nv(
-                        name: base + range.name.lowerBound,
-                        value: base + range.value.lowerBound,
-                        namelen: range.name.count,
-                        valuelen: range.value.count,
-                        flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-                }
-                return body(UnsafePointer(nva.baseAddress!), nameValueRanges.count)
-            }
-        }
+    /// The scratch block, emptied, taken out of the session for one submit (the caller puts it back): its appends then
+    /// touch a local value, not the session's stored property at every field.
+    private func takeHeaderBlock() -> HeaderBlock {
+        var block = HeaderBlock()
+        swap(&block, &headerBlock)
+        block.removeAll()
+        return block
     }
 
     // MARK: Callbacks
@@ -523,4 +474,80 @@ enum HTTP2ErrorCode {
     static let refusedStream: UInt32 = NGHTTP2_REFUSED_STREAM.rawValue
     static let cancel: UInt32 = NGHTTP2_CANCEL.rawValue
     static let enhanceYourCalm: UInt32 = NGHTTP2_ENHANCE_YOUR_CALM.rawValue
+}
+
+/// The fields of one header block as nghttp2 takes them: their name and value bytes one after another, and where each
+/// field's name and value are. Built field by field, then lent to nghttp2 as an `nghttp2_nv` array
+/// (``withNameValues(_:)``), which nghttp2 copies before the call returns.
+struct HeaderBlock {
+    private var bytes: [UInt8] = []
+    private var ranges: [(name: Range<Int>, value: Range<Int>)] = []
+
+    mutating func reserveCapacity(bytes byteCount: Int, fields: Int) {
+        bytes.reserveCapacity(byteCount)
+        ranges.reserveCapacity(fields)
+    }
+
+    /// Empties the block, keeping its storage.
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        ranges.removeAll(keepingCapacity: true)
+    }
+
+    /// Appends a field: `name`, then `value`, append their bytes.
+    @inline(__always)
+    private mutating func append(name: (inout [UInt8]) -> Void, value: (inout [UInt8]) -> Void) {
+        let nameStart = bytes.count
+        name(&bytes)
+        let valueStart = bytes.count
+        value(&bytes)
+        ranges.append((nameStart..<valueStart, valueStart..<bytes.count))
+    }
+
+    /// A field of a fixed name (pseudo-header fields with their colon): its bytes come from the literal, no `String`.
+    mutating func append(_ name: StaticString, _ value: String) {
+        append(name: { JSONWriter.appendRaw(name, to: &$0) }, value: { $0.append(contentsOf: value.utf8) })
+    }
+
+    /// A field of a fixed name and a decimal value (`:status`, `content-length`), written as digits in place.
+    mutating func append(_ name: StaticString, decimal value: Int) {
+        append(name: { JSONWriter.appendRaw(name, to: &$0) }, value: { JSONWriter.appendDecimal(Int64(value), to: &$0) })
+    }
+
+    /// A head's fields, without the connection-specific ones HTTP/2 forbids (RFC 9113 §8.2.2).
+    mutating func append(_ fields: HTTPFields) {
+        for field in fields {
+            let name = field.name.canonicalName
+            // None of the forbidden names is 12 or 14 bytes long, the lengths of `content-type` and
+            // `content-length`, which nearly every response has.
+            switch name.utf8.count {
+            case 7, 10, 16, 17:
+                switch name {
+                case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade": continue
+                default: break
+                }
+            default: break
+            }
+            append(name: { $0.append(contentsOf: name.utf8) }, value: { $0.append(contentsOf: field.value.utf8) })
+        }
+    }
+
+    /// Calls `body` with the block as `nghttp2_nv`s pointing into its bytes (valid only during the call).
+    mutating func withNameValues(_ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32) -> Int32 {
+        let ranges = self.ranges
+        return bytes.withUnsafeMutableBufferPointer { bytes in
+            let base = bytes.baseAddress!
+            return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: ranges.count) { nva in
+                for (index, range) in ranges.enumerated() {
+                    nva[index] = nghttp2_nv(
+                        name: base + range.name.lowerBound,
+                        value: base + range.value.lowerBound,
+                        namelen: range.name.count,
+                        valuelen: range.value.count,
+                        flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                }
+                return body(UnsafePointer(nva.baseAddress!), ranges.count)
+            }
+        }
+    }
 }
