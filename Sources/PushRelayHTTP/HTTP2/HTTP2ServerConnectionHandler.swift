@@ -41,10 +41,16 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     /// reuses it (``HTTP2ServerStream/addHeader(name:value:limit:recent:)``). Forgotten when a stream turns to a long
     /// response (a device's event stream), so that an idle connection keeps nothing more.
     private var recentFields = HTTPFields()
+    /// The stream whose request head is arriving, and its id: header blocks do not interleave (RFC 9113 §4.3), so each
+    /// field goes to it without a look-up in ``streams``. Cleared when the block completes or the stream closes.
+    private var receivingHead: (id: Int32, stream: HTTP2ServerStream)?
+    /// `shared.configuration.maxHeaderListSize`, read once for every field of every head.
+    private let maxHeaderListSize: Int
 
     init(shared: HTTPServerShared, upgrade: HTTP2UpgradeRequest? = nil) {
         self.shared = shared
         self.upgrade = upgrade
+        self.maxHeaderListSize = shared.configuration.maxHeaderListSize
         self.controlFrames = HTTP2ControlFrameBudget(
             burst: shared.configuration.controlFrameBurst, ratePerSecond: shared.configuration.controlFrameRatePerSecond)
     }
@@ -344,7 +350,15 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
             timer?.set(nil)
         }
         streams[streamID] = stream
+        receivingHead = (streamID, stream)
         controlFrames.earn()
+    }
+
+    /// The stream of an arriving field: the one whose head is being received, else (never, with a conforming nghttp2)
+    /// the look-up.
+    private func receivingStream(_ streamID: Int32) -> HTTP2ServerStream? {
+        if let receivingHead, receivingHead.id == streamID { return receivingHead.stream }
+        return streams[streamID]
     }
 
     func sessionHeaderListTooLarge(streamID: Int32) {
@@ -361,16 +375,17 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     }
 
     func sessionHeader(streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        streams[streamID]?.addHeader(
-            name: name, value: value, limit: shared.configuration.maxHeaderListSize, recent: recentFields)
+        receivingStream(streamID)?.addHeader(name: name, value: value, limit: maxHeaderListSize, recent: recentFields)
     }
 
     func sessionPseudoHeader(streamID: Int32, name: NGHTTP2PseudoHeader, value: String) {
-        streams[streamID]?.addPseudoHeader(name, value: value, limit: shared.configuration.maxHeaderListSize)
+        receivingStream(streamID)?.addPseudoHeader(name, value: value, limit: maxHeaderListSize)
     }
 
     func sessionHeadersComplete(streamID: Int32, endStream: Bool) {
-        guard let stream = streams[streamID], case .headers = stream.phase else { return }
+        let stream = receivingStream(streamID)
+        if receivingHead?.id == streamID { receivingHead = nil }
+        guard let stream, case .headers = stream.phase else { return }
         if stream.headerTooLarge {
             // In the route's error format (and with its CORS headers) when the fields kept so far name one.
             stream.phase = .awaitingResponse
@@ -502,6 +517,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     }
 
     func sessionStreamClosed(streamID: Int32, errorCode: UInt32) {
+        if receivingHead?.id == streamID { receivingHead = nil }
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         releaseBody(stream, streamID: streamID)
         Self.abandon(stream)
