@@ -207,6 +207,7 @@ final class HTTP2ServerConnectionHandler: ChannelDuplexHandler, NGHTTP2SessionDe
     private func closeAllStreams() {
         let open = streams
         streams = [:]
+        receivingHead = nil
         for (streamID, stream) in open {
             releaseBody(stream, streamID: streamID, retry: false)
             Self.abandon(stream)
