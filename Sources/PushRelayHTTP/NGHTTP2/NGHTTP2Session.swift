@@ -125,7 +125,7 @@ final class NGHTTP2Session {
     /// The handler that owns this session; it outlives the session's use (unowned, no retain cycle).
     unowned(unsafe) var delegate: any NGHTTP2SessionDelegate
     private let allocator: ByteBufferAllocator
-    /// Scratch storage for header blocks, reused across submits (taken out for each one: ``takeHeaderBlock()``).
+    /// Scratch storage for header blocks, reused across submits (taken out for each one: ``submitHeaderBlock(_:submit:)``).
     private var headerBlock = HeaderBlock()
     /// The header list limit, and the decoded bytes of the header block being received (blocks do not interleave).
     private let maxHeaderListSize: Int
@@ -229,51 +229,46 @@ final class NGHTTP2Session {
 
     /// Submits a response head; with `hasBody` the body is read through `sessionReadBody`.
     func submitResponse(streamID: Int32, status: Int, headerFields: HTTPFields, contentLength: Int?, hasBody: Bool) {
-        var block = takeHeaderBlock()
-        block.append(":status", decimal: status)
-        // Every response says when (RFC 9110 §6.6.1), unless the handler set it.
-        if headerFields[.date] == nil { block.append("date", HTTPDate.now()) }
-        block.append(headerFields)
-        if let contentLength { block.append("content-length", decimal: contentLength) }
-        let rc = block.withNameValues { nva, count in
+        let rc = submitHeaderBlock { block in
+            block.append(":status", decimal: status)
+            // Every response says when (RFC 9110 §6.6.1), unless the handler set it.
+            if headerFields[.date] == nil { block.append("date", HTTPDate.now()) }
+            block.append(headerFields)
+            if let contentLength { block.append("content-length", decimal: contentLength) }
+        } submit: { nva, count in
             if hasBody {
                 var provider = Self.dataProvider
                 return nghttp2_submit_response(session, streamID, nva, count, &provider)
             }
             return nghttp2_submit_response(session, streamID, nva, count, nil)
         }
-        headerBlock = block
         if rc != 0 { resetStream(streamID: streamID, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue) }
     }
 
     /// Submits an informational (1xx) head, such as `100 Continue`, before the stream's response.
     func submitInformational(streamID: Int32, status: Int) {
-        var block = takeHeaderBlock()
-        block.append(":status", decimal: status)
-        let rc = block.withNameValues { nva, count in
+        let rc = submitHeaderBlock { $0.append(":status", decimal: status) } submit: { nva, count in
             nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, nil, nva, count, nil)
         }
-        headerBlock = block
         if rc < 0 { resetStream(streamID: streamID, errorCode: NGHTTP2_INTERNAL_ERROR.rawValue) }
     }
 
     /// Submits a request; returns the new stream id, or `nil` when no stream can be opened (GOAWAY received,
     /// ids exhausted).
     func submitRequest(_ head: HTTPRequest, hasBody: Bool) -> Int32? {
-        var block = takeHeaderBlock()
-        block.append(":method", head.method.rawValue)
-        block.append(":scheme", head.scheme ?? "http")
-        if let authority = head.authority { block.append(":authority", authority) }
-        block.append(":path", head.path ?? "/")
-        block.append(head.headerFields)
-        let rc = block.withNameValues { nva, count in
+        let rc = submitHeaderBlock { block in
+            block.append(":method", head.method.rawValue)
+            block.append(":scheme", head.scheme ?? "http")
+            if let authority = head.authority { block.append(":authority", authority) }
+            block.append(":path", head.path ?? "/")
+            block.append(head.headerFields)
+        } submit: { nva, count in
             if hasBody {
                 var provider = Self.dataProvider
                 return nghttp2_submit_request(session, nil, nva, count, &provider, nil)
             }
             return nghttp2_submit_request(session, nil, nva, count, nil, nil)
         }
-        headerBlock = block
         return rc > 0 ? rc : nil
     }
 
@@ -335,13 +330,20 @@ final class NGHTTP2Session {
 
     // MARK: Header blocks
 
-    /// The scratch block, emptied, taken out of the session for one submit (the caller puts it back): its appends then
-    /// touch a local value, not the session's stored property at every field.
-    private func takeHeaderBlock() -> HeaderBlock {
+    /// Builds a header block with `build` and lends it to `submit` as `nghttp2_nv`s. The scratch block is taken out
+    /// of the session for this (emptied, its storage kept) and put back after: the appends touch a local value, not
+    /// the session's stored property at every field.
+    @inline(__always)
+    private func submitHeaderBlock(
+        _ build: (inout HeaderBlock) -> Void, submit: (UnsafePointer<nghttp2_nv>, Int) -> Int32
+    ) -> Int32 {
         var block = HeaderBlock()
         swap(&block, &headerBlock)
         block.removeAll()
-        return block
+        build(&block)
+        let rc = block.withNameValues(submit)
+        headerBlock = block
+        return rc
     }
 
     // MARK: Callbacks
