@@ -49,7 +49,8 @@ public struct PushClientConfiguration: Sendable {
     /// keep it above twice the relay's heartbeat interval.
     public var heartbeatTimeout: Duration
     /// How long to wait for a connection (and, on the URLSession transport, for any answer that is not the stream).
-    /// Default 10 s.
+    /// On HTTP/2 over cleartext, also how long a new connection's server has to show that it speaks HTTP/2 (its
+    /// SETTINGS); its first answer then has the request timeout, as every later one. Default 10 s.
     public var connectTimeout: Duration
     /// How many recent message ids to remember for deduplication. Default 1024.
     public var deduplicationCapacity: Int

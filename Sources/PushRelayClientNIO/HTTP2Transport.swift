@@ -193,11 +193,16 @@ public final class HTTP2Transport: PushTransport {
         for _ in 0..<3 {
             guard case .http2(let client) = try await connection() else { return nil }
             // A cleartext HTTP/1.1 server may sit on the h2c preface without answering: a new connection gets the
-            // connect timeout to answer its first request, and not answering counts as not speaking HTTP/2.
+            // connect timeout to show it speaks HTTP/2 (its SETTINGS), and not doing so counts as not speaking it.
+            // A connection whose server did gets the rest of the request timeout for its first answer (a server
+            // busy catching up after a stall is slow, not HTTP/1.1).
             let confirmed = await pool.isConfirmed(client)
+            let requestTimeout = self.requestTimeout
+            let extraForHTTP2 = max(requestTimeout - connectTimeout, .zero)
             do {
                 let response = try await Self.withDeadline(
                     confirmed ? requestTimeout : connectTimeout,
+                    extendedBy: { confirmed || !(client.isTLS || client.serverSpokeHTTP2) ? .zero : extraForHTTP2 },
                     onTimeout: { await self.pool.discard(client) },
                     timeoutError: HTTPTransportError.timeout("no response head within the request timeout")
                 ) {
@@ -229,8 +234,12 @@ public final class HTTP2Transport: PushTransport {
     /// Runs `operation` with a deadline. `operation` need not react to cancellation: when the deadline passes (or
     /// the calling task is cancelled) `onTimeout` runs, and it must make `operation` end (by closing the
     /// connection). Throws `timeoutError` after a deadline, `CancellationError` after a cancellation.
+    ///
+    /// - Parameter extendedBy: Asked once when `timeout` has passed: how much longer `operation` may take (`.zero`
+    ///   for none).
     static func withDeadline<Value: Sendable>(
         _ timeout: Duration,
+        extendedBy: @escaping @Sendable () -> Duration = { .zero },
         onTimeout: @escaping @Sendable () async -> Void,
         timeoutError: any Error,
         _ operation: @escaping @Sendable () async throws -> Value
@@ -250,6 +259,8 @@ public final class HTTP2Transport: PushTransport {
             }
             group.addTask { () async -> Outcome in
                 try? await Task.sleep(for: timeout)
+                let more = Task.isCancelled ? .zero : extendedBy()
+                if more > .zero { try? await Task.sleep(for: more) }
                 let fire = state.withLockedValue { state -> Bool in
                     guard state == .running else { return false }
                     state = .timedOut

@@ -23,6 +23,8 @@ final class FakeStreamAnswerRelay: Sendable {
         case eventStream(eventID: String)
         /// `200 {"token": <token>, "secret": <secret>}`: a registration's answer.
         case credentials(token: String, secret: String)
+        /// `answer`, after `delay` (a relay that is slow to answer, its connection's SETTINGS sent at once).
+        indirect case delayed(Duration, Answer)
     }
 
     private let server: HTTPServer
@@ -60,7 +62,7 @@ final class FakeStreamAnswerRelay: Sendable {
                 versions.append(request.protocolVersion)
                 return versions.count - 1
             }
-            return Self.response(plan[min(index, plan.count - 1)])
+            return try await Self.response(plan[min(index, plan.count - 1)])
         })
         router.add(.post, "/v1/ack", .collected { _ in Self.json(.ok, "{}") })
         router.add(.post, "/v1/register", .collected { _ in
@@ -68,7 +70,7 @@ final class FakeStreamAnswerRelay: Sendable {
                 count += 1
                 return count - 1
             }
-            return Self.response(registration[min(index, registration.count - 1)])
+            return try await Self.response(registration[min(index, registration.count - 1)])
         })
         var logger = Logger(label: "test.fake-stream-answer-relay")
         logger.logLevel = .critical
@@ -81,8 +83,11 @@ final class FakeStreamAnswerRelay: Sendable {
         await server.shutdown()
     }
 
-    private static func response(_ answer: Answer) -> HTTPServerResponse {
+    private static func response(_ answer: Answer) async throws -> HTTPServerResponse {
         switch answer {
+        case .delayed(let delay, let answer):
+            try await Task.sleep(for: delay)
+            return try await response(answer)
         case .refuse(let status, let retryAfter):
             var response = json(HTTPResponse.Status(code: status), #"{"error":"UNAVAILABLE","message":"later"}"#)
             if let retryAfter { response.head.headerFields[.retryAfter] = retryAfter }
