@@ -348,15 +348,20 @@ final class NGHTTP2Session {
 
     // MARK: Callbacks
 
-    private static func from(_ userData: UnsafeMutableRawPointer?) -> NGHTTP2Session {
-        Unmanaged<NGHTTP2Session>.fromOpaque(userData!).takeUnretainedValue()
+    /// Calls `body` with the session a callback's user data points to, without retaining it (the session is alive
+    /// for the whole callback: nghttp2 calls back only from inside a call on it).
+    @inline(__always)
+    private static func with<Result>(
+        _ userData: UnsafeMutableRawPointer?, _ body: (NGHTTP2Session) -> Result
+    ) -> Result {
+        Unmanaged<NGHTTP2Session>.fromOpaque(userData!)._withUnsafeGuaranteedRef(body)
     }
 
     private static let dataProvider = nghttp2_data_provider(
         source: nghttp2_data_source(ptr: nil),
         read_callback: { _, streamID, buf, length, dataFlags, _, userData -> Int in
-            let session = NGHTTP2Session.from(userData)
-            switch session.delegate.sessionReadBody(streamID: streamID, maxLength: length) {
+            let read = NGHTTP2Session.with(userData) { $0.delegate.sessionReadBody(streamID: streamID, maxLength: length) }
+            switch read {
             case .deferred:
                 return Int(NGHTTP2_ERR_DEFERRED.rawValue)
             case .bytes(let chunk, let endStream):
@@ -374,81 +379,86 @@ final class NGHTTP2Session {
     private static func installCallbacks(_ callbacks: OpaquePointer?) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
-            NGHTTP2Session.from(userData).headerBlockBytes = 0
-            let category = frame.pointee.headers.cat
-            if category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE {
-                NGHTTP2Session.from(userData).delegate.sessionBeginHeaders(streamID: frame.pointee.hd.stream_id)
+            NGHTTP2Session.with(userData) { session in
+                session.headerBlockBytes = 0
+                let category = frame.pointee.headers.cat
+                if category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE {
+                    session.delegate.sessionBeginHeaders(streamID: frame.pointee.hd.stream_id)
+                }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) {
             _, frame, name, nameLength, value, valueLength, _, userData in
             guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
-            // Counted before anything is copied, trailers included (RFC 7541's 32 bytes of overhead per field).
-            let session = NGHTTP2Session.from(userData)
-            let before = session.headerBlockBytes
-            session.headerBlockBytes += nameLength + valueLength + 32
-            if session.headerBlockBytes > session.headerListAbortSize {
-                // Decoding stops here (an HPACK bomb costs nothing more); the peer is told why before the close.
-                session.submitGoAway(errorCode: NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
-                return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
-            }
-            let category = frame.pointee.headers.cat
-            guard category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE else { return 0 }
-            if session.headerBlockBytes > session.maxHeaderListSize {
-                if before <= session.maxHeaderListSize {
-                    session.delegate.sessionHeaderListTooLarge(streamID: frame.pointee.hd.stream_id)
+            return NGHTTP2Session.with(userData) { session -> Int32 in
+                // Counted before anything is copied, trailers included (RFC 7541's 32 bytes of overhead per field).
+                let before = session.headerBlockBytes
+                session.headerBlockBytes += nameLength + valueLength + 32
+                if session.headerBlockBytes > session.headerListAbortSize {
+                    // Decoding stops here (an HPACK bomb costs nothing more); the peer is told why before the close.
+                    session.submitGoAway(errorCode: NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
+                    return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+                }
+                let category = frame.pointee.headers.cat
+                guard category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE else { return 0 }
+                if session.headerBlockBytes > session.maxHeaderListSize {
+                    if before <= session.maxHeaderListSize {
+                        session.delegate.sessionHeaderListTooLarge(streamID: frame.pointee.hd.stream_id)
+                    }
+                    return 0
+                }
+                let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
+                let valueBytes = UnsafeBufferPointer(start: value, count: valueLength)
+                let delegate = session.delegate
+                if nameLength > 0, nameBytes[0] == UInt8(ascii: ":") {
+                    delegate.sessionPseudoHeader(
+                        streamID: frame.pointee.hd.stream_id, name: NGHTTP2PseudoHeader(nameBytes),
+                        value: String(decoding: valueBytes, as: UTF8.self))
+                } else {
+                    delegate.sessionHeader(
+                        streamID: frame.pointee.hd.stream_id, name: UnsafeRawBufferPointer(nameBytes),
+                        value: UnsafeRawBufferPointer(valueBytes))
                 }
                 return 0
             }
-            let nameBytes = UnsafeBufferPointer(start: name, count: nameLength)
-            let valueBytes = UnsafeBufferPointer(start: value, count: valueLength)
-            let delegate = session.delegate
-            if nameLength > 0, nameBytes[0] == UInt8(ascii: ":") {
-                delegate.sessionPseudoHeader(
-                    streamID: frame.pointee.hd.stream_id, name: NGHTTP2PseudoHeader(nameBytes),
-                    value: String(decoding: valueBytes, as: UTF8.self))
-            } else {
-                delegate.sessionHeader(
-                    streamID: frame.pointee.hd.stream_id, name: UnsafeRawBufferPointer(nameBytes),
-                    value: UnsafeRawBufferPointer(valueBytes))
-            }
-            return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
             guard let frame else { return 0 }
-            let delegate = NGHTTP2Session.from(userData).delegate
-            let header = frame.pointee.hd
-            let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-            switch UInt32(header.type) {
-            case NGHTTP2_HEADERS.rawValue:
-                let category = frame.pointee.headers.cat
-                if category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE {
-                    delegate.sessionHeadersComplete(streamID: header.stream_id, endStream: endStream)
-                } else if endStream {
-                    delegate.sessionTrailersComplete(streamID: header.stream_id)
+            return NGHTTP2Session.with(userData) { session -> Int32 in
+                let delegate = session.delegate
+                let header = frame.pointee.hd
+                let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+                switch UInt32(header.type) {
+                case NGHTTP2_HEADERS.rawValue:
+                    let category = frame.pointee.headers.cat
+                    if category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_RESPONSE {
+                        delegate.sessionHeadersComplete(streamID: header.stream_id, endStream: endStream)
+                    } else if endStream {
+                        delegate.sessionTrailersComplete(streamID: header.stream_id)
+                    }
+                case NGHTTP2_DATA.rawValue:
+                    if endStream {
+                        delegate.sessionEndStream(streamID: header.stream_id)
+                    } else if header.length == frame.pointee.data.padlen, !delegate.sessionControlFrame() {
+                        return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+                    }
+                case NGHTTP2_PING.rawValue, NGHTTP2_SETTINGS.rawValue, NGHTTP2_WINDOW_UPDATE.rawValue,
+                    NGHTTP2_PRIORITY.rawValue:
+                    if !delegate.sessionControlFrame() { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+                case NGHTTP2_GOAWAY.rawValue:
+                    delegate.sessionGoAway(
+                        lastStreamID: frame.pointee.goaway.last_stream_id, errorCode: frame.pointee.goaway.error_code)
+                default:
+                    break
                 }
-            case NGHTTP2_DATA.rawValue:
-                if endStream {
-                    delegate.sessionEndStream(streamID: header.stream_id)
-                } else if header.length == frame.pointee.data.padlen, !delegate.sessionControlFrame() {
-                    return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
-                }
-            case NGHTTP2_PING.rawValue, NGHTTP2_SETTINGS.rawValue, NGHTTP2_WINDOW_UPDATE.rawValue,
-                NGHTTP2_PRIORITY.rawValue:
-                if !delegate.sessionControlFrame() { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
-            case NGHTTP2_GOAWAY.rawValue:
-                delegate.sessionGoAway(
-                    lastStreamID: frame.pointee.goaway.last_stream_id, errorCode: frame.pointee.goaway.error_code)
-            default:
-                break
+                return 0
             }
-            return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
             _, _, streamID, data, length, userData in
             let chunk = NGHTTP2DataChunk(pointer: UnsafeRawBufferPointer(start: data, count: length))
-            NGHTTP2Session.from(userData).delegate.sessionData(streamID: streamID, chunk: chunk)
+            NGHTTP2Session.with(userData) { $0.delegate.sessionData(streamID: streamID, chunk: chunk) }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { session, frame, userData in
@@ -457,12 +467,12 @@ final class NGHTTP2Session {
             guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue else { return 0 }
             let streamID = frame.pointee.hd.stream_id
             if nghttp2_session_get_stream_remote_close(session, streamID) == 0 {
-                NGHTTP2Session.from(userData).delegate.sessionSentEndStreamBeforePeer(streamID: streamID)
+                NGHTTP2Session.with(userData) { $0.delegate.sessionSentEndStreamBeforePeer(streamID: streamID) }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, userData in
-            NGHTTP2Session.from(userData).delegate.sessionStreamClosed(streamID: streamID, errorCode: errorCode)
+            NGHTTP2Session.with(userData) { $0.delegate.sessionStreamClosed(streamID: streamID, errorCode: errorCode) }
             return 0
         }
     }
