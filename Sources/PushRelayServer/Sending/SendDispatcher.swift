@@ -85,7 +85,7 @@ final class SendDispatcher: Sendable {
             completion(.failure(error))
             return true
         }
-        tokenSend.resolve(devices, send: send, project: project, quotas: quotas)
+        tokenSend.resolve(devices.lazy.map(Optional.some), send: send, project: project, quotas: quotas)
         let resolved = tokenSend
         guard !resolved.messages.isEmpty else {
             completion(.success(.tokens(answered(resolved.response()))))

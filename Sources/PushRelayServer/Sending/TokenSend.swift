@@ -47,7 +47,12 @@ struct TokenSend: Sendable {
     /// Applies the looked-up devices (one per token of ``tokens``, nil when unknown) and builds the copies. A
     /// device past its message rate (`quotas`) answers `DeviceMessageRateExceeded` and gets no copy; a dry run
     /// counts against no quota.
-    mutating func resolve(_ devices: [Device?], send: FCMSendRequest, project: Project, quotas: SendQuotas? = nil) {
+    ///
+    /// Generic over the sequence: the memory path's `[Device]` is passed as a lazy map to optionals, where an array
+    /// argument would have been converted to `[Device?]`, a copy per send.
+    mutating func resolve(
+        _ devices: some Sequence<Device?>, send: FCMSendRequest, project: Project, quotas: SendQuotas? = nil
+    ) {
         var found: [Device] = []
         for (lookup, device) in zip(lookups, devices) {
             guard let device else {
