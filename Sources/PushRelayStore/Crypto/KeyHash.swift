@@ -42,8 +42,6 @@ struct KeyHash: Hashable, Sendable {
         bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 
-    static func == (lhs: KeyHash, rhs: KeyHash) -> Bool { lhs.bytes == rhs.bytes }
-
     /// Compares with stored bytes in constant time (CRYPTO_memcmp).
     func matches(_ stored: [UInt8]) -> Bool {
         guard stored.count == self.bytes.count else { return false }
