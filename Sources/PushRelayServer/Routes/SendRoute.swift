@@ -60,12 +60,11 @@ final class SendRoute: Sendable {
             return
         }
         let send: FCMSendRequest
-        switch parse(body, head) {
-        case .answer(let response):
-            promise.succeed(response)
+        do {
+            send = try parse(body, head)
+        } catch {
+            promise.succeed(error.answer)
             return
-        case .send(let parsed):
-            send = parsed
         }
         let inMemory = dispatcher.dispatchFromMemory(send, project: project, on: promise.eventLoop) {
             [self] result in
@@ -127,10 +126,13 @@ final class SendRoute: Sendable {
             return Self.answer(FCMHTTPAnswer(error: .invalidAuthentication, encoding: encoding))
         }
         let body = try await request.body.collect(upTo: maxBodyBytes)
-        switch parse(body, request.head) {
-        case .answer(let response): return response
-        case .send(let send): return try await dispatch(send, project: project)
+        let send: FCMSendRequest
+        do {
+            send = try parse(body, request.head)
+        } catch {
+            return error.answer
         }
+        return try await dispatch(send, project: project)
     }
 
     private func dispatch(_ send: FCMSendRequest, project: Project) async throws -> HTTPServerResponse {
@@ -188,20 +190,22 @@ final class SendRoute: Sendable {
         return .key(key)
     }
 
-    private enum Parsed {
-        case send(FCMSendRequest)
-        case answer(HTTPServerResponse)
+    /// A body that is not a valid send: its answer.
+    private struct Refused: Error {
+        var answer: HTTPServerResponse
     }
 
-    private func parse(_ body: ByteBuffer, _ head: HTTPRequest) -> Parsed {
+    /// The send in the body, or its refusal. A typed throw rather than an enum of the two: the request is moved
+    /// out, where a `switch` over the enum copied it (every field retained, then released with the enum).
+    private func parse(_ body: ByteBuffer, _ head: HTTPRequest) throws(Refused) -> FCMSendRequest {
         let bytes = Array(body.readableBytesView)
         let contentType = head.headerFields.firstValue(for: .contentType)
         do {
-            return .send(try FCMSendRequest.parse(body: bytes, contentType: contentType))
+            return try FCMSendRequest.parse(body: bytes, contentType: contentType)
         } catch {
             metrics.sendRejected(error.code)
             let encoding = FCMSendRequest.Encoding(contentType: contentType, body: bytes)
-            return .answer(Self.answer(FCMHTTPAnswer(error: error, encoding: encoding)))
+            throw Refused(answer: Self.answer(FCMHTTPAnswer(error: error, encoding: encoding)))
         }
     }
 
