@@ -66,12 +66,14 @@ final class SendRoute: Sendable {
             promise.succeed(error.answer)
             return
         }
+        // The answer needs the send's encoding only: the closure captures that, not a copy of the whole request.
+        let encoding = send.encoding
         let inMemory = dispatcher.dispatchFromMemory(send, project: project, on: promise.eventLoop) {
             [self] result in
             do {
-                promise.succeed(answer(try result.get(), send))
+                promise.succeed(answer(try result.get(), encoding))
             } catch {
-                do { promise.succeed(try failure(error, send)) } catch { promise.fail(error) }
+                do { promise.succeed(try failure(error, encoding)) } catch { promise.fail(error) }
             }
         }
         if !inMemory {
@@ -137,31 +139,31 @@ final class SendRoute: Sendable {
 
     private func dispatch(_ send: FCMSendRequest, project: Project) async throws -> HTTPServerResponse {
         do {
-            return answer(try await dispatcher.dispatch(send, project: project), send)
+            return answer(try await dispatcher.dispatch(send, project: project), send.encoding)
         } catch {
-            return try failure(error, send)
+            return try failure(error, send.encoding)
         }
     }
 
-    private func answer(_ outcome: SendDispatcher.Outcome, _ send: FCMSendRequest) -> HTTPServerResponse {
+    private func answer(_ outcome: SendDispatcher.Outcome, _ encoding: FCMSendRequest.Encoding) -> HTTPServerResponse {
         switch outcome {
-        case .tokens(let response): Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
-        case .topic(let response): Self.answer(FCMHTTPAnswer(response, encoding: send.encoding))
+        case .tokens(let response): Self.answer(FCMHTTPAnswer(response, encoding: encoding))
+        case .topic(let response): Self.answer(FCMHTTPAnswer(response, encoding: encoding))
         case .deviceGroup(let response): Self.answer(FCMHTTPAnswer(response))
         }
     }
 
     /// The answer for a dispatch error; rethrows what is not the client's or the store's (a 500).
-    private func failure(_ error: any Error, _ send: FCMSendRequest) throws -> HTTPServerResponse {
+    private func failure(_ error: any Error, _ encoding: FCMSendRequest.Encoding) throws -> HTTPServerResponse {
         if let error = error as? FCMError {
-            return Self.answer(FCMHTTPAnswer(error: error, encoding: send.encoding))
+            return Self.answer(FCMHTTPAnswer(error: error, encoding: encoding))
         }
         if let quota = error as? ProjectQuotaExceeded {
             return Self.answer(
-                FCMHTTPAnswer(error: .quotaExceeded, encoding: send.encoding, retryAfterSeconds: quota.retryAfterSeconds))
+                FCMHTTPAnswer(error: .quotaExceeded, encoding: encoding, retryAfterSeconds: quota.retryAfterSeconds))
         }
         if let error = error as? StoreError, error.code == .unavailable || error.code == .closed {
-            return unavailable(send.encoding, error)
+            return unavailable(encoding, error)
         }
         throw error
     }
