@@ -29,8 +29,10 @@ public enum HTTPGateDecision: Sendable {
     /// Read the body and run the handler.
     case allow
     /// Read the body and run the handler, handing it `value` as ``HTTPServerRequest/admission``: what the gate found
-    /// out (the authenticated project, say), so that the handler does not work it out a second time.
-    case admit(any Sendable)
+    /// out (the authenticated project, say), so that the handler does not work it out a second time. An object, so
+    /// that handing it over costs a reference count and reading it back a class cast (an existential of any value
+    /// was copied and cast through the runtime's generic path on every request).
+    case admit(any AnyObject & Sendable)
     /// Answer this now and read no body: HTTP/1.1 closes the connection after the answer, HTTP/2 resets the rest of
     /// the stream (`RST_STREAM NO_ERROR`).
     case deny(HTTPServerResponse)

@@ -22,7 +22,7 @@ public struct HTTPServerRequest: Sendable {
     public var protocolVersion: HTTPProtocolVersion
     /// What the route's gate handed over with ``HTTPGateDecision/admit(_:)``; nil when it had nothing to hand over
     /// or the route has no gate.
-    public var admission: (any Sendable)?
+    public var admission: (any AnyObject & Sendable)?
 
     public init(
         head: HTTPRequest,
@@ -30,7 +30,7 @@ public struct HTTPServerRequest: Sendable {
         pathParameters: [String: String] = [:],
         remoteAddress: SocketAddress? = nil,
         protocolVersion: HTTPProtocolVersion,
-        admission: (any Sendable)? = nil
+        admission: (any AnyObject & Sendable)? = nil
     ) {
         self.head = head
         self.body = body

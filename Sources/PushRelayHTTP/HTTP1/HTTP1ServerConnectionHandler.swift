@@ -34,7 +34,7 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     private var head: HTTPRequest?
     private var pathParameters: [String: String] = [:]
     /// What the current request's gate handed over (``HTTPGateDecision/admit(_:)``).
-    private var admission: (any Sendable)?
+    private var admission: (any AnyObject & Sendable)?
     private var keepAlive = true
     private var maxBodyBytes = 0
     private var receivedBodyBytes = 0

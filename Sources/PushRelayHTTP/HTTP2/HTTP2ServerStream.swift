@@ -44,7 +44,7 @@ final class HTTP2ServerStream {
     var head: HTTPRequest?
     var pathParameters: [String: String] = [:]
     /// What the request's gate handed over (``HTTPGateDecision/admit(_:)``).
-    var admission: (any Sendable)?
+    var admission: (any AnyObject & Sendable)?
     var maxBodyBytes = 0
     var receivedBodyBytes = 0
     var body = ByteBuffer()

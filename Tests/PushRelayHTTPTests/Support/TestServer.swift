@@ -143,14 +143,15 @@ struct TestServer {
         })
         // A gate that hands the handler what it found (`X-Pass`'s value), and lets other requests through bare.
         let admitting: HTTPGate = { head in
-            head.headerFields[HTTPField.Name("X-Pass")!].map { .admit("admitted " + $0) } ?? .allow
+            head.headerFields[HTTPField.Name("X-Pass")!].map { .admit(Admitted(text: "admitted " + $0)) } ?? .allow
         }
         router.add(.post, "/admitted", maxBodyBytes: 1024, gate: admitting, .immediate { request, _ in
-            HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: request.admission as? String ?? "none")))
+            let text = (request.admission as? Admitted)?.text ?? "none"
+            return HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: text)))
         })
         router.add(.post, "/admitted-promised", maxBodyBytes: 1024, gate: admitting, .promised { request, _, promise in
-            promise.succeed(
-                HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: request.admission as? String ?? "none"))))
+            let text = (request.admission as? Admitted)?.text ?? "none"
+            promise.succeed(HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: text))))
         })
         // A gate that refuses `X-Gate: deny` at once, checks `X-Gate: check-deny` / `check-allow` off the loop (a
         // refusal, or nothing), and lets other requests through: the echo behind it.
@@ -228,5 +229,14 @@ enum ExternalPeer {
         -> ChildProcessResult
     {
         try await ChildProcess.run(arguments[0], Array(arguments.dropFirst()), standardInput: stdin, timeout: timeout)
+    }
+}
+
+/// What the test gate hands its handler (``HTTPGateDecision/admit(_:)`` takes an object).
+final class Admitted: Sendable {
+    let text: String
+
+    init(text: String) {
+        self.text = text
     }
 }

@@ -83,7 +83,7 @@ final class RelayHarness: Sendable {
         case .matched(let handler, let maxBodyBytes, let parameters, let gate):
             // As the transport does: the gate sees the head first, then 413 before the handler for a body over the
             // route's limit.
-            var admission: (any Sendable)?
+            var admission: (any AnyObject & Sendable)?
             switch gate?(head) ?? .allow {
             case .allow: break
             case .admit(let value): admission = value
