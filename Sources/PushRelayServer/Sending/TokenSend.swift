@@ -100,7 +100,9 @@ struct TokenSend: Sendable {
 
     /// The response once ``messages`` are committed with these outcomes (none when nothing was committed).
     func response(outcomes: [EnqueueResult] = []) -> FCMSendResponse {
-        var results = self.results
+        // One new array, filled in place: a mutable copy of `results` would be copied again when first written (the
+        // send's own value still holds it), then mapped into a third.
+        var results = self.results.map { $0 ?? .error(FCMError(code: .internalServerError)) }
         for (index, outcome) in zip(targets, outcomes) {
             switch outcome {
             case .stored(let id), .transient(let id):
@@ -110,7 +112,6 @@ struct TokenSend: Sendable {
             }
         }
         for duplicate in duplicates { results[duplicate.index] = results[duplicate.first] }
-        return FCMSendResponse(
-            multicastID: .generate(), results: results.map { $0 ?? .error(FCMError(code: .internalServerError)) })
+        return FCMSendResponse(multicastID: .generate(), results: results)
     }
 }
