@@ -567,9 +567,10 @@ final class HTTP1ServerConnectionHandler: ChannelDuplexHandler, RemovableChannel
     ) {
         guard let context else { return }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let (requestID, responder) = (self.requestID, shared.responder)
+        let (requestID, responder, head) = (self.requestID, shared.responder, request.head)
+        // The head only (an error's format follows the route): not a copy of the whole request.
         let promise = HTTPResponsePromise(eventLoop: context.eventLoop) { result in
-            bound.value.respond(HTTPResponder.response(for: result, to: request.head, by: responder), requestID: requestID)
+            bound.value.respond(HTTPResponder.response(for: result, to: head, by: responder), requestID: requestID)
         }
         handler(request, body, promise)
     }
