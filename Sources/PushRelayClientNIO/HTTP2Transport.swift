@@ -197,12 +197,11 @@ public final class HTTP2Transport: PushTransport {
             // A connection whose server did gets the rest of the request timeout for its first answer (a server
             // busy catching up after a stall is slow, not HTTP/1.1).
             let confirmed = await pool.isConfirmed(client)
-            let requestTimeout = self.requestTimeout
-            let extraForHTTP2 = max(requestTimeout - connectTimeout, .zero)
+            let extraForHTTP2 = confirmed ? .zero : max(requestTimeout - connectTimeout, .zero)
             do {
                 let response = try await Self.withDeadline(
                     confirmed ? requestTimeout : connectTimeout,
-                    extendedBy: { confirmed || !(client.isTLS || client.serverSpokeHTTP2) ? .zero : extraForHTTP2 },
+                    extendedBy: { client.showedHTTP2 ? extraForHTTP2 : .zero },
                     onTimeout: { await self.pool.discard(client) },
                     timeoutError: HTTPTransportError.timeout("no response head within the request timeout")
                 ) {
@@ -391,7 +390,7 @@ extension HTTP2Transport {
             if case .connected(let current, _) = state, current === client { state = .idle }
             await client.close()
             if case .shutDown = state { return .fail }
-            let spoke = confirmed || spokeHTTP2 || client.isTLS || client.serverSpokeHTTP2
+            let spoke = confirmed || spokeHTTP2 || client.showedHTTP2
             if !spoke { unconfirmedFailures += 1 }
             let action = HTTP2Transport.failureAction(
                 error: error, spokeHTTP2: spoke, unconfirmedFailures: unconfirmedFailures)
@@ -437,6 +436,11 @@ extension HTTP2Transport {
         if spokeHTTP2 { return error == .connectionClosed() ? .retry : .fail }
         return error == .timeout("") || unconfirmedFailures >= 2 ? .fallBack : .retry
     }
+}
+
+extension HTTP2Client {
+    /// The server has shown on this connection that it speaks HTTP/2: ALPN chose `h2`, or it sent its SETTINGS.
+    fileprivate var showedHTTP2: Bool { isTLS || serverSpokeHTTP2 }
 }
 
 /// Stands in for the TLS handler when the factory threw: fails the connection with the factory's error.

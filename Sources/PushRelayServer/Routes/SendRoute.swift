@@ -204,7 +204,7 @@ final class SendRoute: Sendable {
 
     /// A body that is not a valid send: its answer.
     private struct Refused: Error {
-        var answer: HTTPServerResponse
+        let answer: HTTPServerResponse
     }
 
     /// The send in the body, or its refusal. A typed throw rather than an enum of the two: the request is moved
