@@ -32,6 +32,20 @@ final class BackgroundProcess: Sendable {
         throw TestFailure("no '\(text)' in output: \(output)")
     }
 
+    /// Waits (bounded) for `openssl s_server -accept 127.0.0.1:0`'s `ACCEPT 127.0.0.1:<port>` line and returns the
+    /// port the server chose: nothing can take it between a probe and the bind, as with a port picked in advance.
+    func acceptedPort(attempts: Int = 200) async throws -> Int {
+        for _ in 0..<attempts {
+            for line in output.split(separator: "\n") where line.hasPrefix("ACCEPT ") {
+                if let colon = line.lastIndex(of: ":"), let port = Int(line[line.index(after: colon)...]), port > 0 {
+                    return port
+                }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestFailure("no 'ACCEPT <address>:<port>' in output: \(output)")
+    }
+
     func stop() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()

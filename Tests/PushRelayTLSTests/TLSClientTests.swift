@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import NIOCore
-import NIOPosix
 import TestSupport
 import Testing
 
@@ -12,26 +11,17 @@ import Testing
 struct TLSClientTests {
     private let logger = RecordingLogHandler.makeLogger().0
 
-    private func freePort() async throws -> Int {
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress!.port!
-        try await channel.close()
-        return port
-    }
-
     @Test("against openssl s_server: verified chain, ALPN h2, TLS 1.3, data both ways")
     func againstOpenSSLServer() async throws {
         let certificates = try await TestCertificates.make()
         defer { certificates.remove() }
-        let port = try await freePort()
         let server = try BackgroundProcess(
             "openssl",
-            ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverCertificateA,
+            ["s_server", "-accept", "127.0.0.1:0", "-cert", certificates.serverCertificateA,
              "-key", certificates.serverKeyA, "-alpn", "h2", "-www", "-naccept", "1"]
         )
         defer { server.stop() }
-        try await server.waitForOutput("ACCEPT")
+        let port = try await server.acceptedPort()
         let context = try TLSClientContext(
             configuration: TLSClientConfiguration(trustRoots: .certificateFile(certificates.caFile)),
             logger: logger
@@ -50,14 +40,13 @@ struct TLSClientTests {
     func againstOpenSSLServerWithoutALPN() async throws {
         let certificates = try await TestCertificates.make()
         defer { certificates.remove() }
-        let port = try await freePort()
         let server = try BackgroundProcess(
             "openssl",
-            ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.serverCertificateA,
+            ["s_server", "-accept", "127.0.0.1:0", "-cert", certificates.serverCertificateA,
              "-key", certificates.serverKeyA, "-www", "-naccept", "1", "-tls1_2"]
         )
         defer { server.stop() }
-        try await server.waitForOutput("ACCEPT")
+        let port = try await server.acceptedPort()
         let context = try TLSClientContext(
             configuration: TLSClientConfiguration(trustRoots: .certificateFile(certificates.caFile)),
             logger: logger
