@@ -129,13 +129,17 @@ final class AuthCache: Sendable {
     /// (``PushStore/cachedDevices(tokens:)``).
     func cachedDevices(tokens: [String], recheckInterval: Duration) -> [Device]? {
         guard !self.epochCheckPending(interval: recheckInterval) else { return nil }
-        var devices: [Device] = []
-        devices.reserveCapacity(tokens.count)
-        for device in self.devices(tokens: tokens) {
-            guard let device else { return nil }
-            devices.append(device)
+        // Read into the answer under the lock: through `devices(tokens:)`'s optionals it was two arrays and two copies
+        // of each device a send.
+        return self.state.withLockedValue { state -> [Device]? in
+            var devices: [Device] = []
+            devices.reserveCapacity(tokens.count)
+            for token in tokens {
+                guard let device = state.devicesByToken[token] else { return nil }
+                devices.append(device)
+            }
+            return devices
         }
-        return devices
     }
 
     /// The cached device of a secret, or nil when it is not cached or the epoch is due for a check

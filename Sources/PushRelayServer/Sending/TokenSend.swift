@@ -53,7 +53,10 @@ struct TokenSend: Sendable {
     mutating func resolve(
         _ devices: some Sequence<Device?>, send: FCMSendRequest, project: Project, quotas: SendQuotas? = nil
     ) {
-        var found: [Device] = []
+        // The ids only: a copy of each device (its strings' reference counts) was kept for nothing.
+        var found: [DeviceID] = []
+        found.reserveCapacity(lookups.count)
+        targets.reserveCapacity(lookups.count)
         for (lookup, device) in zip(lookups, devices) {
             guard let device else {
                 results[lookup.index] = .error(FCMError(code: .notRegistered))
@@ -68,12 +71,12 @@ struct TokenSend: Sendable {
                 continue
             }
             targets.append(lookup.index)
-            found.append(device)
+            found.append(device.id)
         }
         if !send.dryRun, let quotas, quotas.devicePerMinute > 0, !found.isEmpty {
-            let admitted = quotas.admit(devices: found.map(\.id))
+            let admitted = quotas.admit(devices: found)
             var keptTargets: [Int] = []
-            var keptDevices: [Device] = []
+            var keptDevices: [DeviceID] = []
             for ((index, device), allowed) in zip(zip(targets, found), admitted) {
                 if allowed {
                     keptTargets.append(index)
@@ -93,7 +96,7 @@ struct TokenSend: Sendable {
             let envelope = Envelope(request: send, senderID: SenderID(UInt64(project.senderID)))
             let ttl = Duration.seconds(send.timeToLive)
             messages = found.map {
-                NewMessage(device: $0.id, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl)
+                NewMessage(device: $0, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl)
             }
         }
     }
