@@ -28,8 +28,7 @@ public enum RelayStore {
     /// reached or the file cannot be opened, ``StoreError/Code/invalidArgument`` for a malformed URL.
     /// `readOnly` opens a SQLite store only to read it (``SQLiteStore/Configuration/readOnly``: a backup mounted
     /// read-only, a data directory this user may not write); it implies not `createIfMissing`, and PostgreSQL is
-    /// opened as usual. `postgresCommitTimeout` and `postgresStatementTimeout` apply to PostgreSQL only (`postgres_commit_timeout`,
-    /// `postgres_statement_timeout`); nil keeps the store's defaults. `eventLoopGroup`: the loops PostgreSQL's
+    /// opened as usual. `postgres`: PostgreSQL's timeouts and read pool (ignored for SQLite). `eventLoopGroup`: the loops PostgreSQL's
     /// connections run on (`event_loops`); nil: NIO's shared group. `commitEventLoop`: the loop a SQLite store
     /// commits on instead of its writer thread (`commit_on_event_loop`, ``SQLiteStore/Configuration/commitEventLoop``).
     /// `authRecheckInterval`: how often the credentials epoch is re-read (`auth_recheck_interval`); nil keeps the
@@ -39,8 +38,7 @@ public enum RelayStore {
         createIfMissing: Bool = true,
         queuePolicy: QueuePolicy = QueuePolicy(),
         readOnly: Bool = false,
-        postgresCommitTimeout: Duration? = nil,
-        postgresStatementTimeout: Duration? = nil,
+        postgres: PostgresTuning = PostgresTuning(),
         eventLoopGroup: (any EventLoopGroup)? = nil,
         commitEventLoop: (any EventLoop)? = nil,
         authRecheckInterval: Duration? = nil,
@@ -62,11 +60,46 @@ public enum RelayStore {
             var configuration = PostgresStore.Configuration(url: try PostgresURL(url))
             configuration.conditionCompiler = SQLiteStore.Configuration.relayConditionCompiler
             configuration.queuePolicy = queuePolicy
-            if let postgresCommitTimeout { configuration.commitTimeout = postgresCommitTimeout }
-            if let postgresStatementTimeout { configuration.statementTimeout = postgresStatementTimeout }
+            postgres.apply(to: &configuration)
             configuration.eventLoopGroup = eventLoopGroup
             if let authRecheckInterval { configuration.authRecheckInterval = authRecheckInterval }
             return try await PostgresStore.open(configuration: configuration, logger: logger)
+        }
+    }
+
+    /// The PostgreSQL store's timeouts and read pool, as configured (`postgres_commit_timeout`,
+    /// `postgres_statement_timeout`, `postgres_connect_timeout`, `postgres_read_timeout`,
+    /// `postgres_read_connections`); a nil field keeps ``PostgresStore/Configuration``'s default.
+    public struct PostgresTuning: Sendable {
+        /// ``PostgresStore/Configuration/commitTimeout``.
+        public var commitTimeout: Duration?
+        /// ``PostgresStore/Configuration/statementTimeout``.
+        public var statementTimeout: Duration?
+        /// ``PostgresStore/Configuration/connectTimeout``.
+        public var connectTimeout: Duration?
+        /// ``PostgresStore/Configuration/readTimeout``.
+        public var readTimeout: Duration?
+        /// ``PostgresStore/Configuration/readConnections``.
+        public var readConnections: Int?
+
+        /// Every field nil: the store's defaults.
+        public init() {}
+
+        /// The daemon's and the CLI's: every field from `configuration`.
+        public init(_ configuration: PushRelayConfiguration) {
+            self.commitTimeout = configuration.postgresCommitTimeout
+            self.statementTimeout = configuration.postgresStatementTimeout
+            self.connectTimeout = configuration.postgresConnectTimeout
+            self.readTimeout = configuration.postgresReadTimeout
+            self.readConnections = configuration.postgresReadConnections
+        }
+
+        func apply(to configuration: inout PostgresStore.Configuration) {
+            if let commitTimeout { configuration.commitTimeout = commitTimeout }
+            if let statementTimeout { configuration.statementTimeout = statementTimeout }
+            if let connectTimeout { configuration.connectTimeout = connectTimeout }
+            if let readTimeout { configuration.readTimeout = readTimeout }
+            if let readConnections { configuration.readConnections = readConnections }
         }
     }
 }

@@ -8,8 +8,9 @@ import PushRelayStore
 /// Where a CLI command finds the store, as `serve` does, read by the same loader: `--data-dir` for SQLite, or
 /// `--store postgres` with `--postgres-url`; else the `PUSHRELAY_DATA_DIR`, `PUSHRELAY_STORE`,
 /// `PUSHRELAY_POSTGRES_URL` variables; else the configuration file's `data_dir`, `store` and `postgres_url`
-/// (`--config FILE` or `PUSHRELAY_CONFIG`); else the defaults. The PostgreSQL timeouts (`postgres_commit_timeout`,
-/// `postgres_statement_timeout`) are read the same way. The store is shared with running daemons, which see
+/// (`--config FILE` or `PUSHRELAY_CONFIG`); else the defaults. The PostgreSQL timeouts and read pool
+/// (`postgres_commit_timeout`, `postgres_statement_timeout`, `postgres_connect_timeout`, `postgres_read_timeout`,
+/// `postgres_read_connections`) are read the same way. The store is shared with running daemons, which see
 /// changes at once.
 struct StoreOptions: ParsableArguments {
     @Option(name: .long, help: "The daemon's data directory (holds pushrelay.sqlite). Default: data_dir.")
@@ -121,8 +122,7 @@ struct StoreOptions: ParsableArguments {
         do {
             return try await RelayStore.open(
                 RelayStore.Location(configuration), createIfMissing: createIfMissing, queuePolicy: queuePolicy,
-                readOnly: readOnly, postgresCommitTimeout: configuration.postgresCommitTimeout,
-                postgresStatementTimeout: configuration.postgresStatementTimeout,
+                readOnly: readOnly, postgres: RelayStore.PostgresTuning(configuration),
                 authRecheckInterval: configuration.authRecheckInterval, logger: logger)
         } catch let error as StoreError where error.code == .notFound {
             let directory = configuration.dataDirectory

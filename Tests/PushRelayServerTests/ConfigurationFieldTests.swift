@@ -90,6 +90,27 @@ let fieldCases: [FieldCase] = [
         invalid: ["0", "-30s", "never", "10y"]
     ),
     FieldCase(
+        field: .postgresConnectTimeout,
+        file: (#""2s""#, #""2s""#),
+        environment: ("750ms", #""750ms""#),
+        flag: ("30s", #""30s""#),
+        invalid: ["0", "-5s", "later", "1099511627775d"]
+    ),
+    FieldCase(
+        field: .postgresReadTimeout,
+        file: (#""10s""#, #""10s""#),
+        environment: ("1m", #""1m""#),
+        flag: ("1500ms", #""1s500ms""#),
+        invalid: ["0s", "-1s", "5x", ""]
+    ),
+    FieldCase(
+        field: .postgresReadConnections,
+        file: ("2", "2"),
+        environment: ("16", "16"),
+        flag: ("1", "1"),
+        invalid: ["0", "-1", "1025", "many"]
+    ),
+    FieldCase(
         field: .heartbeatInterval,
         file: (#""30s""#, #""30s""#),
         environment: ("1m", #""1m""#),

@@ -21,6 +21,12 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
     case postgresCommitTimeout = "postgres_commit_timeout"
     /// ``PushRelayConfiguration/postgresStatementTimeout``.
     case postgresStatementTimeout = "postgres_statement_timeout"
+    /// ``PushRelayConfiguration/postgresConnectTimeout``.
+    case postgresConnectTimeout = "postgres_connect_timeout"
+    /// ``PushRelayConfiguration/postgresReadTimeout``.
+    case postgresReadTimeout = "postgres_read_timeout"
+    /// ``PushRelayConfiguration/postgresReadConnections``.
+    case postgresReadConnections = "postgres_read_connections"
     /// ``PushRelayConfiguration/heartbeatInterval``.
     case heartbeatInterval = "heartbeat_interval"
     /// ``PushRelayConfiguration/idleTimeout``.
@@ -121,6 +127,9 @@ public enum ConfigurationField: String, Sendable, CaseIterable, Hashable {
         case .postgresURL: "PostgreSQL URL for store = postgres (secret)"
         case .postgresCommitTimeout: "a group of sends and acks must commit on PostgreSQL within this, e.g. 10s"
         case .postgresStatementTimeout: "other PostgreSQL writes must have a statement answered within this, e.g. 30s"
+        case .postgresConnectTimeout: "a new PostgreSQL connection must be ready (logged in) within this, e.g. 5s"
+        case .postgresReadTimeout: "a PostgreSQL read (a look-up, a listing) must be answered within this, e.g. 5s"
+        case .postgresReadConnections: "PostgreSQL connections for reads, besides the writer's and the listener's"
         case .heartbeatInterval: "heartbeat on idle device streams, e.g. 25s"
         case .idleTimeout: "close connections idle this long, e.g. 120s"
         case .maxSendBodySize: "largest /fcm/send body, e.g. 512KiB"

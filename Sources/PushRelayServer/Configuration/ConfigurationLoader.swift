@@ -125,6 +125,12 @@ struct ConfigurationBuilder {
             configuration.postgresCommitTimeout = try Parse.duration(raw)
         case .postgresStatementTimeout:
             configuration.postgresStatementTimeout = try Parse.duration(raw)
+        case .postgresConnectTimeout:
+            configuration.postgresConnectTimeout = try Parse.duration(raw)
+        case .postgresReadTimeout:
+            configuration.postgresReadTimeout = try Parse.duration(raw)
+        case .postgresReadConnections:
+            configuration.postgresReadConnections = try Parse.integer(raw, in: 1...1024)
         case .heartbeatInterval:
             configuration.heartbeatInterval = try Parse.duration(raw)
         case .idleTimeout:

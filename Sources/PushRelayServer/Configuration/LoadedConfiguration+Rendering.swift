@@ -31,6 +31,9 @@ extension PushRelayConfiguration {
         case .postgresURL: return postgresURL.map { Self.quote(masked ? Self.maskSecret($0) : $0) }
         case .postgresCommitTimeout: return Self.quote(Self.renderDuration(postgresCommitTimeout))
         case .postgresStatementTimeout: return Self.quote(Self.renderDuration(postgresStatementTimeout))
+        case .postgresConnectTimeout: return Self.quote(Self.renderDuration(postgresConnectTimeout))
+        case .postgresReadTimeout: return Self.quote(Self.renderDuration(postgresReadTimeout))
+        case .postgresReadConnections: return String(postgresReadConnections)
         case .heartbeatInterval: return Self.quote(Self.renderDuration(heartbeatInterval))
         case .idleTimeout: return Self.quote(Self.renderDuration(idleTimeout))
         case .maxSendBodySize: return Self.quote(Self.renderSize(maxSendBodySize))

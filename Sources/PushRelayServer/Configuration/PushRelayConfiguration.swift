@@ -45,6 +45,23 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// Default 30 s (`PostgresStore.Configuration.statementTimeout`).
     public var postgresStatementTimeout: Duration
 
+    /// With `store = postgres`: how long opening a connection may take, from the TCP connect to the end of the
+    /// login (a server that accepts and then says nothing counts), before the attempt fails: at start the daemon
+    /// exits (status 69), later the request that needed the connection is answered `Unavailable` and the connection
+    /// is tried again. Every connection: the writer's, the listener's, the read pool's, the CLI's. Key
+    /// `postgres_connect_timeout`. Default 5 s (`PostgresStore.Configuration.connectTimeout`).
+    public var postgresConnectTimeout: Duration
+
+    /// With `store = postgres`: how long a read (a token or credential look-up, a listing, the pending messages of
+    /// a stream) may wait, for a connection of the pool and for PostgreSQL's answer, before the request is answered
+    /// `Unavailable`. Key `postgres_read_timeout`. Default 5 s (`PostgresStore.Configuration.readTimeout`).
+    public var postgresReadTimeout: Duration
+
+    /// With `store = postgres`: the connections of the read pool (opened when needed), besides the writer's and
+    /// the listener's: how many reads run at once; more wait for one (within ``postgresReadTimeout``). Key
+    /// `postgres_read_connections`, 1 to 1024. Default 4 (`PostgresStore.Configuration.readConnections`).
+    public var postgresReadConnections: Int
+
     /// Interval of the heartbeat comment on an idle device stream. Key `heartbeat_interval`. Default 25 s.
     public var heartbeatInterval: Duration
 
@@ -177,6 +194,9 @@ public struct PushRelayConfiguration: Sendable, Equatable {
         self.postgresURL = nil
         self.postgresCommitTimeout = .seconds(10)
         self.postgresStatementTimeout = .seconds(30)
+        self.postgresConnectTimeout = .seconds(5)
+        self.postgresReadTimeout = .seconds(5)
+        self.postgresReadConnections = 4
         self.publicURL = nil
         self.heartbeatInterval = .seconds(25)
         self.idleTimeout = .seconds(120)

@@ -182,8 +182,7 @@ public final class RelayService: Service {
             queuePolicy: QueuePolicy(
                 maxPendingNonCollapsible: configuration.maxPendingMessages,
                 maxCollapseKeys: configuration.maxCollapseKeys),
-            postgresCommitTimeout: configuration.postgresCommitTimeout,
-            postgresStatementTimeout: configuration.postgresStatementTimeout,
+            postgres: RelayStore.PostgresTuning(configuration),
             eventLoopGroup: eventLoopGroup,
             commitEventLoop: commitEventLoop,
             authRecheckInterval: configuration.authRecheckInterval,

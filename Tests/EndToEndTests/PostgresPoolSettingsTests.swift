@@ -1,0 +1,157 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `postgres_connect_timeout`, `postgres_read_timeout` and `postgres_read_connections`, each by its effect on real
+/// daemons (they were fixed at 5 s, 5 s and 4 in the store's defaults). No figure of wall time is asserted: each test
+/// shows which of two daemons, or two requests, is answered first, or how a request is answered while a `psql`
+/// session holds a lock.
+extension SettingsEffectTests {
+    /// A TCP server (Python) that accepts every connection and never says anything: a PostgreSQL that stopped
+    /// answering without closing its socket. Returns the process and its port.
+    static func silentServer() async throws -> (StreamingProcess, Int) {
+        let script = """
+            import socket, sys
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+            print(s.getsockname()[1], flush=True)
+            held = []
+            while True:
+                held.append(s.accept()[0])
+            """
+        let server = try StreamingProcess("python3", ["-c", script])
+        let text = try await server.waitFor("the silent server's port") { $0.hasSuffix("\n") }
+        guard let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw DaemonError(message: "the silent server printed no port: \(text)")
+        }
+        return (server, port)
+    }
+
+    /// `postgres_connect_timeout` bounds the whole opening of a connection, the login included. Two daemons start
+    /// at once against a server that accepts and never answers: the one with 1 s exits with status 69 and says it
+    /// cannot connect while the one with 120 s is still waiting (with the default 5 s on both, both would give up
+    /// after 5 s; without a bound on the login, neither would).
+    @Test func postgresConnectTimeoutBoundsTheLogin() async throws {
+        let (server, port) = try await Self.silentServer()
+        defer { server.stop() }
+        func daemon(_ timeout: String) throws -> StreamingProcess {
+            try StreamingProcess(Daemon.binary, [
+                "serve", "--listen", "127.0.0.1:0", "--store", "postgres",
+                "--postgres-url", "postgres://relay@127.0.0.1:\(port)/relay", "--postgres-connect-timeout", timeout,
+            ], standardError: true)
+        }
+        let patient = try daemon("120s")
+        defer { kill(patient.process.processIdentifier, SIGKILL) }
+        let quick = try daemon("1s")
+        defer { kill(quick.process.processIdentifier, SIGKILL) }
+        let status = await quick.waitForExit(timeout: .seconds(60))
+        #expect(status == 69, "\(quick.text)")
+        #expect(quick.text.contains("cannot open the store: unavailable: cannot connect to postgres://"), "\(quick.text)")
+        #expect(patient.process.isRunning, "the daemon with a 120 s connect timeout gave up first: \(patient.text)")
+        #expect(!patient.text.contains("listening on"), "\(patient.text)")
+    }
+
+    /// A `psql` session that holds `LOCK TABLE devices IN ACCESS EXCLUSIVE MODE` until `ROLLBACK`: every read of a
+    /// device that memory cannot answer waits on it.
+    static func lockDevices(_ postgres: TestPostgres, database: String, name: String) async throws -> PSQLSession {
+        let session = try postgres.session(database: database, name: name)
+        try session.send("BEGIN; LOCK TABLE devices IN ACCESS EXCLUSIVE MODE;")
+        #expect(try await postgres.waitForActivity(
+            database: database, "application_name = '\(name)' AND state = 'idle in transaction'"))
+        return session
+    }
+
+    /// `postgres_read_timeout` bounds a read that waits. While the devices table is locked, a send to a token
+    /// neither node has looked up goes first through the node with 60 s, and once its read has waited more than
+    /// 2 s, another through a node with the default (5 s): the second is answered `Unavailable` while the first is
+    /// still waiting (with the default on both, the first would have been answered first), and the first is
+    /// delivered once the lock is let go.
+    @Test func postgresReadTimeoutBoundsAWaitingRead() async throws {
+        let postgres = try await TestPostgres.shared
+        let database = "readtimeout_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let url = try await postgres.database(named: database)
+        let store = ["--store", "postgres", "--postgres-url", url]
+        let patient = try Daemon(arguments: store + ["--postgres-read-timeout", "60s"])
+        let standard = try Daemon(arguments: store)
+        try await patient.start()
+        try await standard.start()
+        let keys = try await patient.createProject()
+        let devices = try await patient.registerDevices(keys, count: 3)
+        func body(_ index: Int) -> String { #"{"to": "\#(devices[index].token)", "data": {"k": "v"}}"# }
+        // The server key read before the lock, through each node.
+        #expect(try await patient.send(body(0), serverKey: keys.serverKey).status == 200)
+        #expect(try await standard.send(body(0), serverKey: keys.serverKey).status == 200)
+
+        let held = try await Self.lockDevices(postgres, database: database, name: "held_devices")
+        let answered = AnsweredFlag()
+        let waiting = Task {
+            defer { answered.set() }
+            return try await patient.send(body(1), serverKey: keys.serverKey)
+        }
+        #expect(try await postgres.waitForActivity(
+            database: database,
+            "application_name = 'pushrelay' AND wait_event_type = 'Lock' AND now() - query_start > interval '2 seconds'"),
+            "the send through the node with 60 s did not wait on the lock")
+        let refused = try await standard.send(body(2), serverKey: keys.serverKey)
+        #expect(refused.status == 503 && refused.body.contains("Unavailable"), "\(refused)")
+        #expect(!answered.isSet, "the read under 60 s, which waited longer, was answered first")
+        try held.send("ROLLBACK;")
+        _ = await held.finish()
+        let stored = try await waiting.value
+        #expect(stored.status == 200 && stored.body.contains(#""success":1"#), "\(stored)")
+        #expect(try await patient.terminate() == 0)
+        #expect(try await standard.terminate() == 0)
+    }
+
+    /// `postgres_read_connections` bounds the read pool. While the devices table is locked, each node first sends
+    /// to a token it has not looked up (its read takes a pool connection and waits on the lock), then sends with
+    /// a second project's server key, which it has not looked up either (a read of the projects, not locked) to a
+    /// malformed token. With one read connection that read finds none free and the send is answered `Unavailable`
+    /// at the read timeout; with two it is answered (`InvalidRegistration`) while the lock is still held.
+    @Test func postgresReadConnectionsBoundThePool() async throws {
+        let postgres = try await TestPostgres.shared
+        let database = "readpool_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let url = try await postgres.database(named: database)
+        let store = ["--store", "postgres", "--postgres-url", url, "--postgres-read-timeout", "3s"]
+        let single = try Daemon(arguments: store + ["--postgres-read-connections", "1"])
+        let double = try Daemon(arguments: store + ["--postgres-read-connections", "2"])
+        try await single.start()
+        try await double.start()
+        let keys = try await single.createProject()
+        let other = try await single.createProject("other")
+        let devices = try await single.registerDevices(keys, count: 3)
+        func body(_ index: Int) -> String { #"{"to": "\#(devices[index].token)", "data": {"k": "v"}}"# }
+        let malformed = #"{"to": "not a token", "data": {"k": "v"}}"#
+        #expect(try await single.send(body(0), serverKey: keys.serverKey).status == 200)
+        #expect(try await double.send(body(0), serverKey: keys.serverKey).status == 200)
+
+        let held = try await Self.lockDevices(postgres, database: database, name: "held_pool")
+        var blocked: [Task<(status: Int, body: String), any Error>] = []
+        for (node, index) in [(single, 1), (double, 2)] {
+            let before = try await postgres.psql(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                database: database
+            ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            blocked.append(Task { try await node.send(body(index), serverKey: keys.serverKey) })
+            // This node's read holds one of its connections, waiting on the lock.
+            #expect(try await postgres.waitForActivity(
+                database: database,
+                "(SELECT count(*) FROM pg_stat_activity w WHERE w.datname = current_database()"
+                    + " AND w.wait_event_type = 'Lock') > \(before)"),
+                "the send to an unread token did not wait on the lock")
+        }
+        let answered = try await double.send(malformed, serverKey: other.serverKey)
+        #expect(answered.status == 200 && answered.body.contains("InvalidRegistration"), "\(answered)")
+        let refused = try await single.send(malformed, serverKey: other.serverKey)
+        #expect(refused.status == 503 && refused.body.contains("Unavailable"), "\(refused)")
+        #expect(try await postgres.waitForActivity(
+            database: database, "application_name = 'held_pool' AND state = 'idle in transaction'"),
+            "the lock was let go before the answers")
+        try held.send("ROLLBACK;")
+        _ = await held.finish()
+        for task in blocked { _ = try await task.value }
+        // Answered as the pool allows once the lock is gone.
+        #expect(try await single.send(malformed, serverKey: other.serverKey).status == 200)
+        #expect(try await single.terminate() == 0)
+        #expect(try await double.terminate() == 0)
+    }
+}
