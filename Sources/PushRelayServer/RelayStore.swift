@@ -27,8 +27,9 @@ public enum RelayStore {
     /// ``StoreError/Code/corrupt`` for a damaged one, ``StoreError/Code/unavailable`` when PostgreSQL cannot be
     /// reached or the file cannot be opened, ``StoreError/Code/invalidArgument`` for a malformed URL.
     /// `readOnly` opens a SQLite store only to read it (``SQLiteStore/Configuration/readOnly``: a backup mounted
-    /// read-only, a data directory this user may not write); it implies not `createIfMissing`, and PostgreSQL is
-    /// opened as usual. `postgres`: PostgreSQL's timeouts and read pool (ignored for SQLite). `eventLoopGroup`: the loops PostgreSQL's
+    /// read-only, a data directory this user may not write); it implies not `createIfMissing`. A PostgreSQL store
+    /// opened read-only has its schema checked, never created or migrated (``PostgresStore/Configuration/readOnly``).
+    /// `postgres`: PostgreSQL's timeouts and read pool (ignored for SQLite). `eventLoopGroup`: the loops PostgreSQL's
     /// connections run on (`event_loops`); nil: NIO's shared group. `commitEventLoop`: the loop a SQLite store
     /// commits on instead of its writer thread (`commit_on_event_loop`, ``SQLiteStore/Configuration/commitEventLoop``).
     /// `authRecheckInterval`: how often the credentials epoch is re-read (`auth_recheck_interval`); nil keeps the
@@ -61,6 +62,7 @@ public enum RelayStore {
             configuration.conditionCompiler = SQLiteStore.Configuration.relayConditionCompiler
             configuration.queuePolicy = queuePolicy
             postgres.apply(to: &configuration)
+            configuration.readOnly = readOnly
             configuration.eventLoopGroup = eventLoopGroup
             if let authRecheckInterval { configuration.authRecheckInterval = authRecheckInterval }
             return try await PostgresStore.open(configuration: configuration, logger: logger)

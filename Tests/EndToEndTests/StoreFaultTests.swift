@@ -342,3 +342,25 @@ import Testing
         #expect(withoutIndex.stdout.isEmpty, "\(withoutIndex.stdout)")
     }
 }
+
+extension StoreFaultTests {
+    /// The CLI's listings open a PostgreSQL store read-only: `project list` of an empty database exits 69 saying what
+    /// to run and creates no table (it created the whole schema), and lists once `store init` has made the store.
+    @Test func postgresListingChangesNothing() async throws {
+        let postgres = try await TestPostgres.shared
+        let database = "listing_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let url = try await postgres.database(named: database)
+        let store = ["--store", "postgres", "--postgres-url", url]
+        let refused = try await Daemon.cli(["project", "list"] + store)
+        #expect(refused.status == 69, "\(refused)")
+        #expect(refused.stderr.contains("holds no PushRelay store yet"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("pushrelay store init --store postgres"), "\(refused.stderr)")
+        let tables = try await postgres.psql(
+            "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema()", database: database)
+        #expect(tables.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(tables)")
+        #expect(try await Daemon.cli(["store", "init"] + store).status == 0)
+        #expect(try await Daemon.cli(["project", "create", "shop"] + store).status == 0)
+        let listed = try await Daemon.cli(["project", "list"] + store)
+        #expect(listed.status == 0 && listed.stdout.contains("shop"), "\(listed)")
+    }
+}

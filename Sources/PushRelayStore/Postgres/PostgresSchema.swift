@@ -193,6 +193,37 @@ enum PostgresSchema {
 
     /// Brings the database to ``version`` under the advisory lock: the first node to start applies what is
     /// missing, the others wait and find nothing to do. Refuses a database of a newer schema.
+    /// For a store opened read-only (``PostgresStore/Configuration/readOnly``): the schema must be this release's,
+    /// as it is; nothing is created or migrated (the nodes of another release may be running on it). Throws
+    /// ``StoreError/Code/unavailable`` otherwise, saying what to run.
+    static func checkReadable(_ connection: PostgresConnection, url: PostgresURL, logger: Logger) async throws {
+        var tables = 0
+        for try await count in try await connection.query(
+            "SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = 'pushrelay_migrations' AND schemaname = current_schema()",
+            logger: logger
+        ).decode(Int64.self) {
+            tables = Int(count)
+        }
+        var current = 0
+        if tables > 0 {
+            for try await version in try await connection.query(
+                "SELECT coalesce(max(version), 0)::int8 FROM pushrelay_migrations", logger: logger
+            ).decode(Int64.self) {
+                current = Int(version)
+            }
+        }
+        if current == Self.version { return }
+        if current > Self.version { throw StoreError.newerSchema(Int64(current), known: Int64(Self.version)) }
+        if current == 0 {
+            throw StoreError.unavailable(
+                "\(url) holds no PushRelay store yet: it is created when opened to write (`pushrelay store init "
+                    + "--store postgres`, a command that writes, or a node), never read-only")
+        }
+        throw StoreError.unavailable(
+            "\(url) has schema version \(current) and this pushrelay reads version \(Self.version): it is migrated "
+                + "when opened to write (start a node of this release, or run a command that writes), never read-only")
+    }
+
     static func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query("SELECT pg_advisory_lock(\(Self.migrationLock))", logger: logger)
         do {

@@ -56,7 +56,12 @@ extension PostgresStore {
         public var credentials: CredentialGenerator = .default
         /// The wall clock (expiry, ids, dates). Tests move it.
         public var clock: @Sendable () -> Date = { Date() }
-        /// Whether the writer expands topic messages by itself (tests turn it off to stop mid-expansion).
+        /// Opens the store only to read it (the CLI's listings): the schema is checked, never created or migrated
+        /// (another release's nodes may be running on it), and no topic message is expanded. A database without the
+        /// schema, or with another version of it, is refused with ``StoreError/Code/unavailable``. Default false.
+        public var readOnly = false
+        /// Whether the writer expands topic messages by itself (tests turn it off to stop mid-expansion; a read-only
+        /// store does not).
         var automaticFanOut = true
 
         /// A configuration for the database at `url`.

@@ -45,7 +45,11 @@ public final class PostgresStore: PushStore {
         let context = PostgresStoreContext(configuration: configuration, logger: logger)
         let connection = try await context.connect(id: 1000)
         do {
-            try await PostgresSchema.migrate(connection, logger: logger)
+            if configuration.readOnly {
+                try await PostgresSchema.checkReadable(connection, url: configuration.url, logger: logger)
+            } else {
+                try await PostgresSchema.migrate(connection, logger: logger)
+            }
             let rows = try await connection.query(
                 "SELECT value FROM meta WHERE key = 'last_message_id'", logger: logger
             ).collect()

@@ -97,7 +97,8 @@ final class PostgresWriter: @unchecked Sendable {
                 }
             }
             if closing && jobs.isEmpty { break }
-            if self.fanOutHint && self.context.configuration.automaticFanOut && !closing {
+            if self.fanOutHint && self.context.configuration.automaticFanOut
+                && !self.context.configuration.readOnly && !closing {
                 self.fanOutHint = await self.runFanOutStep()
                 if self.fanOutHint { self.queue.requestFanOut() }
             }
