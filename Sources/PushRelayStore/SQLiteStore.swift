@@ -50,9 +50,8 @@ public final class SQLiteStore: PushStore {
             return
         }
         // SQLite's own error for these is "unable to open database file": name the cause instead.
-        let directory = (configuration.path as NSString).deletingLastPathComponent
-        for path in existed ? [directory.isEmpty ? "." : directory, configuration.path] : [] where access(path, W_OK) != 0 {
-            throw StoreError.unavailable("\(path) is not writable: \(String(cString: strerror(errno)))")
+        if existed, let refusal = Self.unwritable(configuration.path) {
+            throw StoreError.unavailable("\(refusal.path) is not writable: \(refusal.reason)")
         }
         let connection = try SQLiteConnection(path: configuration.path, busyTimeout: configuration.busyTimeout)
         if existed, configuration.checkIntegrityAtOpen {
@@ -104,6 +103,22 @@ public final class SQLiteStore: PushStore {
             "store opened",
             metadata: ["relay.store.path": "\(configuration.path)", "relay.store.fanout_pending": "\(topicMessages.count)"]
         )
+    }
+
+    /// Whether this process may write the existing store at `path` (its directory and its file), else which of them it
+    /// may not and why (`Permission denied`, `Read-only file system`).
+    static func unwritable(_ path: String) -> (path: String, reason: String)? {
+        let directory = (path as NSString).deletingLastPathComponent
+        for path in [directory.isEmpty ? "." : directory, path] where access(path, W_OK) != 0 {
+            return (path, String(cString: strerror(errno)))
+        }
+        return nil
+    }
+
+    /// Whether the existing store of `configuration` can be opened to write by this process; false for a backup
+    /// mounted read-only or a data directory this user may not write (open it with ``Configuration/readOnly``).
+    public static func isWritable(_ configuration: Configuration) -> Bool {
+        Self.unwritable(configuration.path) == nil
     }
 
     /// Opens an existing store only to read it (``Configuration/readOnly``): its first connection, how it is read,

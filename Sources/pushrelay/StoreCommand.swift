@@ -52,7 +52,8 @@ struct StoreCommand: AsyncParsableCommand {
                 tokens, in one transaction: everything arrives or nothing does. Ids are kept, so every server key, \
                 client key, device token, device secret, notification key and service-account file goes on \
                 working. Stop the daemon that uses the SQLite store first; then start the nodes with --store postgres \
-                and the same URL. The PostgreSQL database must hold no project yet. The URL is a secret: prefer PUSHRELAY_POSTGRES_URL to --to.
+                and the same URL. A store this user may not write (a backup mounted read-only) is read read-only; \
+                the copy is then refused if it changes meanwhile. The PostgreSQL database must hold no project yet. The URL is a secret: prefer PUSHRELAY_POSTGRES_URL to --to.
                 """
         )
 
@@ -83,6 +84,11 @@ struct StoreCommand: AsyncParsableCommand {
             var sqlite = SQLiteStore.Configuration.relay(directory: fromDataDir)
             sqlite.createIfMissing = false
             sqlite.automaticFanOut = false
+            // A store this user may not write (a backup mounted read-only, another user's directory) is read
+            // read-only: its writes cannot be held, so the copy is refused, nothing committed, if it changes meanwhile.
+            // A writable one is opened as the daemon opens it (an older schema migrated first) and held.
+            let writable = FileManager.default.fileExists(atPath: sqlite.path) ? SQLiteStore.isWritable(sqlite) : true
+            sqlite.readOnly = !writable
             let source: SQLiteStore
             do {
                 source = try SQLiteStore(configuration: sqlite, logger: logger)
@@ -101,10 +107,13 @@ struct StoreCommand: AsyncParsableCommand {
             let report: StoreMigrationReport
             do {
                 // Nothing commits to the source while it is read, table after table: the copy is one state of it.
-                report = try await source.withWritesHeld {
-                    try await target.importAll(from: source) { table, copied in
-                        if copied % 10_000 == 0 { FileHandle.standardError.write(Data("  \(table): \(copied)\n".utf8)) }
-                    }
+                let progress: @Sendable (String, Int) -> Void = { table, copied in
+                    if copied % 10_000 == 0 { FileHandle.standardError.write(Data("  \(table): \(copied)\n".utf8)) }
+                }
+                if writable {
+                    report = try await source.withWritesHeld { try await target.importAll(from: source, progress: progress) }
+                } else {
+                    report = try await target.importAll(from: source, progress: progress)
                 }
             } catch let error as StoreError {
                 await target.close()

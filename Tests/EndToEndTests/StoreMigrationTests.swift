@@ -78,5 +78,15 @@ struct StoreMigrationTests {
         let missing = try await run(Daemon.binary, ["store", "migrate", "--from-data-dir", empty, "--to", url])
         #expect(missing.status == 66 && missing.stderr.contains("cannot open the SQLite store"), "\(missing.status) \(missing.stderr)")
         #expect(!FileManager.default.fileExists(atPath: empty + "/pushrelay.sqlite"))
+
+        // From a read-only mount of the store (a backup): copied, read-only (it was refused: "is not writable").
+        let fromBackup = try await TestPostgres.shared.freshDatabase("frombackup")
+        let onReadOnlyMount = #"set -e; dir="$0"; mount --bind "$dir" "$dir"; mount -o remount,bind,ro "$dir"; exec "$@""#
+        let backupCopy = try await run("unshare", [
+            "-m", "--propagation", "private", "sh", "-c", onReadOnlyMount, single.dataDir.path,
+            Daemon.binary, "store", "migrate", "--from-data-dir", single.dataDir.path,
+        ], environment: ["PUSHRELAY_POSTGRES_URL": fromBackup])
+        #expect(backupCopy.status == 0, "\(backupCopy.status) \(backupCopy.stderr)")
+        #expect(backupCopy.stdout.contains("projects 1, server_keys 1, devices 1, messages 2"), "\(backupCopy.stdout)")
     }
 }

@@ -129,4 +129,56 @@ struct StoreImportTests {
             await postgres.close()
         }
     }
+
+    /// A source opened read-only (a backup mounted read-only: `store migrate` cannot hold its writes) is copied when
+    /// nothing writes it; when a process commits to it during the copy, the copy is refused and nothing arrives: a
+    /// closed store (read as a fixed file) and one a daemon has open (read through its write-ahead log) alike.
+    @Test("a read-only source: copied when unchanged; a write during the copy refuses it, nothing committed")
+    func readOnlySource() async throws {
+        try await withTemporaryDirectory { directory in
+            let writable = try await openStore(.sqlite, in: directory) as! SQLiteStore
+            let shop = try await writable.createProject(name: "shop")
+            let device = try await writable.registerDevice(project: shop.project.id, app: "a", platform: "IOS")
+            _ = try await writable.enqueue([NewMessage(device: device.device.id, body: [1])])
+
+            var configuration = SQLiteStore.Configuration(directory: directory)
+            configuration.readOnly = true
+            configuration.automaticFanOut = false
+            #expect(SQLiteStore.isWritable(configuration), "the test's own directory")
+            let postgres = try await openStore(.postgres, in: directory, options: StoreOptions(automaticFanOut: false))
+                as! PostgresStore
+            let path = configuration.path
+            /// A copy during which another connection commits to the source: refused saying `reason`, nothing copied.
+            func refusedCopy(_ reason: String) async throws {
+                let source = try SQLiteStore(configuration: configuration, logger: Logger(label: "test"))
+                let refused = await #expect(throws: StoreError.self) {
+                    try await postgres.importAll(from: source) { table, _ in
+                        guard table == "projects" else { return }
+                        let intruder = try? SQLiteConnection(path: path, busyTimeout: .seconds(5))
+                        try? intruder?.execute("UPDATE meta SET value = value + 1 WHERE key = 'last_message_id'")
+                        intruder?.close()
+                    }
+                }
+                #expect(refused?.code == .unavailable)
+                #expect(refused?.message.contains(reason) == true, "\(String(describing: refused))")
+                let projects = try await TestPostgres.shared.psql(
+                    "SELECT count(*) FROM projects", database: databaseName(for: directory))
+                #expect(projects.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(projects)")
+                await source.close()
+            }
+            // The store open in another store (a daemon): read through its -wal, checked at the end of the copy.
+            try await refusedCopy("changed while it was copied")
+            await writable.close()
+            // Closed: read as a fixed file, whose reads notice the change.
+            try await refusedCopy("changed while it was read")
+
+            // Unchanged: everything arrives.
+            let source = try SQLiteStore(configuration: configuration, logger: Logger(label: "test"))
+            let report = try await postgres.importAll(from: source)
+            #expect(report.count(of: "projects") == 1 && report.count(of: "messages") == 1, "\(report)")
+            #expect(try await postgres.authenticateDevice(secret: device.secret) == device.device)
+            await source.close()
+            await postgres.close()
+        }
+    }
 }

@@ -122,13 +122,18 @@ extension PostgresStore {
     /// transaction: it all arrives or nothing does. Ids are kept, so tokens, secrets, notification keys, message ids
     /// and `Last-Event-ID`s go on working; the message-id high-water mark and the identity sequences move past what
     /// was copied, and every node's auth cache is invalidated. `source` should not be written meanwhile (stop the
-    /// daemon that uses it).
+    /// daemon that uses it): hold its writes (``SQLiteStore/withWritesHeld(_:)``), or for a store opened read-only
+    /// (``SQLiteStore/Configuration/readOnly``), which cannot hold them, the copy is refused, nothing committed, when
+    /// the database file or its write-ahead log changed while it was read.
     ///
     /// Throws ``StoreError/Code/alreadyExists`` when this database already holds a project.
     public func importAll(from source: SQLiteStore, progress: @escaping @Sendable (String, Int) -> Void = { _, _ in })
         async throws -> StoreMigrationReport
     {
-        try await self.writer.write { write in
+        let path = source.context.configuration.path
+        let watched = source.context.configuration.readOnly
+            ? [UnchangedFile(path: path), UnchangedFile(path: path + "-wal")] : nil
+        return try await self.writer.write { write in
             let existing = try await write.rows("SELECT count(*) FROM projects")
             guard try existing.first?.decode(Int64.self) == 0 else {
                 throw StoreError.alreadyExists("the PostgreSQL database already holds projects: migrate into an empty one")
@@ -166,6 +171,11 @@ extension PostgresStore {
             try await write.run(
                 "UPDATE meta SET value = greatest(value, \(lastID)) WHERE key = 'last_message_id'")
             write.authChanged = true
+            if let watched, [UnchangedFile(path: path), UnchangedFile(path: path + "-wal")] != watched {
+                throw StoreError.unavailable(
+                    "\(path) changed while it was copied (a process wrote to it): nothing was copied; stop the daemon "
+                        + "that uses it, then run the command again")
+            }
             return report
         }
     }
