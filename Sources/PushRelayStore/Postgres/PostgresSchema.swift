@@ -191,8 +191,6 @@ enum PostgresSchema {
     /// The newest schema version this build knows.
     static var version: Int { self.migrations.count }
 
-    /// Brings the database to ``version`` under the advisory lock: the first node to start applies what is
-    /// missing, the others wait and find nothing to do. Refuses a database of a newer schema.
     /// For a store opened read-only (``PostgresStore/Configuration/readOnly``): the schema must be this release's,
     /// as it is; nothing is created or migrated (the nodes of another release may be running on it). Throws
     /// ``StoreError/Code/unavailable`` otherwise, saying what to run.
@@ -204,14 +202,7 @@ enum PostgresSchema {
         ).decode(Int64.self) {
             tables = Int(count)
         }
-        var current = 0
-        if tables > 0 {
-            for try await version in try await connection.query(
-                "SELECT coalesce(max(version), 0)::int8 FROM pushrelay_migrations", logger: logger
-            ).decode(Int64.self) {
-                current = Int(version)
-            }
-        }
+        let current = tables > 0 ? try await Self.appliedVersion(connection, logger: logger) : 0
         if current == Self.version { return }
         if current > Self.version { throw StoreError.newerSchema(Int64(current), known: Int64(Self.version)) }
         if current == 0 {
@@ -224,6 +215,19 @@ enum PostgresSchema {
                 + "when opened to write (start a node of this release, or run a command that writes), never read-only")
     }
 
+    /// The last migration applied (`pushrelay_migrations` must exist); 0 for none.
+    private static func appliedVersion(_ connection: PostgresConnection, logger: Logger) async throws -> Int {
+        var current = 0
+        for try await version in try await connection.query(
+            "SELECT coalesce(max(version), 0)::int8 FROM pushrelay_migrations", logger: logger
+        ).decode(Int64.self) {
+            current = Int(version)
+        }
+        return current
+    }
+
+    /// Brings the database to ``version`` under the advisory lock: the first node to start applies what is
+    /// missing, the others wait and find nothing to do. Refuses a database of a newer schema.
     static func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query("SELECT pg_advisory_lock(\(Self.migrationLock))", logger: logger)
         do {
@@ -236,12 +240,7 @@ enum PostgresSchema {
                 """,
                 logger: logger
             )
-            var current = 0
-            for try await version in try await connection.query(
-                "SELECT coalesce(max(version), 0)::int8 FROM pushrelay_migrations", logger: logger
-            ).decode(Int64.self) {
-                current = Int(version)
-            }
+            let current = try await Self.appliedVersion(connection, logger: logger)
             if current > Self.version {
                 throw StoreError.newerSchema(Int64(current), known: Int64(Self.version))
             }
