@@ -67,8 +67,7 @@ extension SettingsEffectTests {
     /// delivered once the lock is let go.
     @Test func postgresReadTimeoutBoundsAWaitingRead() async throws {
         let postgres = try await TestPostgres.shared
-        let database = "readtimeout_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let url = try await postgres.database(named: database)
+        let (database, url) = try await postgres.namedFreshDatabase("readtimeout")
         let store = ["--store", "postgres", "--postgres-url", url]
         let patient = try Daemon(arguments: store + ["--postgres-read-timeout", "60s"])
         let standard = try Daemon(arguments: store)
@@ -109,8 +108,7 @@ extension SettingsEffectTests {
     /// at the read timeout; with two it is answered (`InvalidRegistration`) while the lock is still held.
     @Test func postgresReadConnectionsBoundThePool() async throws {
         let postgres = try await TestPostgres.shared
-        let database = "readpool_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let url = try await postgres.database(named: database)
+        let (database, url) = try await postgres.namedFreshDatabase("readpool")
         let store = ["--store", "postgres", "--postgres-url", url, "--postgres-read-timeout", "3s"]
         let single = try Daemon(arguments: store + ["--postgres-read-connections", "1"])
         let double = try Daemon(arguments: store + ["--postgres-read-connections", "2"])

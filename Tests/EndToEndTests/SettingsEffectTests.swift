@@ -299,8 +299,7 @@ import Testing
     /// The same for a registration (an isolated write) waiting on the project's row and the statement timeout.
     @Test func postgresTimeoutsBoundWritesWaitingOnLocks() async throws {
         let postgres = try await TestPostgres.shared
-        let database = "timeouts_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let url = try await postgres.database(named: database)
+        let (database, url) = try await postgres.namedFreshDatabase("timeouts")
         let store = ["--store", "postgres", "--postgres-url", url]
         let shortCommit = try Daemon(arguments: store + ["--postgres-commit-timeout", "1s"])
         let shortStatement = try Daemon(arguments: store + ["--postgres-statement-timeout", "1s"])

@@ -348,8 +348,7 @@ extension StoreFaultTests {
     /// to run and creates no table (it created the whole schema), and lists once `store init` has made the store.
     @Test func postgresListingChangesNothing() async throws {
         let postgres = try await TestPostgres.shared
-        let database = "listing_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let url = try await postgres.database(named: database)
+        let (database, url) = try await postgres.namedFreshDatabase("listing")
         let store = ["--store", "postgres", "--postgres-url", url]
         let refused = try await Daemon.cli(["project", "list"] + store)
         #expect(refused.status == 69, "\(refused)")

@@ -42,7 +42,14 @@ public final class TestPostgres: Sendable {
 
     /// A fresh database with a random name.
     public func freshDatabase(_ prefix: String = "t") async throws -> String {
-        try await self.database(named: "\(prefix)_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())")
+        try await self.namedFreshDatabase(prefix).url
+    }
+
+    /// A fresh database with a random name, and that name (for ``psql(_:database:)`` and
+    /// ``waitForActivity(database:_:)``).
+    public func namedFreshDatabase(_ prefix: String) async throws -> (name: String, url: String) {
+        let name = "\(prefix)_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())"
+        return (name, try await self.database(named: name))
     }
 
     /// Runs SQL through `psql` as the superuser (database `postgres` unless given).
