@@ -27,8 +27,10 @@
 # and each time every send already in flight (SHAPE=h2: hundreds) took the database path for its server key (a task,
 # a SHA-256, a read): ~7 % of SHAPE=h2's figure, varying with the host's speed. At full speed the recheck comes 4 times
 # a second and sends about 2 sends that way each time, 1 in 2,600 (a uprobe count during `run-relay.sh --only sends`).
-# The count does not depend on the load of the machine; it moves with the code (and the toolchain, SQLite,
-# libnghttp2 versions). Wall time: a few minutes (the daemon runs ~50x slower under callgrind).
+# The count moves with the code (and the toolchain, SQLite, libnghttp2 versions), and a little with the machine's
+# load: callgrind runs one thread at a time, and how their turns fall (the requests one group commit gathers, the
+# event-loop ticks of a request) follows the host's timing — ±1 % at SHAPE=h2 and STREAM=1 with a fuzzer on the other
+# core. Compare binaries alternated in one sitting. Wall time: a few minutes (the daemon runs ~50x slower).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib/h2load-checked.sh
@@ -141,7 +143,7 @@ print(f"daemon instructions: {i_base:,} with {base:,} sends, {i_sends:,} with {s
       f"{'streaming device: every send delivered' if sys.argv[12] == '1' else 'offline device'})")
 per = (i_sends - i_base) / (sends - base)
 print(f"instructions per send: {per:,.0f}   "
-      f"(load average {sys.argv[6]} before, {sys.argv[7]} after: it does not move this figure)")
+      f"(load average {sys.argv[6]} before, {sys.argv[7]} after; compare binaries alternated in one sitting)")
 
 
 def functions(path):  # callgrind_annotate's self cost per function
