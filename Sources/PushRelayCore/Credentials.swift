@@ -1,7 +1,7 @@
 import PushRelayWire
 
 /// Generators for the secrets and numbers of projects and devices. Every secret carries at least 128 random bits
-/// from `SystemRandomNumberGenerator` (the OS's CSPRNG) unless a test passes its own generator.
+/// from the OS's CSPRNG (``SecureRandom``) unless a test passes its own generator.
 public enum Credentials {
     /// A device secret, the stream credential: `prd_` + 43 base64url characters (258 bits).
     public static func deviceSecret(using generator: inout some RandomNumberGenerator) -> String {
@@ -21,19 +21,19 @@ public enum Credentials {
 
     /// A device secret from the system generator.
     public static func deviceSecret() -> String {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandom()
         return deviceSecret(using: &generator)
     }
 
     /// A server key from the system generator.
     public static func serverKey() -> String {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandom()
         return serverKey(using: &generator)
     }
 
     /// A client key from the system generator.
     public static func clientKey() -> String {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandom()
         return clientKey(using: &generator)
     }
 
@@ -49,7 +49,7 @@ public enum Credentials {
 extension Credentials {
     /// An OAuth 2 access token for a service account: `prat.` + 64 base64url characters (384 random bits).
     public static func accessToken() -> String {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandom()
         return "prat." + Base64URL.randomString(length: 64, using: &generator)
     }
 }

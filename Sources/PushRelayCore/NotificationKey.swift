@@ -32,7 +32,7 @@ public struct NotificationKey: Sendable, Hashable, CustomStringConvertible {
 
     /// A new random key from the system's secure generator.
     public static func generate() -> NotificationKey {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandom()
         return generate(using: &generator)
     }
 

@@ -39,7 +39,7 @@ public struct RegistrationToken: Sendable, Hashable, CustomStringConvertible {
 
     /// A new random token from the system's secure generator.
     public static func generate() -> RegistrationToken {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandom()
         return generate(using: &generator)
     }
 

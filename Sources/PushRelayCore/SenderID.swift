@@ -22,7 +22,7 @@ public struct SenderID: Sendable, Hashable, Comparable, CustomStringConvertible 
 
     /// A random 11-digit sender id from the system generator.
     public static func generate() -> SenderID {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandom()
         return generate(using: &generator)
     }
 

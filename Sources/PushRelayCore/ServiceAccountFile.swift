@@ -57,7 +57,7 @@ public struct ServiceAccountFile: Sendable, Hashable {
 
     /// A new key id: 40 lowercase hex digits (160 random bits), the shape of Google's.
     public static func newPrivateKeyID() -> String {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandom()
         var text = ""
         for _ in 0..<40 { text.append(String(generator.next(upperBound: UInt8(16)), radix: 16)) }
         return text
@@ -65,7 +65,7 @@ public struct ServiceAccountFile: Sendable, Hashable {
 
     /// A new client id: 21 decimal digits.
     public static func newClientID() -> String {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandom()
         var text = String(1 + generator.next(upperBound: UInt8(9)))
         for _ in 0..<20 { text.append(String(generator.next(upperBound: UInt8(10)))) }
         return text

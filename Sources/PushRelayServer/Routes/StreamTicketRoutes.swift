@@ -30,7 +30,7 @@ struct StreamTicketRoutes: Sendable {
         guard try await store.authenticateDevice(secret: secret) != nil else {
             return JSONResponse.unauthorized("unknown device secret")
         }
-        var generator = SystemRandomNumberGenerator()
+        var generator = SecureRandom()
         let (ticket, lifetime) = book.withLockedValue { book in
             (book.issue(secret: secret, now: .now, using: &generator), book.lifetime)
         }
