@@ -105,8 +105,8 @@ public final class SQLiteStore: PushStore {
         )
     }
 
-    /// Whether this process may write the existing store at `path` (its directory and its file), else which of them it
-    /// may not and why (`Permission denied`, `Read-only file system`).
+    /// Nil when this process may write the existing store at `path` (its directory and its file); else the first of
+    /// them it may not write and why (`Permission denied`, `Read-only file system`).
     static func unwritable(_ path: String) -> (path: String, reason: String)? {
         let directory = (path as NSString).deletingLastPathComponent
         for path in [directory.isEmpty ? "." : directory, path] where access(path, W_OK) != 0 {
