@@ -131,8 +131,9 @@ extension PostgresStore {
         async throws -> StoreMigrationReport
     {
         let path = source.context.configuration.path
-        let watched = source.context.configuration.readOnly
-            ? [UnchangedFile(path: path), UnchangedFile(path: path + "-wal")] : nil
+        /// The database file and its write-ahead log as they are now (nil for a file that is not there).
+        let files = { @Sendable in [UnchangedFile(path: path), UnchangedFile(path: path + "-wal")] }
+        let watched = source.context.configuration.readOnly ? files() : nil
         return try await self.writer.write { write in
             let existing = try await write.rows("SELECT count(*) FROM projects")
             guard try existing.first?.decode(Int64.self) == 0 else {
@@ -171,7 +172,7 @@ extension PostgresStore {
             try await write.run(
                 "UPDATE meta SET value = greatest(value, \(lastID)) WHERE key = 'last_message_id'")
             write.authChanged = true
-            if let watched, [UnchangedFile(path: path), UnchangedFile(path: path + "-wal")] != watched {
+            if let watched, files() != watched {
                 throw StoreError.unavailable(
                     "\(path) changed while it was copied (a process wrote to it): nothing was copied; stop the daemon "
                         + "that uses it, then run the command again")
