@@ -20,8 +20,9 @@ extension PostgresStore {
         var loops: any EventLoopGroup { eventLoopGroup ?? PostgresConnection.defaultEventLoopGroup }
         /// How long a connection attempt may take before ``StoreError/Code/unavailable``. Default 5 s.
         public var connectTimeout: Duration = .seconds(5)
-        /// How long a read may take (PostgreSQL away, or not answering) before ``StoreError/Code/unavailable``.
-        /// Default 5 s.
+        /// How long a read may take (PostgreSQL away, or not answering) before ``StoreError/Code/unavailable``,
+        /// the wait for a pool connection included. Also the read pool's `statement_timeout`: PostgreSQL ends a
+        /// statement given up on, and its connection comes back to the pool. Default 5 s.
         public var readTimeout: Duration = .seconds(5)
         /// How long a group of sends and acknowledgements may take to commit: past it the writer drops its
         /// connection (PostgreSQL stopped answering without closing it) and the group is answered

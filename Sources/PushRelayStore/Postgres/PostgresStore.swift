@@ -273,7 +273,24 @@ public final class PostgresStore: PushStore {
         }
         configuration.options.maximumConnections = max(context.configuration.readConnections, 1)
         configuration.options.connectTimeout = context.configuration.connectTimeout
-        configuration.options.additionalStartupParameters = [("application_name", "pushrelay")]
+        // A read given up at `readTimeout` is only abandoned by this side: postgres-nio sends PostgreSQL no cancel
+        // request, and the connection stays leased until the statement ends. One waiting on a lock (a migration,
+        // an operator's transaction, `VACUUM FULL`) would keep its connection for as long as the lock is held, and
+        // the next reads — the statistics every `metrics_interval` among them — would take the others one by one
+        // until no read could run, even of tables nobody locked. PostgreSQL ends each statement of the pool at the
+        // same bound instead, which gives the connection back.
+        configuration.options.additionalStartupParameters = [
+            ("application_name", "pushrelay"),
+            ("statement_timeout", "\(Self.milliseconds(context.configuration.readTimeout))"),
+        ]
         return configuration
+    }
+
+    /// `duration` in whole milliseconds, rounded up, at least 1 (`statement_timeout` 0 would mean no bound).
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let whole = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        let rest = attoseconds % 1_000_000_000_000_000
+        return max(1, whole + (rest > 0 ? 1 : 0))
     }
 }
