@@ -120,6 +120,51 @@ struct PostgresWriterDeadlineTests {
         }
     }
 
+    /// A group given up at its deadline must not leave its transaction behind. Dropping the connection does not end
+    /// it: a backend waiting on a lock notices its client gone only once it gets the lock, and until then keeps
+    /// the rows it already locked. Here the group locks device `a`, then waits for `b`, held by another session;
+    /// after the commit timeout, a send to `a` alone must commit while `b` is still held (it waited behind the
+    /// abandoned transaction, and timed out in turn, one abandoned transaction after the other).
+    @Test("a group given up at its commit timeout releases the rows it locked: a send to its other device commits while the held one stays held")
+    func abandonedGroupReleasesItsLocks() async throws {
+        try await withTemporaryDirectory { directory in
+            let options = StoreOptions(commitTimeout: .seconds(2))
+            let store = try #require(try await openStore(.postgres, in: directory, options: options) as? PostgresStore)
+            let project = try await store.createProject(name: "shop").project.id
+            let a = try await store.registerDevice(project: project, app: "a", platform: "IOS").device.id
+            let b = try await store.registerDevice(project: project, app: "a", platform: "IOS").device.id
+            #expect(a.rawValue < b.rawValue, "the group locks its devices in the order of their ids")
+            let postgres = try await TestPostgres.shared
+            let database = databaseName(for: directory)
+            let held = try postgres.session(database: database, name: "held_device")
+            try held.send("BEGIN; SELECT id FROM devices WHERE id = \(b.rawValue) FOR UPDATE;")
+            #expect(try await postgres.waitForActivity(
+                database: database, "application_name = 'held_device' AND state = 'idle in transaction'"))
+
+            let abandoned = await outcome(within: .seconds(60)) {
+                try await store.enqueue([NewMessage(device: a, body: [1]), NewMessage(device: b, body: [1])])
+            }
+            #expect(abandoned.map { (try? $0.get()) == nil } == true, "\(String(describing: abandoned))")
+            for round in 0..<2 {
+                let alone = await outcome(within: .seconds(60)) {
+                    try await store.enqueue([NewMessage(device: a, body: [2])])
+                }
+                #expect(alone.map { (try? $0.get()).map(Self.stored) == true } == true,
+                        "round \(round): \(String(describing: alone))")
+            }
+            #expect(try await postgres.waitForActivity(
+                database: database, "application_name = 'held_device' AND state = 'idle in transaction'"),
+                "the other session let go of the row before the sends")
+            try held.send("ROLLBACK;")
+            _ = await held.finish()
+            let both = await outcome(within: .seconds(60)) {
+                try await store.enqueue([NewMessage(device: b, body: [3])])
+            }
+            #expect(both.map { (try? $0.get()).map(Self.stored) == true } == true, "\(String(describing: both))")
+            await store.close()
+        }
+    }
+
     /// Another session holds a device's row while `blocked` runs on a store opened with `options`: `blocked` must be
     /// answered with a ``StoreError`` while the row is still held (so by its deadline, not by the release); then,
     /// the row released, `then` checks that the store works again.

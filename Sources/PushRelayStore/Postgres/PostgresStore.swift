@@ -44,6 +44,8 @@ public final class PostgresStore: PushStore {
     ) async throws -> PostgresStore {
         let context = PostgresStoreContext(configuration: configuration, logger: logger)
         let connection = try await context.connect(id: 1000)
+        let watch: PostgresConnectionWatch
+        let backend: PostgresBackend
         do {
             if configuration.readOnly {
                 try await PostgresSchema.checkReadable(connection, url: configuration.url, logger: logger)
@@ -56,6 +58,8 @@ public final class PostgresStore: PushStore {
             if let last = try rows.first?.decode(Int64.self) {
                 context.ids.withLockedValue { $0.advance(past: last) }
             }
+            watch = PostgresConnectionWatch(connection: connection)
+            backend = try await PostgresBackend.of(watch, timeout: configuration.connectTimeout, logger: logger)
         } catch {
             try? await connection.close()
             throw PostgresStoreContext.storeError(error)
@@ -64,7 +68,7 @@ public final class PostgresStore: PushStore {
             configuration: Self.clientConfiguration(context),
             eventLoopGroup: configuration.loops,
             backgroundLogger: logger)
-        let writer = PostgresWriter(context: context, connection: connection)
+        let writer = PostgresWriter(context: context, watch: watch, backend: backend, client: client)
         let listener = PostgresListener(context: context)
         let poll = configuration.fanOutPollInterval
         var tasks = [

@@ -19,6 +19,10 @@ final class PostgresWriter: @unchecked Sendable {
     private let context: PostgresStoreContext
     // Touched only by the writer task.
     private var watch: PostgresConnectionWatch?
+    /// The backend of `watch`'s connection, ended when a deadline gives the connection up.
+    private var backend: PostgresBackend?
+    /// The read pool, through which an abandoned backend is ended.
+    private let client: PostgresClient
     private var fanOutHint = true
     private var connectionNumber = 0
     /// Set when a connection attempt failed after the queue closed: the writes still queued then fail at once
@@ -33,9 +37,11 @@ final class PostgresWriter: @unchecked Sendable {
         case perStatement(Duration)
     }
 
-    init(context: PostgresStoreContext, connection: PostgresConnection) {
+    init(context: PostgresStoreContext, watch: PostgresConnectionWatch, backend: PostgresBackend, client: PostgresClient) {
         self.context = context
-        self.watch = PostgresConnectionWatch(connection: connection)
+        self.watch = watch
+        self.backend = backend
+        self.client = client
     }
 
     // MARK: Callers
@@ -128,6 +134,8 @@ final class PostgresWriter: @unchecked Sendable {
         do {
             let watch = PostgresConnectionWatch(
                 connection: try await self.context.connect(id: 1000 + self.connectionNumber))
+            self.backend = try await PostgresBackend.of(
+                watch, timeout: self.context.configuration.connectTimeout, logger: self.context.logger)
             self.watch = watch
             return watch
         } catch {
@@ -139,18 +147,25 @@ final class PostgresWriter: @unchecked Sendable {
     /// Closes the connection under a transaction that outlived its deadline (a PostgreSQL that stopped answering
     /// without closing the connection would hold the writer, and every caller, for ever): its statement fails as a
     /// lost connection (at the latest ``PostgresConnectionWatch/grace`` later), and the next request connects anew
-    /// (within the connect timeout). Returns what cancels it.
+    /// (within the connect timeout). Its backend is then ended from the read pool (``PostgresBackend``): closing
+    /// the connection does not end a transaction that waits on a lock, which would keep the rows it locked from the
+    /// next transactions. Returns what cancels it.
     ///
     /// A group's deadline is a timer on the connection's event loop, not a task: a task that sleeps costs every
     /// group two more hops through the cooperative pool (its start and its cancellation).
     private func watchdog(_ deadline: Deadline, for watch: PostgresConnectionWatch) -> @Sendable () -> Void {
         let logger = self.context.logger
+        let (backend, client, timeout) = (self.backend, self.client, self.context.configuration.readTimeout)
+        let endBackend = { @Sendable in
+            if let backend { Task { await backend.terminate(client: client, timeout: timeout, logger: logger) } }
+        }
         switch deadline {
         case .total(let limit):
             let connection = watch.connection
             let timer = connection.eventLoop.scheduleTask(in: TimeAmount(limit)) {
                 logger.warning("PostgreSQL did not commit within \(limit); dropping the writer's connection")
                 connection.close().whenComplete { _ in }
+                endBackend()
             }
             return { timer.cancel() }
         case .perStatement(let limit):
@@ -166,6 +181,7 @@ final class PostgresWriter: @unchecked Sendable {
                 }
                 logger.warning("PostgreSQL did not answer a statement within \(limit); dropping the writer's connection")
                 try? await watch.connection.close()
+                endBackend()
             }
             return { task.cancel() }
         }
