@@ -185,4 +185,52 @@ extension SettingsEffectTests {
         #expect(try await single.terminate() == 0)
         #expect(try await double.terminate() == 0)
     }
+
+    /// `postgres_statement_timeout` is also PostgreSQL's `idle_in_transaction_session_timeout` on the writer's
+    /// connections. A node frozen inside a transaction (SIGSTOP here; a paused VM, a stalled host) cannot run its own
+    /// deadlines, and kept the device rows it had locked from every other node until it ran again. Here the frozen
+    /// node (2 s) is stopped while its group waits for a row `psql` holds; the row let go, its backend takes it and
+    /// waits, idle in the transaction, for a node that does not run. A send to that device through the other node
+    /// (commit timeout 10 s) is stored once PostgreSQL has ended the frozen node's session; with the setting not
+    /// passed to PostgreSQL it waits out its commit timeout and is answered `Unavailable`. The frozen node, let run
+    /// again, answers its send `Unavailable` (its transaction is gone) and stores the next.
+    @Test func frozenNodeLetsGoOfItsRows() async throws {
+        let postgres = try await TestPostgres.shared
+        let (database, url) = try await postgres.namedFreshDatabase("frozen")
+        let store = ["--store", "postgres", "--postgres-url", url]
+        let frozen = try Daemon(arguments: store + ["--postgres-statement-timeout", "2s"])
+        let other = try Daemon(arguments: store + ["--postgres-commit-timeout", "10s"])
+        try await frozen.start()
+        try await other.start()
+        let keys = try await other.createProject()
+        let device = try await other.registerDevices(keys, count: 1)[0]
+        let body = #"{"to": "\#(device.token)", "data": {"k": "v"}}"#
+        #expect(try await frozen.send(body, serverKey: keys.serverKey).status == 200)
+        #expect(try await other.send(body, serverKey: keys.serverKey).status == 200)
+
+        let held = try postgres.session(database: database, name: "held_row")
+        try held.send("BEGIN; SELECT id FROM devices FOR UPDATE;")
+        #expect(try await postgres.waitForActivity(
+            database: database, "application_name = 'held_row' AND state = 'idle in transaction'"))
+        let stopped = Task { try await frozen.send(body, serverKey: keys.serverKey) }
+        #expect(try await postgres.waitForActivity(
+            database: database, "application_name = 'pushrelay' AND wait_event_type = 'Lock'"),
+            "the frozen node's group did not wait for the row")
+        let pid = try #require(frozen.process?.processIdentifier)
+        kill(pid, SIGSTOP)
+        try held.send("ROLLBACK;")
+        _ = await held.finish()
+        #expect(try await postgres.waitForActivity(
+            database: database, "application_name = 'pushrelay' AND state = 'idle in transaction'"),
+            "the frozen node's backend did not take the row")
+
+        let stored = try await other.send(body, serverKey: keys.serverKey)
+        #expect(stored.status == 200 && stored.body.contains(#""success":1"#), "\(stored)")
+        kill(pid, SIGCONT)
+        let lost = try await stopped.value
+        #expect(lost.status == 503 && lost.body.contains("Unavailable"), "\(lost)")
+        #expect(try await frozen.send(body, serverKey: keys.serverKey).status == 200)
+        #expect(try await frozen.terminate() == 0)
+        #expect(try await other.terminate() == 0)
+    }
 }

@@ -41,8 +41,9 @@ public struct PushRelayConfiguration: Sendable, Equatable {
     /// With `store = postgres`: how long PostgreSQL may answer none of the statements of any other write
     /// (registrations, topics, key changes, purges, topic fan-out steps) before the writer drops its connection and
     /// the write is answered `Unavailable` (noticed after up to twice this; a long write whose statements go on being
-    /// answered is not cut short). Not PostgreSQL's own `statement_timeout`. Key `postgres_statement_timeout`.
-    /// Default 30 s (`PostgresStore.Configuration.statementTimeout`).
+    /// answered is not cut short). Not PostgreSQL's own `statement_timeout`; its `idle_in_transaction_session_timeout`
+    /// on the writer's connections (a node frozen inside a transaction loses it, and its locks, after this long).
+    /// Key `postgres_statement_timeout`. Default 30 s (`PostgresStore.Configuration.statementTimeout`).
     public var postgresStatementTimeout: Duration
 
     /// With `store = postgres`: how long opening a connection may take, from the TCP connect to the end of the

@@ -31,7 +31,9 @@ extension PostgresStore {
         /// How long PostgreSQL may take to answer one statement of any other write (registrations, topics, key
         /// changes, purges, imports, topic fan-out steps): with no statement answered for this long (up to twice
         /// this), the writer drops its connection and the write is answered ``StoreError/Code/unavailable``. A
-        /// long write that goes on being answered is not cut short. Default 30 s.
+        /// long write that goes on being answered is not cut short. Also PostgreSQL's
+        /// `idle_in_transaction_session_timeout` on the writer's connections: a node frozen inside a transaction
+        /// loses its session, and its locks, after this long. Default 30 s.
         public var statementTimeout: Duration = .seconds(30)
         /// The per-device queue limits. Default FCM's: 100 non-collapsible, 4 collapse keys.
         public var queuePolicy: QueuePolicy = QueuePolicy()

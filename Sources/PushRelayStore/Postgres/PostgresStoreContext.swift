@@ -59,8 +59,13 @@ final class PostgresStoreContext: Sendable {
                 database: url.database, tls: .disable)
         }
         configuration.options.connectTimeout = TimeAmount(self.configuration.connectTimeout)
+        // A node frozen inside a transaction (SIGSTOP, a paused VM, a stalled host) keeps the rows it locked from
+        // every other node until it runs again; its own deadlines cannot fire. PostgreSQL ends a session idle in a
+        // transaction for `statementTimeout`, which the writer never is between two statements of a live write.
         configuration.options.additionalStartupParameters = [
             ("synchronous_commit", "on"), ("application_name", "pushrelay"),
+            ("idle_in_transaction_session_timeout",
+             "\(PostgresStore.milliseconds(self.configuration.statementTimeout))"),
         ]
         return configuration
     }
