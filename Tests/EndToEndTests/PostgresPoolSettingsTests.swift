@@ -3,9 +3,9 @@ import TestSupport
 import Testing
 
 /// `postgres_connect_timeout`, `postgres_read_timeout` and `postgres_read_connections`, each by its effect on real
-/// daemons (they were fixed at 5 s, 5 s and 4 in the store's defaults). No figure of wall time is asserted: each test
-/// shows which of two daemons, or two requests, is answered first, or how a request is answered while a `psql`
-/// session holds a lock.
+/// daemons (they were fixed at 5 s, 5 s and 4 in the store's defaults), and `postgres_statement_timeout` as
+/// PostgreSQL's bound on a frozen node's transaction. No figure of wall time is asserted: each test shows which of
+/// two daemons, or two requests, is answered first, or how a request is answered while a `psql` session holds a lock.
 extension SettingsEffectTests {
     /// A TCP server (Python) that accepts every connection and never says anything: a PostgreSQL that stopped
     /// answering without closing its socket. Returns the process and its port.

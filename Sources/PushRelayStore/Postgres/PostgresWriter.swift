@@ -127,6 +127,7 @@ final class PostgresWriter: @unchecked Sendable {
             return watch
         }
         self.watch = nil
+        self.backend = nil
         if self.unreachableWhileClosing {
             throw StoreError.unavailable("PostgreSQL is unreachable and the store is closing")
         }
@@ -156,16 +157,13 @@ final class PostgresWriter: @unchecked Sendable {
     private func watchdog(_ deadline: Deadline, for watch: PostgresConnectionWatch) -> @Sendable () -> Void {
         let logger = self.context.logger
         let (backend, client, timeout) = (self.backend, self.client, self.context.configuration.readTimeout)
-        let endBackend = { @Sendable in
-            if let backend { Task { await backend.terminate(client: client, timeout: timeout, logger: logger) } }
-        }
         switch deadline {
         case .total(let limit):
             let connection = watch.connection
             let timer = connection.eventLoop.scheduleTask(in: TimeAmount(limit)) {
                 logger.warning("PostgreSQL did not commit within \(limit); dropping the writer's connection")
                 connection.close().whenComplete { _ in }
-                endBackend()
+                Task { await backend?.terminate(client: client, timeout: timeout, logger: logger) }
             }
             return { timer.cancel() }
         case .perStatement(let limit):
@@ -181,7 +179,8 @@ final class PostgresWriter: @unchecked Sendable {
                 }
                 logger.warning("PostgreSQL did not answer a statement within \(limit); dropping the writer's connection")
                 try? await watch.connection.close()
-                endBackend()
+                // Not in this task: the transaction's end cancels it.
+                Task { await backend?.terminate(client: client, timeout: timeout, logger: logger) }
             }
             return { task.cancel() }
         }
