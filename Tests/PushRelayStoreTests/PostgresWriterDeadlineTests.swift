@@ -120,20 +120,42 @@ struct PostgresWriterDeadlineTests {
         }
     }
 
-    /// A group given up at its deadline must not leave its transaction behind. Dropping the connection does not end
-    /// it: a backend waiting on a lock notices its client gone only once it gets the lock, and until then keeps
-    /// the rows it already locked. Here the group locks device `a`, then waits for `b`, held by another session;
-    /// after the commit timeout, a send to `a` alone must commit while `b` is still held (it waited behind the
-    /// abandoned transaction, and timed out in turn, one abandoned transaction after the other).
-    @Test("a group given up at its commit timeout releases the rows it locked: a send to its other device commits while the held one stays held")
-    func abandonedGroupReleasesItsLocks() async throws {
+    /// The two deadlines of the writer: a group of sends (`postgres_commit_timeout`), another write
+    /// (`postgres_statement_timeout`).
+    enum WriterDeadline: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case commit, statement
+        var testDescription: String { rawValue }
+    }
+
+    /// A write given up at its deadline must not leave its transaction behind. Dropping the connection does not end
+    /// it: a backend waiting on a lock notices its client gone only once it gets the lock, and until then keeps the
+    /// rows it already locked. Here the write locks device `a`, then waits for `b`, held by another session; after
+    /// the deadline, a write to `a` alone must commit while `b` is still held (it waited behind the abandoned
+    /// transaction, and was given up in turn, one abandoned transaction after the other).
+    @Test("a write given up at its deadline releases the rows it locked: a write to its other device commits while the held one stays held",
+          arguments: WriterDeadline.allCases)
+    func abandonedWriteReleasesItsLocks(_ deadline: WriterDeadline) async throws {
         try await withTemporaryDirectory { directory in
-            let options = StoreOptions(commitTimeout: .seconds(2))
+            let options = deadline == .commit
+                ? StoreOptions(commitTimeout: .seconds(2)) : StoreOptions(statementTimeout: .seconds(2))
             let store = try #require(try await openStore(.postgres, in: directory, options: options) as? PostgresStore)
             let project = try await store.createProject(name: "shop").project.id
             let a = try await store.registerDevice(project: project, app: "a", platform: "IOS").device.id
             let b = try await store.registerDevice(project: project, app: "a", platform: "IOS").device.id
-            #expect(a.rawValue < b.rawValue, "the group locks its devices in the order of their ids")
+            #expect(a.rawValue < b.rawValue, "the writes lock their devices in the order of their ids")
+            @Sendable func write(_ devices: [DeviceID], _ byte: UInt8) async throws -> Bool {
+                switch deadline {
+                case .commit:
+                    return Self.stored(try await store.enqueue(devices.map { NewMessage(device: $0, body: [byte]) }))
+                case .statement:
+                    // An isolated write (a registration, a topic change) that locks the devices, in id order.
+                    let ids = devices.map(\.rawValue)
+                    try await store.writer.write { write in
+                        try await write.run("SELECT id FROM devices WHERE id = ANY(\(ids)::bigint[]) ORDER BY id FOR UPDATE")
+                    }
+                    return true
+                }
+            }
             let postgres = try await TestPostgres.shared
             let database = databaseName(for: directory)
             let held = try postgres.session(database: database, name: "held_device")
@@ -141,26 +163,19 @@ struct PostgresWriterDeadlineTests {
             #expect(try await postgres.waitForActivity(
                 database: database, "application_name = 'held_device' AND state = 'idle in transaction'"))
 
-            let abandoned = await outcome(within: .seconds(60)) {
-                try await store.enqueue([NewMessage(device: a, body: [1]), NewMessage(device: b, body: [1])])
-            }
+            let abandoned = await outcome(within: .seconds(60)) { try await write([a, b], 1) }
             #expect(abandoned.map { (try? $0.get()) == nil } == true, "\(String(describing: abandoned))")
             for round in 0..<2 {
-                let alone = await outcome(within: .seconds(60)) {
-                    try await store.enqueue([NewMessage(device: a, body: [2])])
-                }
-                #expect(alone.map { (try? $0.get()).map(Self.stored) == true } == true,
-                        "round \(round): \(String(describing: alone))")
+                let alone = await outcome(within: .seconds(60)) { try await write([a], 2) }
+                #expect(alone.map { (try? $0.get()) == true } == true, "round \(round): \(String(describing: alone))")
             }
             #expect(try await postgres.waitForActivity(
                 database: database, "application_name = 'held_device' AND state = 'idle in transaction'"),
-                "the other session let go of the row before the sends")
+                "the other session let go of the row before the writes")
             try held.send("ROLLBACK;")
             _ = await held.finish()
-            let both = await outcome(within: .seconds(60)) {
-                try await store.enqueue([NewMessage(device: b, body: [3])])
-            }
-            #expect(both.map { (try? $0.get()).map(Self.stored) == true } == true, "\(String(describing: both))")
+            let after = await outcome(within: .seconds(60)) { try await write([b], 3) }
+            #expect(after.map { (try? $0.get()) == true } == true, "\(String(describing: after))")
             await store.close()
         }
     }
