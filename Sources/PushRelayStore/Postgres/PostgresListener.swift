@@ -36,6 +36,8 @@ final class PostgresListener: Sendable {
                             self.missedNotifications()
                         }
                         delay = .milliseconds(50)
+                        let probe = Task { await self.probe(watch) }
+                        defer { probe.cancel() }
                         for try await notification in notifications {
                             await self.handle(notification.payload, watch: watch)
                         }
@@ -163,6 +165,34 @@ final class PostgresListener: Sendable {
                 "reading another node's committed rows failed; the streams read the store",
                 metadata: ["relay.error": "\(PostgresStoreContext.describe(error))"])
             return nil
+        }
+    }
+
+    /// Asks PostgreSQL on the notification connection, every ``PostgresStore/Configuration/listenerProbeInterval``,
+    /// whether it still answers. The connection only receives: cut without a FIN or RST (a NAT or firewall that
+    /// forgot the idle connection, PostgreSQL restarted behind a partition) it would wait for notifications for ever,
+    /// and the node's streams would get nothing more while sends went on being stored. Unanswered within the read
+    /// timeout, the connection is closed: the listener connects anew and every stream reads the store. The question
+    /// also keeps the connection from being idle.
+    private func probe(_ watch: PostgresConnectionWatch) async {
+        let (interval, timeout, logger) = (
+            self.context.configuration.listenerProbeInterval, self.context.configuration.readTimeout,
+            self.context.logger
+        )
+        while true {
+            guard (try? await Task.sleep(for: interval)) != nil else { return }
+            do {
+                _ = try await PostgresStore.race(timeout: timeout) {
+                    try await watch.rows("SELECT 1", logger: logger, collect: false)
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning(
+                    "PostgreSQL did not answer on the notification connection; reconnecting",
+                    metadata: ["relay.error": "\(PostgresStoreContext.describe(error))"])
+                try? await watch.connection.close()
+                return
+            }
         }
     }
 

@@ -43,6 +43,10 @@ extension PostgresStore {
         public var fanOutBatchSize: Int = 1000
         /// How often a node looks for topic messages left unfinished by another node (one that died). Default 1 s.
         public var fanOutPollInterval: Duration = .seconds(1)
+        /// How often the notification (`LISTEN`) connection is asked whether PostgreSQL still answers on it (within
+        /// ``readTimeout``; unanswered, it is replaced). It only receives, so a connection cut without a FIN or RST
+        /// would otherwise wait for notifications for ever. Default 10 s.
+        public var listenerProbeInterval: Duration = .seconds(10)
         /// Topics one device may hold (FCM: 2000). Default 2000.
         public var maxTopicsPerDevice: Int = 2000
         /// How often the auth cache re-reads the auth epoch, in case a notification from another node was missed.
