@@ -43,9 +43,8 @@ public final class PostgresStore: PushStore {
         logger: Logger = Logger(label: "pushrelay.store")
     ) async throws -> PostgresStore {
         let context = PostgresStoreContext(configuration: configuration, logger: logger)
-        let connection = try await context.connect(id: 1000)
-        let watch: PostgresConnectionWatch
-        let backend: PostgresBackend
+        let (watch, backend) = try await PostgresWriter.connect(context, id: 1000)
+        let connection = watch.connection
         do {
             if configuration.readOnly {
                 try await PostgresSchema.checkReadable(connection, url: configuration.url, logger: logger)
@@ -58,8 +57,6 @@ public final class PostgresStore: PushStore {
             if let last = try rows.first?.decode(Int64.self) {
                 context.ids.withLockedValue { $0.advance(past: last) }
             }
-            watch = PostgresConnectionWatch(connection: connection)
-            backend = try await PostgresBackend.of(watch, timeout: configuration.connectTimeout, logger: logger)
         } catch {
             try? await connection.close()
             throw PostgresStoreContext.storeError(error)
@@ -292,9 +289,7 @@ public final class PostgresStore: PushStore {
 
     /// `duration` in whole milliseconds, rounded up, at least 1 (`statement_timeout` 0 would mean no bound).
     static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let whole = seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        let rest = attoseconds % 1_000_000_000_000_000
-        return max(1, whole + (rest > 0 ? 1 : 0))
+        let micros = StoreContext.micros(duration)
+        return max(1, micros / 1000 + (micros % 1000 > 0 ? 1 : 0))
     }
 }

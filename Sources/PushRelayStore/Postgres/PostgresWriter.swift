@@ -133,16 +133,23 @@ final class PostgresWriter: @unchecked Sendable {
         }
         self.connectionNumber += 1
         do {
-            let watch = PostgresConnectionWatch(
-                connection: try await self.context.connect(id: 1000 + self.connectionNumber))
-            self.backend = try await PostgresBackend.of(
-                watch, timeout: self.context.configuration.connectTimeout, logger: self.context.logger)
-            self.watch = watch
+            let (watch, backend) = try await Self.connect(self.context, id: 1000 + self.connectionNumber)
+            (self.watch, self.backend) = (watch, backend)
             return watch
         } catch {
             if self.queue.isClosing { self.unreachableWhileClosing = true }
             throw error
         }
+    }
+
+    /// A new connection for the writer, watched, and the backend behind it (named within the connect timeout).
+    static func connect(
+        _ context: PostgresStoreContext, id: Int
+    ) async throws(StoreError) -> (PostgresConnectionWatch, PostgresBackend) {
+        let watch = PostgresConnectionWatch(connection: try await context.connect(id: id))
+        let backend = try await PostgresBackend.of(
+            watch, timeout: context.configuration.connectTimeout, logger: context.logger)
+        return (watch, backend)
     }
 
     /// Closes the connection under a transaction that outlived its deadline (a PostgreSQL that stopped answering
