@@ -1,11 +1,17 @@
+import Foundation
 import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Read-only connections for lookups and queue reads. WAL lets them read while the writer commits. A read runs on
-/// the calling thread (it is short: an index lookup or one device's queue page); connections are reused from an idle
-/// list, and one is opened when none is idle.
+/// Read-only connections for lookups and queue reads. WAL lets them read while the writer commits. Connections are
+/// reused from an idle list, and one is opened when none is idle.
+///
+/// ``read(_:)`` runs each read on one of the pool's own threads (at most `maxIdle`, started as reads need them) and
+/// suspends the caller meanwhile. A read is blocking work — SQLite waits for the disk (a page not in the page cache:
+/// milliseconds on a busy disk) and, within its busy timeout, for locks — and on a thread of Swift's cooperative pool
+/// (one per core) every such wait would hold up every task of the process: the route handlers, the service
+/// lifecycle, the other reads.
 final class ReadPool: Sendable {
     private final class Box: @unchecked Sendable {
         let connection: SQLiteConnection
@@ -17,7 +23,11 @@ final class ReadPool: Sendable {
         var closed = false
     }
 
+
     private let state = NIOLockedValueBox(State())
+    private let threads: ReadThreads
+    /// Called on the reading thread before each read, for tests (`@testable`): a stalled disk, without a real one.
+    let beforeRead = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
     private let path: String
     private let busyTimeout: Duration
     private let maxIdle: Int
@@ -36,10 +46,12 @@ final class ReadPool: Sendable {
         self.maxIdle = max(maxIdle, 1)
         self.mode = mode
         self.unchanged = unchanged
+        self.threads = ReadThreads(limit: max(maxIdle, 1))
     }
 
-    /// Runs `body` with a connection of the pool.
-    func read<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+    /// Runs `body` with a connection of the pool, on the calling thread (one of the pool's).
+    private func readOnThisThread<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        if let beforeRead = self.beforeRead.withLockedValue({ $0 }) { beforeRead() }
         let box = try self.checkOut()
         let result: Result<T, StoreError>
         do {
@@ -56,8 +68,32 @@ final class ReadPool: Sendable {
         return try result.get()
     }
 
-    /// Closes the idle connections; later reads throw ``StoreError/closed``.
+    /// Runs `body` with a connection of the pool on one of the pool's threads, and returns its result; the calling
+    /// task is suspended meanwhile, its thread free. After ``close()`` it throws ``StoreError/closed``.
+    func read<T: Sendable>(
+        _ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T
+    ) async throws(StoreError) -> T {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, StoreError>, Never>) in
+            let job: @Sendable () -> Void = { [self] in
+                let result: Result<T, StoreError>
+                do throws(StoreError) {
+                    result = .success(try self.readOnThisThread(body))
+                } catch {
+                    result = .failure(error)
+                }
+                continuation.resume(returning: result)
+            }
+            if !self.threads.run(job) {
+                continuation.resume(returning: .failure(StoreError.closed))
+            }
+        }
+        return try result.get()
+    }
+
+    /// Closes the idle connections and stops the pool's threads once they have run the reads queued for them
+    /// (which then throw ``StoreError/closed``); later reads throw ``StoreError/closed``.
     func close() {
+        self.threads.close()
         let boxes = self.state.withLockedValue { state in
             state.closed = true
             defer { state.idle.removeAll() }
@@ -91,6 +127,84 @@ final class ReadPool: Sendable {
         if !keep {
             box.connection.close()
         }
+    }
+}
+
+/// The threads of a ``ReadPool``: a queue of reads, and up to `limit` threads that run them, started when a read
+/// is queued and no thread waits for one (a pool that is never read from `async` starts none).
+private final class ReadThreads: @unchecked Sendable {
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var jobs: [@Sendable () -> Void] = []
+    private var next = 0
+    private var started = 0
+    private var idle = 0
+    private var closed = false
+    private let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Queues `job` for a thread; false when the pool is closed (the job is not run).
+    func run(_ job: @escaping @Sendable () -> Void) -> Bool {
+        self.condition.lock()
+        guard !self.closed else {
+            self.condition.unlock()
+            return false
+        }
+        self.jobs.append(job)
+        let queued = self.jobs.count - self.next
+        let start = queued > self.idle && self.started < self.limit
+        if start { self.started += 1 }
+        if self.idle > 0 { self.condition.signal() }
+        self.condition.unlock()
+        if start {
+            let thread = Thread { [self] in self.serve() }
+            thread.name = "store-reader"
+            thread.start()
+        }
+        return true
+    }
+
+    /// Lets the threads end once the queue is empty; nothing more is queued.
+    func close() {
+        self.condition.lock()
+        self.closed = true
+        self.condition.broadcast()
+        self.condition.unlock()
+    }
+
+    private func serve() {
+        #if canImport(Glibc)
+        GroupCommitWriter.nameCurrentThread("store-reader")
+        #endif
+        while let job = self.take() {
+            job()
+        }
+    }
+
+    /// The next job, waiting for one; nil once closed and empty.
+    private func take() -> (@Sendable () -> Void)? {
+        self.condition.lock()
+        defer { self.condition.unlock() }
+        while self.next == self.jobs.count {
+            if self.closed {
+                self.started -= 1
+                return nil
+            }
+            self.idle += 1
+            self.condition.wait()
+            self.idle -= 1
+        }
+        let job = self.jobs[self.next]
+        self.next += 1
+        if self.next == self.jobs.count {
+            // Drained: start the array over (its storage kept) instead of letting it grow.
+            self.jobs.removeAll(keepingCapacity: true)
+            self.next = 0
+        }
+        return job
     }
 }
 

@@ -81,7 +81,7 @@ extension SQLiteStore {
 
     /// See ``PushStore/deviceGroupKey(name:project:)``.
     public func deviceGroupKey(name: String, project: ProjectID) async throws -> String? {
-        try self.readers.read { connection throws(StoreError) -> String? in
+        try await self.readers.read { connection throws(StoreError) -> String? in
             let select = try connection.statement(
                 """
                 SELECT g.notification_key FROM device_groups g WHERE g.project_id = ?1 AND g.name = ?2
@@ -98,7 +98,7 @@ extension SQLiteStore {
 
     /// See ``PushStore/deviceGroup(notificationKey:)``: the group and its members in one statement (one snapshot).
     public func deviceGroup(notificationKey: String) async throws -> DeviceGroup? {
-        try self.readers.read { connection throws(StoreError) -> DeviceGroup? in
+        try await self.readers.read { connection throws(StoreError) -> DeviceGroup? in
             // Columns 0…5 are those of ``selectDevice``, for ``device(from:)``.
             let select = try connection.statement(
                 """

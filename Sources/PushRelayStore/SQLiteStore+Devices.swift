@@ -84,7 +84,7 @@ extension SQLiteStore {
         var existing = Set<DeviceID>()
         for start in stride(from: 0, to: devices.count, by: 500) {
             let chunk = devices[start..<min(start + 500, devices.count)]
-            let found = try self.readers.read { connection throws(StoreError) -> [DeviceID] in
+            let found = try await self.readers.read { connection throws(StoreError) -> [DeviceID] in
                 let select = try connection.statement(
                     "SELECT id FROM devices WHERE id IN (SELECT value FROM json_each(?1))")
                 try select.bind("[" + chunk.map { String($0.rawValue) }.joined(separator: ",") + "]", at: 1)
@@ -162,13 +162,13 @@ extension SQLiteStore {
     /// See ``PushStore/authenticateDevice(secret:)``.
     public func authenticateDevice(secret: String) async throws -> Device? {
         let hash = KeyHash(of: secret)
-        try self.refreshAuthCacheIfDue()
+        try await self.refreshAuthCacheIfDue()
         let cache = self.context.authCache
         if let device = cache.device(secret: hash) {
             return device
         }
         let generation = cache.generation
-        let device = try self.readers.read { connection throws(StoreError) -> Device? in
+        let device = try await self.readers.read { connection throws(StoreError) -> Device? in
             let select = try connection.statement(composed: Self.selectDevice + " WHERE secret_hash = ?1")
             try select.bind(hash.bytes, at: 1)
             guard try select.step(), hash.matches(select.blob(6)) else { return nil }
@@ -184,13 +184,13 @@ extension SQLiteStore {
 
     /// See ``PushStore/resolveTokens(_:)``.
     public func resolveTokens(_ tokens: [String]) async throws -> [Device?] {
-        try self.refreshAuthCacheIfDue()
+        try await self.refreshAuthCacheIfDue()
         let cache = self.context.authCache
         var devices = cache.devices(tokens: tokens)
         let missing = devices.indices.filter { devices[$0] == nil }
         guard !missing.isEmpty else { return devices }
         let generation = cache.generation
-        let found = try self.readers.read { connection throws(StoreError) -> [Device?] in
+        let found = try await self.readers.read { connection throws(StoreError) -> [Device?] in
             var found: [Device?] = []
             found.reserveCapacity(missing.count)
             for index in missing {

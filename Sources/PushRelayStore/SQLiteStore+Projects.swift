@@ -60,7 +60,7 @@ extension SQLiteStore {
 
     /// See ``PushStore/projects()``.
     public func projects() async throws -> [Project] {
-        try self.readers.read { connection throws(StoreError) in
+        try await self.readers.read { connection throws(StoreError) in
             let select = try connection.statement(
                 "SELECT id, name, sender_id, created_at FROM projects ORDER BY name"
             )
@@ -74,7 +74,7 @@ extension SQLiteStore {
 
     /// See ``PushStore/project(named:)``.
     public func project(named name: String) async throws -> Project? {
-        try self.readers.read { connection throws(StoreError) in
+        try await self.readers.read { connection throws(StoreError) in
             let select = try connection.statement(
                 "SELECT id, name, sender_id, created_at FROM projects WHERE name = ?1"
             )
@@ -88,13 +88,13 @@ extension SQLiteStore {
 
     /// See ``PushStore/project(id:)``.
     public func project(id: ProjectID) async throws -> Project? {
-        try self.refreshAuthCacheIfDue()
+        try await self.refreshAuthCacheIfDue()
         let cache = self.context.authCache
         if let project = cache.project(id) {
             return project
         }
         let generation = cache.generation
-        let project = try self.readers.read { connection throws(StoreError) -> Project? in
+        let project = try await self.readers.read { connection throws(StoreError) -> Project? in
             let select = try connection.statement(
                 "SELECT id, name, sender_id, created_at FROM projects WHERE id = ?1"
             )
@@ -198,7 +198,7 @@ extension SQLiteStore {
     public func authenticateServerKey(_ key: String) async throws -> Project? {
         let hash = KeyHash(of: key)
         let now = self.context.nowMicros
-        try self.refreshAuthCacheIfDue()
+        try await self.refreshAuthCacheIfDue()
         let cache = self.context.authCache
         if let entry = cache.serverKey(hash) {
             if let validUntil = entry.validUntil, validUntil <= now {
@@ -207,7 +207,7 @@ extension SQLiteStore {
             return entry.project
         }
         let generation = cache.generation
-        let entry = try self.readers.read { connection throws(StoreError) -> AuthCache.ServerKeyEntry? in
+        let entry = try await self.readers.read { connection throws(StoreError) -> AuthCache.ServerKeyEntry? in
             let select = try connection.statement(
                 """
                 SELECT p.id, p.name, p.sender_id, p.created_at, k.key_hash, k.valid_until
@@ -235,7 +235,7 @@ extension SQLiteStore {
     /// See ``PushStore/authenticateClientKey(_:project:)``.
     public func authenticateClientKey(_ key: String, project name: String) async throws -> Project? {
         let hash = KeyHash(of: key)
-        return try self.readers.read { connection throws(StoreError) -> Project? in
+        return try await self.readers.read { connection throws(StoreError) -> Project? in
             let select = try connection.statement(
                 "SELECT id, name, sender_id, created_at, client_key_hash FROM projects WHERE name = ?1"
             )
@@ -249,10 +249,10 @@ extension SQLiteStore {
     }
 
     /// Re-reads the auth epoch when due, so that changes made by another process clear the cache.
-    func refreshAuthCacheIfDue() throws(StoreError) {
+    func refreshAuthCacheIfDue() async throws(StoreError) {
         let cache = self.context.authCache
         guard cache.epochCheckDue(interval: self.context.configuration.authRecheckInterval) else { return }
-        let epoch = try self.readers.read { connection throws(StoreError) -> Int64 in
+        let epoch = try await self.readers.read { connection throws(StoreError) -> Int64 in
             let select = try connection.statement("SELECT value FROM meta WHERE key = 'auth_epoch'")
             _ = try select.step()
             let value = select.int64(0)

@@ -17,7 +17,7 @@ extension SQLiteStore {
     public func pendingMessages(for device: DeviceID, after: MessageID?, limit: Int) async throws -> [StoredMessage] {
         guard limit > 0 else { return [] }
         let now = self.context.nowMicros
-        return try self.readers.read { connection throws(StoreError) in
+        return try await self.readers.read { connection throws(StoreError) in
             let select = try connection.statement(
                 """
                 SELECT id, kind, collapse_key, expires_at, body FROM messages INDEXED BY messages_queue
@@ -113,7 +113,7 @@ extension SQLiteStore {
 
     /// See ``PushStore/queueStatistics()``.
     public func queueStatistics() async throws -> QueueStatistics {
-        try self.readers.read { connection throws(StoreError) in
+        try await self.readers.read { connection throws(StoreError) in
             let select = try connection.statement(
                 """
                 SELECT (SELECT count(*) FROM messages),

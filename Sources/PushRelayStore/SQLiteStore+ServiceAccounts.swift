@@ -44,7 +44,7 @@ extension SQLiteStore {
 
     /// See ``PushStore/serviceAccountKeys(project:)``.
     public func serviceAccountKeys(project name: String) async throws -> [ServiceAccountKey] {
-        try self.readers.read { connection throws(StoreError) in
+        try await self.readers.read { connection throws(StoreError) in
             let select = try connection.statement(
                 """
                 SELECT k.key_id, k.project_id, k.client_email, k.public_key, k.created_at, k.revoked_at
@@ -61,7 +61,7 @@ extension SQLiteStore {
 
     /// See ``PushStore/serviceAccountKey(id:)``.
     public func serviceAccountKey(id: String) async throws -> ServiceAccountKey? {
-        try self.readers.read { connection throws(StoreError) -> ServiceAccountKey? in
+        try await self.readers.read { connection throws(StoreError) -> ServiceAccountKey? in
             let select = try connection.statement(
                 """
                 SELECT key_id, project_id, client_email, public_key, created_at, revoked_at
@@ -127,13 +127,13 @@ extension SQLiteStore {
     public func authenticateAccessToken(_ token: String) async throws -> Project? {
         let hash = KeyHash(of: token)
         let now = self.context.nowMicros
-        try self.refreshAuthCacheIfDue()
+        try await self.refreshAuthCacheIfDue()
         let cache = self.context.authCache
         if let entry = cache.accessToken(hash) {
             return entry.validUntil.map { $0 > now } ?? false ? entry.project : nil
         }
         let generation = cache.generation
-        let entry = try self.readers.read { connection throws(StoreError) -> AuthCache.ServerKeyEntry? in
+        let entry = try await self.readers.read { connection throws(StoreError) -> AuthCache.ServerKeyEntry? in
             let select = try connection.statement(
                 """
                 SELECT p.id, p.name, p.sender_id, p.created_at, t.token_hash, t.expires_at

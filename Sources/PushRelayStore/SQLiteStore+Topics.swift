@@ -104,7 +104,7 @@ extension SQLiteStore {
 
     /// See ``PushStore/subscriptions(of:)``.
     public func subscriptions(of device: DeviceID) async throws -> [TopicSubscription] {
-        try self.readers.read { connection throws(StoreError) in
+        try await self.readers.read { connection throws(StoreError) in
             let select = try connection.statement(
                 """
                 SELECT t.name, s.added_at FROM subscriptions s JOIN topics t ON t.id = s.topic_id

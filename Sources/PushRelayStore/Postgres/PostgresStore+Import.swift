@@ -144,7 +144,7 @@ extension PostgresStore {
                 var copied = 0
                 var after = Int64.min
                 while true {
-                    let page = try Self.readPage(of: table, from: source, after: after)
+                    let page = try await Self.readPage(of: table, from: source, after: after)
                     guard !page.isEmpty else { break }
                     try await Self.insert(page, into: table, write: write)
                     copied += page.count
@@ -162,7 +162,7 @@ extension PostgresStore {
                 }
                 report.rows.append((table.name, copied))
             }
-            let lastID = try source.readers.read { connection throws(StoreError) -> Int64 in
+            let lastID = try await source.readers.read { connection throws(StoreError) -> Int64 in
                 let select = try connection.statement("SELECT value FROM meta WHERE key = 'last_message_id'")
                 _ = try select.step()
                 let value = select.int64(0)
@@ -183,12 +183,12 @@ extension PostgresStore {
 
     /// Up to ``pageSize`` rows of `table` from SQLite: those with `id` above `after` in id order when the table is
     /// paged, else all of them (the small key tables).
-    private static func readPage(of table: Table, from source: SQLiteStore, after: Int64) throws(StoreError) -> [[Value]] {
+    private static func readPage(of table: Table, from source: SQLiteStore, after: Int64) async throws(StoreError) -> [[Value]] {
         let names = table.columns.map(\.name).joined(separator: ", ")
         let sql = table.pagedByID
             ? "SELECT \(names) FROM \(table.name) WHERE id > ?1 ORDER BY id LIMIT \(Self.pageSize)"
             : "SELECT \(names) FROM \(table.name)"
-        return try source.readers.read { connection throws(StoreError) -> [[Value]] in
+        return try await source.readers.read { connection throws(StoreError) -> [[Value]] in
             let select = try connection.statement(composed: sql)
             if table.pagedByID { try select.bind(after, at: 1) }
             var rows: [[Value]] = []
