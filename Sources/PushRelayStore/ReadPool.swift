@@ -27,7 +27,7 @@ final class ReadPool: Sendable {
     private let state = NIOLockedValueBox(State())
     private let threads: ReadThreads
     /// Called on the reading thread before each read, for tests (`@testable`): a stalled disk, without a real one.
-    let beforeRead = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+    let beforeRead = FunctionSlot<Void, Void>()
     private let path: String
     private let busyTimeout: Duration
     private let maxIdle: Int
@@ -51,7 +51,7 @@ final class ReadPool: Sendable {
 
     /// Runs `body` with a connection of the pool, on the calling thread (one of the pool's).
     private func readOnThisThread<T>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        if let beforeRead = self.beforeRead.withLockedValue({ $0 }) { beforeRead() }
+        self.beforeRead.current?(())
         let box = try self.checkOut()
         let result: Result<T, StoreError>
         do {

@@ -57,7 +57,7 @@ struct SQLiteReadThreadTests {
             let store = try SQLiteStore(configuration: configuration)
             let created = try await store.createProject(name: "shop")
             let disk = StalledDiskFake()
-            store.readers.beforeRead.withLockedValue { $0 = disk.stall }
+            store.readers.beforeRead.set { _ in disk.stall() }
             let returned = NIOLockedValueBox(0)
             let reads = (0..<count).map { index in
                 Task.detached {
@@ -87,7 +87,7 @@ struct SQLiteReadThreadTests {
                 #expect(try await read.value == nil)
             }
             // The pool serves again once the disk does, and its threads end with the store.
-            store.readers.beforeRead.withLockedValue { $0 = nil }
+            store.readers.beforeRead.set(nil)
             #expect(try await store.authenticateServerKey(created.serverKey) == created.project)
             await store.close()
             await #expect(throws: StoreError.self) { try await store.authenticateServerKey("\(created.serverKey)-x") }
