@@ -23,7 +23,6 @@ final class ReadPool: Sendable {
         var closed = false
     }
 
-
     private let state = NIOLockedValueBox(State())
     private let threads: ReadThreads
     /// Called on the reading thread before each read, for tests (`@testable`): a stalled disk, without a real one.
@@ -131,7 +130,7 @@ final class ReadPool: Sendable {
 }
 
 /// The threads of a ``ReadPool``: a queue of reads, and up to `limit` threads that run them, started when a read
-/// is queued and no thread waits for one (a pool that is never read from `async` starts none).
+/// is queued and no thread waits for one (a pool never read from starts none).
 private final class ReadThreads: @unchecked Sendable {
     private let condition = NSCondition()
     // Guarded by `condition`.
