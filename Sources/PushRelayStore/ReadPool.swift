@@ -7,7 +7,7 @@ import Glibc
 /// Read-only connections for lookups and queue reads. WAL lets them read while the writer commits. Connections are
 /// reused from an idle list, and one is opened when none is idle.
 ///
-/// ``read(_:)`` runs each read on one of the pool's own threads (at most `maxIdle`, started as reads need them) and
+/// ``read(_:)`` runs each read on one of the pool's own threads (at most `threads`, started as reads need them) and
 /// suspends the caller meanwhile. A read is blocking work — SQLite waits for the disk (a page not in the page cache:
 /// milliseconds on a busy disk) and, within its busy timeout, for locks — and on a thread of Swift's cooperative pool
 /// (one per core) every such wait would hold up every task of the process: the route handlers, the service
@@ -37,7 +37,7 @@ final class ReadPool: Sendable {
     /// A pool of connections to `path`. `mode` ``SQLiteConnection/OpenMode/immutable`` needs `unchanged`: each read
     /// is refused, after it ran, if the file changed since (SQLite reads such a file without locks).
     init(
-        path: String, busyTimeout: Duration, maxIdle: Int, mode: SQLiteConnection.OpenMode = .readWrite,
+        path: String, busyTimeout: Duration, maxIdle: Int, threads: Int, mode: SQLiteConnection.OpenMode = .readWrite,
         unchanged: UnchangedFile? = nil
     ) {
         self.path = path
@@ -45,7 +45,7 @@ final class ReadPool: Sendable {
         self.maxIdle = max(maxIdle, 1)
         self.mode = mode
         self.unchanged = unchanged
-        self.threads = ReadThreads(limit: max(maxIdle, 1))
+        self.threads = ReadThreads(limit: max(threads, 1))
     }
 
     /// Runs `body` with a connection of the pool, on the calling thread (one of the pool's).

@@ -41,7 +41,8 @@ public final class SQLiteStore: PushStore {
             self.context = StoreContext(configuration: configuration, logger: logger, lastMessageID: 0)
             self.readers = ReadPool(
                 path: configuration.path, busyTimeout: configuration.busyTimeout,
-                maxIdle: configuration.maxIdleReadConnections, mode: mode, unchanged: unchanged)
+                maxIdle: configuration.maxIdleReadConnections, threads: configuration.readThreads, mode: mode,
+                unchanged: unchanged)
             self.writer = GroupCommitWriter(
                 connection: connection, context: self.context, persistedLastID: 0, topicMessages: [],
                 refusal: StoreError.unavailable("the store \(configuration.path) is open read-only"))
@@ -90,7 +91,8 @@ public final class SQLiteStore: PushStore {
         self.readers = ReadPool(
             path: configuration.path,
             busyTimeout: configuration.busyTimeout,
-            maxIdle: configuration.maxIdleReadConnections
+            maxIdle: configuration.maxIdleReadConnections,
+            threads: configuration.readThreads
         )
         self.writer = GroupCommitWriter(
             connection: connection,

@@ -54,6 +54,7 @@ struct SQLiteReadThreadTests {
             let count = ProcessInfo.processInfo.activeProcessorCount + 2
             var configuration = SQLiteStore.Configuration(directory: directory)
             configuration.maxIdleReadConnections = count
+            configuration.readThreads = count
             let store = try SQLiteStore(configuration: configuration)
             let created = try await store.createProject(name: "shop")
             let disk = StalledDiskFake()
@@ -91,6 +92,38 @@ struct SQLiteReadThreadTests {
             #expect(try await store.authenticateServerKey(created.serverKey) == created.project)
             await store.close()
             await #expect(throws: StoreError.self) { try await store.authenticateServerKey("\(created.serverKey)-x") }
+        }
+    }
+
+    /// `readThreads` bounds the reads that wait at once (each thread costs memory): with 2, a third read stalled
+    /// behind them waits for a thread, and runs once one is free.
+    @Test("readThreads bounds the reads that run at once")
+    func readThreadsBoundTheReads() async throws {
+        try await withTemporaryDirectory { directory in
+            var configuration = SQLiteStore.Configuration(directory: directory)
+            configuration.readThreads = 2
+            let store = try SQLiteStore(configuration: configuration)
+            let created = try await store.createProject(name: "shop")
+            let disk = StalledDiskFake()
+            store.readers.beforeRead.set { _ in disk.stall() }
+            let reads = (0..<3).map { index in
+                Task.detached { try await store.authenticateServerKey("\(created.serverKey)-\(index)") }
+            }
+            let (two, three) = await withCheckedContinuation { (continuation: CheckedContinuation<(Bool, Bool), Never>) in
+                Thread {
+                    let two = disk.waitForHeldReads(2, timeout: 10)
+                    // With the setting ignored (a thread per read) the third is held at once, not after a second.
+                    let three = disk.waitForHeldReads(3, timeout: 1)
+                    disk.release()
+                    continuation.resume(returning: (two, three))
+                }.start()
+            }
+            #expect(two)
+            #expect(!three, "a third read should wait for one of the 2 threads")
+            for read in reads {
+                #expect(try await read.value == nil)
+            }
+            await store.close()
         }
     }
 }
