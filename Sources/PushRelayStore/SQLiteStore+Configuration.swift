@@ -36,7 +36,11 @@ extension SQLiteStore {
         /// disk or a lock at once. Each costs about 2 MB once it has run (its connection, its allocator caches, its
         /// stack): 8 raised the memory the relay benchmark counts per idle device from 5.7 to 6.5 kB. Default one
         /// per core, at least 2 — as many as Swift's cooperative pool, where the reads ran before.
-        public var readThreads: Int = max(2, System.coreCount)
+        public var readThreads: Int = Self.coresOrTwo
+
+        /// One per core, at least 2: read once (`System.coreCount` reads the cgroup's files at every call, and a
+        /// configuration is made for every store opened).
+        private static let coresOrTwo = max(2, System.coreCount)
         /// The per-device queue limits. Default FCM's: 100 non-collapsible, 4 collapse keys.
         public var queuePolicy: QueuePolicy = QueuePolicy()
         /// How long a `deleted_messages` marker stays pending. Default 4 weeks.
