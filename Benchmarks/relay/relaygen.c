@@ -1011,6 +1011,26 @@ static void report(double wall_s, double cpu_s) {
         printf("%s{\"sent_at_s\":%.3f,\"answer_ms\":%.1f}", k ? "," : "", (double)(sent_ns[top[k]] - start_ns) / 1e9,
                (double)(answered_ns[top[k]] - sent_ns[top[k]]) / 1e6);
     printf("],");
+    /* per second of the schedule: how many, and the p99 of latency from the schedule and of the answer — whether the
+       tail is a moment (the start, a checkpoint, the host) or the whole run */
+    printf("\"timeline\":[");
+    int64_t *b = malloc((size_t)(total ? total : 1) * sizeof *b);
+    for (int w = 0; (double)w < opt.duration; w++) {
+        int64_t from = (int64_t)((double)w * opt.rate), to = (int64_t)((double)(w + 1) * opt.rate);
+        if (to > sent) to = sent;
+        int64_t nl = 0, na = 0;
+        for (int64_t i = from; i < to; i++) {
+            if (recv_ns[i]) a[nl++] = recv_ns[i] - sched_ns(i);
+            if (answered_ns[i]) b[na++] = answered_ns[i] - sent_ns[i];
+        }
+        qsort(a, (size_t)nl, sizeof *a, cmp64);
+        qsort(b, (size_t)na, sizeof *b, cmp64);
+        int64_t rl = nl ? (int64_t)ceil(0.99 * (double)nl) - 1 : 0, ra = na ? (int64_t)ceil(0.99 * (double)na) - 1 : 0;
+        printf("%s{\"second\":%d,\"n\":%lld,\"p99_us\":%.1f,\"answer_p99_us\":%.1f}", w ? "," : "", w,
+               (long long)nl, nl ? a[rl] / 1000.0 : 0.0, na ? b[ra] / 1000.0 : 0.0);
+    }
+    free(b);
+    printf("],");
     printf("\"ack\":{\"requests\":%lld,\"ids\":%lld,\"failed\":%lld,\"first_error\":", (long long)lt.requests,
            (long long)lt.ids, (long long)lt.failed);
     json_string(lt.first_error);

@@ -242,6 +242,9 @@ def real_senders(target: str, port: int, rate: int, args, pids: list, devices=No
     if out.get("slowest_answers"):
         log("    slowest answers (sent at s: ms): " + ", ".join(f"{x['sent_at_s']:.2f}: {x['answer_ms']:.1f}"
                                                            for x in out["slowest_answers"]))
+    if out.get("timeline"):
+        log("    p99 from the schedule / p99 answer, each second (ms): " + ", ".join(
+            f"{x['p99_us'] / 1000:.1f}/{x['answer_p99_us'] / 1000:.1f}" for x in out["timeline"]))
     return out
 
 
@@ -460,7 +463,7 @@ def commit_delta(before: dict, after: dict, messages: int, wall: float) -> dict:
     n = after.get("count", 0) - before.get("count", 0)
     busy = after.get("sum", 0) - before.get("sum", 0)
     over = {f"{bound * 1000:g} ms": int(after["over"][bound] - before.get("over", {}).get(bound, 0))
-            for bound in sorted(after.get("over", {})) if bound >= 0.005}
+            for bound in sorted(after.get("over", {})) if bound >= 0.0005}
     return {"commits": n, "mean_commit_ms": busy / n * 1000 if n else None,
             "writer_busy_share": busy / wall if wall else None,
             "messages_per_commit": messages / n if n else None,
