@@ -36,6 +36,11 @@ final class AuthCache: Sendable {
         /// ``AuthCache/maxDigests``. The clear-text keys held here are the ones requests carry in memory anyway;
         /// nothing is written anywhere.
         var digests: [String: KeyHash] = [:]
+
+        /// Entries over the tables that ``AuthCache/maxEntries`` bounds (the digests have their own bound).
+        var count: Int {
+            serverKeys.count + accessTokens.count + devicesBySecret.count + devicesByToken.count + projects.count
+        }
     }
 
     private let state = NIOLockedValueBox(State())
@@ -193,8 +198,14 @@ final class AuthCache: Sendable {
         self.state.withLockedValue { $0.devicesBySecret[hash] }
     }
 
+    /// Caches a device found by its secret, by its token too: a device that opens a stream or acknowledges is the
+    /// one sends are addressed to next, and its first send after a restart is then served from memory instead of a
+    /// read (a device's token never changes; an unregistration evicts both entries).
     func insertDevice(_ device: Device, secret hash: KeyHash, generation: UInt64) {
-        self.insert(generation: generation) { $0.devicesBySecret[hash] = device }
+        self.insert(generation: generation) { state in
+            state.devicesBySecret[hash] = device
+            state.devicesByToken[device.token] = device
+        }
     }
 
     /// Cached devices of these tokens (nil where not cached).
@@ -221,13 +232,46 @@ final class AuthCache: Sendable {
     private func insert(generation: UInt64, _ body: (inout State) -> Void) {
         self.state.withLockedValue { state in
             guard state.generation == generation else { return }
-            let size = state.serverKeys.count + state.accessTokens.count + state.devicesBySecret.count
-                + state.devicesByToken.count + state.projects.count
-            if size >= self.maxEntries {
-                Self.clear(&state)
-                return
+            if state.count >= self.maxEntries {
+                self.makeRoom(&state)
             }
             body(&state)
+        }
+    }
+
+    /// Entries held, over every table. For tests.
+    var count: Int { self.state.withLockedValue { $0.count } }
+
+    /// A full cache drops a thirty-second of its room, from its largest tables (the devices, on a node with many), in
+    /// hash order: entries chosen at random, each still valid, so no generation is bumped. It used to start over
+    /// instead, and with as many devices streaming and acknowledging as it has room for, every server key, project and
+    /// device was dropped each time it filled, and every send took the store's path until they were read again. A
+    /// thirty-second keeps each drop short under the lock (≈ 15,000 removals at the default size).
+    private func makeRoom(_ state: inout State) {
+        let target = self.maxEntries - max(2, self.maxEntries / 32)
+        while state.count > max(target, 0) {
+            // Half of what is left to drop, from the largest table: the two device tables shrink in turn.
+            let drop = max(1, (state.count - max(target, 0) + 1) / 2)
+            let largest = max(
+                state.devicesBySecret.count, state.devicesByToken.count, state.serverKeys.count,
+                state.accessTokens.count, state.projects.count)
+            if state.devicesBySecret.count == largest {
+                Self.drop(drop, from: &state.devicesBySecret)
+            } else if state.devicesByToken.count == largest {
+                Self.drop(drop, from: &state.devicesByToken)
+            } else if state.serverKeys.count == largest {
+                Self.drop(drop, from: &state.serverKeys)
+            } else if state.accessTokens.count == largest {
+                Self.drop(drop, from: &state.accessTokens)
+            } else {
+                Self.drop(drop, from: &state.projects)
+            }
+        }
+    }
+
+    private static func drop<Key, Value>(_ count: Int, from table: inout [Key: Value]) {
+        for key in Array(table.keys.prefix(count)) {
+            table[key] = nil
         }
     }
 

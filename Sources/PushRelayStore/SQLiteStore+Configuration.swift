@@ -52,8 +52,10 @@ extension SQLiteStore {
         /// How often the auth cache re-reads the database's auth epoch to notice changes made by another process
         /// (a project deleted or a key rotated by the CLI). Default 250 ms.
         public var authRecheckInterval: Duration = .milliseconds(250)
-        /// Entries the auth cache holds before it starts over. Default 200,000.
-        public var authCacheEntries: Int = 200_000
+        /// Entries the auth cache holds (server keys, access tokens, projects, and devices by secret and by token:
+        /// two a device that streams or acknowledges); when full it drops a thirty-second of its largest table.
+        /// Default 500,000: room for `max_connections`' default of 200,000 devices, each by its secret and its token.
+        public var authCacheEntries: Int = 500_000
         /// Write requests that may wait for the writer; past it a write fails at once with
         /// ``StoreError/Code/unavailable`` (the relay answers `Unavailable` with `Retry-After`) instead of queueing
         /// without bound behind a slow disk. Default 65,536.

@@ -198,6 +198,46 @@ struct DeviceStoreTests {
         }
     }
 
+    @Test("a device found by its secret is cached by its token too: its next send is served from memory", arguments: StoreKind.allCases)
+    func secretLookUpCachesTheToken(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            // An hour between epoch checks: what the test reads from memory does not depend on the host's speed.
+            try await withStore(kind, in: directory, configure: { $0.authRecheckInterval = .seconds(3600) }) { store in
+                let fixture = try await makeFixture(store)
+                let device = fixture.registration.device
+                _ = try await store.authenticateServerKey(fixture.credentials.serverKey)
+                #expect(store.cachedDevices(tokens: [device.token]) == nil, "nothing looked the token up yet")
+                #expect(try await store.authenticateDevice(secret: fixture.registration.secret) == device)
+                #expect(store.cachedDevices(tokens: [device.token]) == [device])
+                // Unregistered, it leaves both tables.
+                #expect(try await store.unregisterDevice(secret: fixture.registration.secret) != nil)
+                #expect(store.cachedDevices(tokens: [device.token]) == nil)
+                #expect(try await store.resolveTokens([device.token]) == [nil])
+            }
+        }
+    }
+
+    @Test("a full authentication cache keeps its server key while devices come and go", arguments: StoreKind.allCases)
+    func fullCacheKeepsTheServerKey(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(kind, in: directory, configure: {
+                $0.authRecheckInterval = .seconds(3600)
+                $0.authCacheEntries = 16
+            }) { store in
+                let fixture = try await makeFixture(store)
+                #expect(try await store.authenticateServerKey(fixture.credentials.serverKey) != nil)
+                var last = fixture.registration
+                for _ in 0..<24 {
+                    last = try await store.registerDevice(project: fixture.credentials.project.id, app: "a", platform: "IOS")
+                    #expect(try await store.authenticateDevice(secret: last.secret) == last.device)
+                }
+                // Starting over when full (as it did) dropped the key too, and every send read the store again.
+                #expect(store.cachedProject(serverKey: fixture.credentials.serverKey)?.id == fixture.credentials.project.id)
+                #expect(store.cachedDevices(tokens: [last.device.token]) == [last.device])
+            }
+        }
+    }
+
     /// PostgreSQL, two nodes: an unregistration on one node makes the other drop just that device from its cache
     /// (the notification names it); the rest of that node's cache stays, so its sends keep the event-loop path.
     @Test("PostgreSQL: an unregistration on one node drops only that device from another node's cache")

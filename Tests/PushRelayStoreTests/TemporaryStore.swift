@@ -39,6 +39,7 @@ struct StoreOptions {
     var automaticFanOut: Bool?
     var fanOutBatchSize: Int?
     var authRecheckInterval: Duration?
+    var authCacheEntries: Int?
     /// PostgreSQL only.
     var transientOrderTimeout: Duration?
     /// PostgreSQL only: the writer's deadlines.
@@ -101,6 +102,7 @@ func openStore(
         if let value = options.automaticFanOut { configuration.automaticFanOut = value }
         if let value = options.fanOutBatchSize { configuration.fanOutBatchSize = value }
         if let value = options.authRecheckInterval { configuration.authRecheckInterval = value }
+        if let value = options.authCacheEntries { configuration.authCacheEntries = value }
         if let value = options.maxPendingWrites { configuration.maxPendingWrites = value }
         if let value = options.expirySweep {
             configuration.expirySweepChunkRows = value.chunkRows
@@ -117,6 +119,7 @@ func openStore(
         if let value = options.automaticFanOut { configuration.automaticFanOut = value }
         if let value = options.fanOutBatchSize { configuration.fanOutBatchSize = value }
         if let value = options.authRecheckInterval { configuration.authRecheckInterval = value }
+        if let value = options.authCacheEntries { configuration.authCacheEntries = value }
         if let value = options.transientOrderTimeout { configuration.transientOrderTimeout = value }
         if let value = options.commitTimeout { configuration.commitTimeout = value }
         if let value = options.statementTimeout { configuration.statementTimeout = value }

@@ -52,8 +52,10 @@ extension PostgresStore {
         /// How often the auth cache re-reads the auth epoch, in case a notification from another node was missed.
         /// Default 250 ms.
         public var authRecheckInterval: Duration = .milliseconds(250)
-        /// Entries the auth cache holds before it starts over. Default 200,000.
-        public var authCacheEntries: Int = 200_000
+        /// Entries the auth cache holds (server keys, access tokens, projects, and devices by secret and by token:
+        /// two a device that streams or acknowledges); when full it drops a thirty-second of its largest table.
+        /// Default 500,000: room for `max_connections`' default of 200,000 devices, each by its secret and its token.
+        public var authCacheEntries: Int = 500_000
         /// The longest a time-to-live-0 send waits for this node's earlier stored rows to reach its streams (the
         /// notification connection may be down; see ``PostgresDeliveryOrder``): then it goes anyway. Default 1 s.
         public var transientOrderTimeout: Duration = .seconds(1)
