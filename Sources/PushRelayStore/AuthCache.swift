@@ -166,7 +166,7 @@ final class AuthCache: Sendable {
             guard let entry = table(state, hash) else { return nil }
             // Full (more devices acknowledging than it holds): a thirty-second goes, not the server keys' digests
             // with all the rest.
-            if state.digests.count >= Self.maxDigests { Self.drop(Self.maxDigests / 32, from: &state.digests) }
+            if state.digests.count >= Self.maxDigests { state.digests.removeSome(Self.maxDigests / 32) }
             state.digests[key] = hash
             return entry
         }
@@ -258,22 +258,16 @@ final class AuthCache: Sendable {
                 state.devicesBySecret.count, state.devicesByToken.count, state.serverKeys.count,
                 state.accessTokens.count, state.projects.count)
             if state.devicesBySecret.count == largest {
-                Self.drop(drop, from: &state.devicesBySecret)
+                state.devicesBySecret.removeSome(drop)
             } else if state.devicesByToken.count == largest {
-                Self.drop(drop, from: &state.devicesByToken)
+                state.devicesByToken.removeSome(drop)
             } else if state.serverKeys.count == largest {
-                Self.drop(drop, from: &state.serverKeys)
+                state.serverKeys.removeSome(drop)
             } else if state.accessTokens.count == largest {
-                Self.drop(drop, from: &state.accessTokens)
+                state.accessTokens.removeSome(drop)
             } else {
-                Self.drop(drop, from: &state.projects)
+                state.projects.removeSome(drop)
             }
-        }
-    }
-
-    private static func drop<Key, Value>(_ count: Int, from table: inout [Key: Value]) {
-        for key in Array(table.keys.prefix(count)) {
-            table[key] = nil
         }
     }
 
@@ -284,5 +278,15 @@ final class AuthCache: Sendable {
         state.devicesBySecret.removeAll()
         state.devicesByToken.removeAll()
         state.projects.removeAll()
+    }
+}
+
+extension Dictionary {
+    /// Removes `count` entries (or all, if fewer), in hash order: entries chosen at random. A bounded cache's way to
+    /// make room without starting over.
+    mutating func removeSome(_ count: Int) {
+        for key in Array(self.keys.prefix(count)) {
+            self[key] = nil
+        }
     }
 }

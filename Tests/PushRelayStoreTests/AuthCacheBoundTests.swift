@@ -4,7 +4,7 @@ import Testing
 @testable import PushRelayStore
 
 /// ``AuthCache``'s bound: a full cache makes room in its largest table, and keeps the rest.
-@Suite("Store: the authentication cache's bound")
+@Suite("Store: the bounds of the authentication and queue-state caches")
 struct AuthCacheBoundTests {
     private let project = Project(id: ProjectID(rawValue: 7), name: "shop", senderID: 123_456_789_01, createdAt: Date())
     private let registeredAt = Date(timeIntervalSince1970: 1_700_000_000)
@@ -46,5 +46,19 @@ struct AuthCacheBoundTests {
         }
         #expect(cache.count <= 64)
         #expect(cache.cachedProject(serverKey: "key-199", recheckInterval: .seconds(60), nowMicros: 0) == project)
+    }
+
+    @Test("the writer's queue-state cache, full, drops a part of itself and keeps the rest")
+    func queueStates() {
+        let cache = QueueStateCache(maxEntries: 64)
+        let entry = QueueStateCache.Entry(
+            machine: QueuePolicy.Machine(policy: QueuePolicy(), state: QueuePolicy.State()), validUntil: .max)
+        for index in 0..<200 {
+            cache.set(entry, for: DeviceID(rawValue: Int64(index)))
+            #expect(cache.count <= 64)
+        }
+        #expect(cache.entry(for: DeviceID(rawValue: 199), nowMicros: 0) != nil)
+        // Starting over when full left a handful.
+        #expect(cache.count >= 60)
     }
 }
