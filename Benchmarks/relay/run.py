@@ -254,9 +254,14 @@ def idle(target: str, port: int, pids: list, args, devices=None) -> dict:
     cfg = {"target": target, "host": "127.0.0.1", "port": port, "clients": args.idle_clients,
            "procs": args.idle_procs, "sources": sources, "server_pids": pids, "devices": devices, "hold": 5,
            "settle": 2}
+    cpu0 = loadgen.proc_cpu(pids)
     r = loadgen.run_idle(cfg)
+    # Server CPU per client over the whole phase: each connects, authenticates, opens its stream (the daemon reads its
+    # queue) and stays idle for the hold; what a reconnection storm after a restart costs per device.
+    r["server_cpu_per_client_us"] = (loadgen.proc_cpu(pids) - cpu0) / max(r.get("connected") or 1, 1) * 1e6
     log(f"    connected {r.get('connected')}, PSS {r['before']['pss_kb']} -> {r.get('after', {}).get('pss_kb')} kB, "
-        f"{r.get('pss_per_client_kb', 0):.2f} kB/client; errors {r.get('errors')}")
+        f"{r.get('pss_per_client_kb', 0):.2f} kB/client; server CPU {r['server_cpu_per_client_us']:.0f} us/client; "
+        f"errors {r.get('errors')}")
     return r
 
 

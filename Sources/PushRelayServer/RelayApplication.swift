@@ -188,7 +188,7 @@ public final class RelayApplication: Sendable {
         let deviceErrors = cors.errors(RouteErrors.json)
         router.add(.post, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, errors: deviceErrors, .collected(cors.wrap(devices.register)))
         router.add(.delete, "/v1/register", maxBodyBytes: options.maxRequestBodyBytes, errors: deviceErrors, .collected(cors.wrap(devices.unregister)))
-        router.add(.get, "/v1/stream", maxBodyBytes: 0, errors: deviceErrors, .collected(cors.wrap(tickets.stream)))
+        router.add(.get, "/v1/stream", maxBodyBytes: 0, errors: deviceErrors, .promised(cors.wrap(tickets.stream)))
         router.add(.post, "/v1/ack", maxBodyBytes: options.maxRequestBodyBytes, errors: deviceErrors, .promised(cors.wrap(devices.acknowledge)))
         router.add(.post, "/v1/stream-ticket", maxBodyBytes: options.maxRequestBodyBytes, errors: deviceErrors, .collected(cors.wrap(tickets.issue)))
         let deviceRoutes: [(path: String, methods: [HTTPRequest.Method])] = [

@@ -205,6 +205,24 @@ public protocol PushStore: Sendable {
     /// closed. It must be quick: hand the result over, do not wait.
     func enqueue(_ messages: [NewMessage], completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void)
 
+    /// ``authenticateDevice(secret:)`` without a task (a stream opening on an event loop): `completion` gets the
+    /// device, or nil, on a thread of the store's (a reader's), or at once on the caller's thread when the answer is
+    /// in memory. It must be quick: hand the result over, do not wait.
+    func authenticateDevice(secret: String, completion: @escaping @Sendable (Result<Device?, any Error>) -> Void)
+
+    /// ``project(id:)`` without a task; `completion` as for ``authenticateDevice(secret:completion:)``.
+    func project(id: ProjectID, completion: @escaping @Sendable (Result<Project?, any Error>) -> Void)
+
+    /// ``pendingMessages(for:after:limit:)`` without a task (a stream's backlog): `completion` gets the rows on a
+    /// thread of the store's (a reader's). It must be quick: hand the result over, do not wait.
+    func pendingMessages(
+        for device: DeviceID, after: MessageID?, limit: Int,
+        completion: @escaping @Sendable (Result<[StoredMessage], any Error>) -> Void)
+
+    /// ``acknowledge(device:upTo:)`` without a task (a stream's `Last-Event-ID`): `completion` gets the count once
+    /// the deletion is durable, on the store's writer thread. It must be quick: hand the result over, do not wait.
+    func acknowledge(device: DeviceID, upTo: MessageID, completion: @escaping @Sendable (Result<Int, any Error>) -> Void)
+
     // MARK: Notification and lifecycle
 
     /// Sets the function called after every commit that appended to device queues, with the appended rows
@@ -308,6 +326,31 @@ extension PushStore {
         completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void
     ) {
         Self.complete(completion) { try await self.enqueue(messages) }
+    }
+
+    /// Runs ``authenticateDevice(secret:)`` in a task.
+    public func authenticateDevice(secret: String, completion: @escaping @Sendable (Result<Device?, any Error>) -> Void) {
+        Self.complete(completion) { try await self.authenticateDevice(secret: secret) }
+    }
+
+    /// Runs ``project(id:)`` in a task.
+    public func project(id: ProjectID, completion: @escaping @Sendable (Result<Project?, any Error>) -> Void) {
+        Self.complete(completion) { try await self.project(id: id) }
+    }
+
+    /// Runs ``pendingMessages(for:after:limit:)`` in a task.
+    public func pendingMessages(
+        for device: DeviceID, after: MessageID?, limit: Int,
+        completion: @escaping @Sendable (Result<[StoredMessage], any Error>) -> Void
+    ) {
+        Self.complete(completion) { try await self.pendingMessages(for: device, after: after, limit: limit) }
+    }
+
+    /// Runs ``acknowledge(device:upTo:)`` in a task.
+    public func acknowledge(
+        device: DeviceID, upTo: MessageID, completion: @escaping @Sendable (Result<Int, any Error>) -> Void
+    ) {
+        Self.complete(completion) { try await self.acknowledge(device: device, upTo: upTo) }
     }
 
     /// Runs `body` in a task and hands its result to `completion`: the task-free forms' default for stores without

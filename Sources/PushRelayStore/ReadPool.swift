@@ -73,20 +73,28 @@ final class ReadPool: Sendable {
         _ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T
     ) async throws(StoreError) -> T {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, StoreError>, Never>) in
-            let job: @Sendable () -> Void = { [self] in
-                let result: Result<T, StoreError>
-                do throws(StoreError) {
-                    result = .success(try self.readOnThisThread(body))
-                } catch {
-                    result = .failure(error)
-                }
-                continuation.resume(returning: result)
-            }
-            if !self.threads.run(job) {
-                continuation.resume(returning: .failure(StoreError.closed))
-            }
+            self.read(body) { continuation.resume(returning: $0) }
         }
         return try result.get()
+    }
+
+    /// ``read(_:)`` without a task: `completion` gets the result on the pool's thread (or at once on the caller's,
+    /// ``StoreError/closed``, after ``close()``). It must be quick: hand the result over (to an event loop), do not
+    /// wait.
+    func read<T>(
+        _ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> T,
+        completion: @escaping @Sendable (Result<T, StoreError>) -> Void
+    ) {
+        let job: @Sendable () -> Void = { [self] in
+            do throws(StoreError) {
+                completion(.success(try self.readOnThisThread(body)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+        if !self.threads.run(job) {
+            completion(.failure(StoreError.closed))
+        }
     }
 
     /// Closes the idle connections and stops the pool's threads once they have run the reads queued for them

@@ -161,25 +161,33 @@ extension SQLiteStore {
 
     /// See ``PushStore/authenticateDevice(secret:)``.
     public func authenticateDevice(secret: String) async throws -> Device? {
-        let hash = KeyHash(of: secret)
-        try await self.refreshAuthCacheIfDue()
-        let cache = self.context.authCache
-        if let device = cache.device(secret: hash) {
-            return device
+        try await withCheckedThrowingContinuation { continuation in
+            self.authenticateDevice(secret: secret) { continuation.resume(with: $0) }
         }
-        let generation = cache.generation
-        let device = try await self.readers.read { connection throws(StoreError) -> Device? in
+    }
+
+    /// See ``PushStore/authenticateDevice(secret:completion:)``: from memory at once when the secret is cached and
+    /// the authentication epoch not due for a check; else one job on a reader thread re-reads the epoch (when due),
+    /// then looks in memory again, then reads the device.
+    public func authenticateDevice(secret: String, completion: @escaping @Sendable (Result<Device?, any Error>) -> Void) {
+        let hash = KeyHash(of: secret)
+        let cache = self.context.authCache
+        let checkEpoch = cache.epochCheckDue(interval: self.context.configuration.authRecheckInterval)
+        if !checkEpoch, let device = cache.device(secret: hash) {
+            return completion(.success(device))
+        }
+        self.readers.read({ connection throws(StoreError) -> Device? in
+            if checkEpoch { cache.observe(epoch: try Self.authEpoch(connection)) }
+            if let device = cache.device(secret: hash) { return device }
+            let generation = cache.generation
             let select = try connection.statement(composed: Self.selectDevice + " WHERE secret_hash = ?1")
             try select.bind(hash.bytes, at: 1)
             guard try select.step(), hash.matches(select.blob(6)) else { return nil }
             let device = Self.device(from: select)
             try select.run()
-            return device
-        }
-        if let device {
             cache.insertDevice(device, secret: hash, generation: generation)
-        }
-        return device
+            return device
+        }, completion: { completion($0.mapError { $0 }) })
     }
 
     /// See ``PushStore/resolveTokens(_:)``.

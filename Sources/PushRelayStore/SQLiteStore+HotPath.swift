@@ -29,6 +29,13 @@ extension SQLiteStore {
         self.writer.submit({ transaction in try transaction.acknowledge(device: device, ids: ids) }, completion: completion)
     }
 
+    /// See ``PushStore/acknowledge(device:upTo:completion:)``.
+    public func acknowledge(
+        device: DeviceID, upTo: MessageID, completion: @escaping @Sendable (Result<Int, any Error>) -> Void
+    ) {
+        self.writer.submit({ transaction in try transaction.acknowledge(device: device, upTo: upTo) }, completion: completion)
+    }
+
     /// See ``PushStore/enqueue(_:completion:)``.
     ///
     /// Time-to-live-0 messages take the writer's queue too, though nothing of them is stored: numbered there, in

@@ -88,13 +88,22 @@ extension SQLiteStore {
 
     /// See ``PushStore/project(id:)``.
     public func project(id: ProjectID) async throws -> Project? {
-        try await self.refreshAuthCacheIfDue()
-        let cache = self.context.authCache
-        if let project = cache.project(id) {
-            return project
+        try await withCheckedThrowingContinuation { continuation in
+            self.project(id: id) { continuation.resume(with: $0) }
         }
-        let generation = cache.generation
-        let project = try await self.readers.read { connection throws(StoreError) -> Project? in
+    }
+
+    /// See ``PushStore/project(id:completion:)``: as ``authenticateDevice(secret:completion:)`` does.
+    public func project(id: ProjectID, completion: @escaping @Sendable (Result<Project?, any Error>) -> Void) {
+        let cache = self.context.authCache
+        let checkEpoch = cache.epochCheckDue(interval: self.context.configuration.authRecheckInterval)
+        if !checkEpoch, let project = cache.project(id) {
+            return completion(.success(project))
+        }
+        self.readers.read({ connection throws(StoreError) -> Project? in
+            if checkEpoch { cache.observe(epoch: try Self.authEpoch(connection)) }
+            if let project = cache.project(id) { return project }
+            let generation = cache.generation
             let select = try connection.statement(
                 "SELECT id, name, sender_id, created_at FROM projects WHERE id = ?1"
             )
@@ -102,12 +111,9 @@ extension SQLiteStore {
             guard try select.step() else { return nil }
             let project = Self.project(from: select)
             try select.run()
-            return project
-        }
-        if let project {
             cache.insertProject(project, generation: generation)
-        }
-        return project
+            return project
+        }, completion: { completion($0.mapError { $0 }) })
     }
 
     /// See ``PushStore/deleteProject(named:)``.
@@ -253,13 +259,18 @@ extension SQLiteStore {
         let cache = self.context.authCache
         guard cache.epochCheckDue(interval: self.context.configuration.authRecheckInterval) else { return }
         let epoch = try await self.readers.read { connection throws(StoreError) -> Int64 in
-            let select = try connection.statement("SELECT value FROM meta WHERE key = 'auth_epoch'")
-            _ = try select.step()
-            let value = select.int64(0)
-            try select.run()
-            return value
+            try Self.authEpoch(connection)
         }
         cache.observe(epoch: epoch)
+    }
+
+    /// The database's authentication epoch (``AuthCache``).
+    static func authEpoch(_ connection: SQLiteConnection) throws(StoreError) -> Int64 {
+        let select = try connection.statement("SELECT value FROM meta WHERE key = 'auth_epoch'")
+        _ = try select.step()
+        let value = select.int64(0)
+        try select.run()
+        return value
     }
 
     /// A project from columns 0…3 (id, name, sender_id, created_at).

@@ -15,9 +15,19 @@ extension SQLiteStore {
 
     /// See ``PushStore/pendingMessages(for:after:limit:)``.
     public func pendingMessages(for device: DeviceID, after: MessageID?, limit: Int) async throws -> [StoredMessage] {
-        guard limit > 0 else { return [] }
+        try await withCheckedThrowingContinuation { continuation in
+            self.pendingMessages(for: device, after: after, limit: limit) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// See ``PushStore/pendingMessages(for:after:limit:completion:)``.
+    public func pendingMessages(
+        for device: DeviceID, after: MessageID?, limit: Int,
+        completion: @escaping @Sendable (Result<[StoredMessage], any Error>) -> Void
+    ) {
+        guard limit > 0 else { return completion(.success([])) }
         let now = self.context.nowMicros
-        return try await self.readers.read { connection throws(StoreError) in
+        self.readers.read({ connection throws(StoreError) in
             let select = try connection.statement(
                 """
                 SELECT id, kind, collapse_key, expires_at, body FROM messages INDEXED BY messages_queue
@@ -43,7 +53,7 @@ extension SQLiteStore {
                 )
             }
             return messages
-        }
+        }, completion: { completion($0.mapError { $0 }) })
     }
 
     /// See ``PushStore/acknowledge(device:ids:)``.

@@ -16,8 +16,8 @@ import PushRelayWire
 /// No task waits for an idle device: the stream is a state machine on its connection's event loop, woken by its
 /// ``DeliveryHub/Subscription`` through the ``EventLoopHandoff`` (the devices of one commit on one event loop share one
 /// wake-up of that loop), writing through the transport's completion-based
-/// `write`. Only a store read (the backlog, or catching up after falling behind) runs in a short-lived task. A
-/// parked task with its stack of async frames cost about 4 kB per connected device.
+/// `write`. A store read (the backlog, or catching up after falling behind) runs on a thread of the store's and its
+/// answer comes back the same way. A parked task with its stack of async frames cost about 4 kB per connected device.
 final class DeviceStream: @unchecked Sendable {
     let device: Device
     let senderID: SenderID
@@ -144,19 +144,14 @@ final class DeviceStream: @unchecked Sendable {
         return outcome.completedInline
     }
 
-    /// Reads a page of the device's pending rows after `after` in a short task; the machine decides what follows.
+    /// Reads a page of the device's pending rows after `after` on a thread of the store's (no task), its answer
+    /// coming back to the stream's loop through the handoff; the machine decides what follows.
     private func readStore(after: MessageID?) {
         guard let writer else { return }
         let eventLoop = writer.eventLoop
-        let (store, device, limit) = (self.store, self.device.id, machine.readBatch)
-        Task {
-            let result: Result<[StoredMessage], any Error>
-            do {
-                result = .success(try await store.pendingMessages(for: device, after: after, limit: limit))
-            } catch {
-                result = .failure(error)
-            }
-            eventLoop.execute { [self] in
+        let handoff = self.handoff
+        store.pendingMessages(for: device.id, after: after, limit: machine.readBatch) { result in
+            handoff.execute(on: eventLoop) { [self] in
                 switch result {
                 case .failure(let error):
                     if !machine.hasEnded {

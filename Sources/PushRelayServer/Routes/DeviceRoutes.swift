@@ -94,40 +94,92 @@ struct DeviceRoutes: Sendable {
         return JSONResponse.ok([:])
     }
 
-    /// `GET /v1/stream` with `Authorization: Bearer <secret>` (and optionally `Last-Event-ID`).
-    func stream(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
-        guard let secret = Self.bearer(request) else { return JSONResponse.unauthorized("missing Bearer secret") }
-        guard let device = try await store.authenticateDevice(secret: secret) else {
-            return JSONResponse.unauthorized("unknown device secret")
+    /// `GET /v1/stream` with `Authorization: Bearer <secret>` (and optionally `Last-Event-ID`), on the event-loop
+    /// path (a `.promised` route), without a task: the device and its project come from memory when cached, else
+    /// from a read on a store thread whose answer comes back to this loop; a `Last-Event-ID` is acknowledged through
+    /// the writer first. (As an async route a stream's opening crossed to Swift's cooperative pool and back for the
+    /// route and again for its backlog: a reconnection storm after a restart paid each hop per device.)
+    func stream(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
+        guard let secret = Self.bearer(request) else {
+            return promise.succeed(JSONResponse.unauthorized("missing Bearer secret"))
         }
+        let lastEventID = LastEventID(request)
+        if let device = store.cachedDevice(secret: secret) {
+            return authenticated(device, lastEventID, promise)
+        }
+        store.authenticateDevice(secret: secret) { result in
+            self.onLoop(of: promise) {
+                switch result {
+                case .failure(let error): promise.fail(error)
+                case .success(nil): promise.succeed(JSONResponse.unauthorized("unknown device secret"))
+                case .success(let device?): self.authenticated(device, lastEventID, promise)
+                }
+            }
+        }
+    }
+
+    /// The stream's opening once its device is known: the `Last-Event-ID`'s acknowledgement, then its project.
+    private func authenticated(_ device: Device, _ lastEventID: LastEventID, _ promise: HTTPResponsePromise) {
         sightings.saw(device.id)
-        switch LastEventID(request) {
+        switch lastEventID {
         case .none:
-            break
+            opening(device, promise)
         case .invalid:
-            return LastEventID.refusal
+            promise.succeed(LastEventID.refusal)
         case .id(let id):
-            let count = try await store.acknowledge(device: device.id, upTo: id)
-            metrics.messagesAcked(count: count)
+            store.acknowledge(device: device.id, upTo: id) { result in
+                self.onLoop(of: promise) {
+                    switch result {
+                    case .failure(let error):
+                        promise.fail(error)
+                    case .success(let count):
+                        self.metrics.messagesAcked(count: count)
+                        self.opening(device, promise)
+                    }
+                }
+            }
         }
-        guard let project = try await store.project(id: device.project) else {
-            return JSONResponse.unauthorized("unknown device secret")
+    }
+
+    /// Answers with the stream of `device` once its project (its sender id) is known.
+    private func opening(_ device: Device, _ promise: HTTPResponsePromise) {
+        store.project(id: device.project) { result in
+            self.onLoop(of: promise) {
+                switch result {
+                case .failure(let error):
+                    promise.fail(error)
+                case .success(nil):
+                    promise.succeed(JSONResponse.unauthorized("unknown device secret"))
+                case .success(let project?):
+                    var fields = HTTPFields()
+                    fields[.contentType] = "text/event-stream"
+                    fields[.cacheControl] = "no-cache"
+                    let stream = DeviceStream(
+                        device: device,
+                        senderID: SenderID(UInt64(project.senderID)),
+                        store: self.store,
+                        hub: self.hub,
+                        handoff: self.handoff,
+                        metrics: self.metrics,
+                        logger: self.logger
+                    )
+                    promise.succeed(
+                        HTTPServerResponse(status: .ok, headerFields: fields, body: .detachedStream { writer in
+                            stream.start(writer: writer)
+                        }))
+                }
+            }
         }
-        var fields = HTTPFields()
-        fields[.contentType] = "text/event-stream"
-        fields[.cacheControl] = "no-cache"
-        let stream = DeviceStream(
-            device: device,
-            senderID: SenderID(UInt64(project.senderID)),
-            store: store,
-            hub: hub,
-            handoff: handoff,
-            metrics: metrics,
-            logger: logger
-        )
-        return HTTPServerResponse(status: .ok, headerFields: fields, body: .detachedStream { writer in
-            stream.start(writer: writer)
-        })
+    }
+
+    /// Runs `work` on the promise's event loop: at once when already there (an answer from memory), else through
+    /// the handoff (a store thread's answer; the answers of one read burst share a wake-up of the loop).
+    private func onLoop(of promise: HTTPResponsePromise, _ work: @escaping @Sendable () -> Void) {
+        if promise.eventLoop.inEventLoop {
+            work()
+        } else {
+            handoff.execute(on: promise.eventLoop, work)
+        }
     }
 
     /// The `Last-Event-ID` of a stream request: the id up to which the device has everything (acknowledged as the

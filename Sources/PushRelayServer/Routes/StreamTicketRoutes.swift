@@ -1,6 +1,7 @@
 import HTTPTypes
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
 import PushRelayCore
 import PushRelayHTTP
 import PushRelayStore
@@ -47,17 +48,17 @@ struct StreamTicketRoutes: Sendable {
 
     /// `GET /v1/stream`: with `?ticket=`, the ticket stands for the device secret (once); otherwise the request goes
     /// to the device routes as it is.
-    func stream(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+    func stream(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
         guard let ticket = request.queryParameter(DeviceAPI.ticketParameter) else {
-            return try await devices.stream(request)
+            return devices.stream(request, body, promise)
         }
         // A request refused for what it carries leaves the ticket unused.
-        if DeviceRoutes.LastEventID(request) == .invalid { return DeviceRoutes.LastEventID.refusal }
+        if DeviceRoutes.LastEventID(request) == .invalid { return promise.succeed(DeviceRoutes.LastEventID.refusal) }
         guard let secret = book.withLockedValue({ $0.redeem(ticket, now: .now) }) else {
-            return JSONResponse.unauthorized("unknown, used or expired stream ticket")
+            return promise.succeed(JSONResponse.unauthorized("unknown, used or expired stream ticket"))
         }
         var request = request
         request.head.headerFields[.authorization] = DeviceAPI.bearerPrefix + secret
-        return try await devices.stream(request)
+        devices.stream(request, body, promise)
     }
 }

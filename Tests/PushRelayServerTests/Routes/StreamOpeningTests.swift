@@ -1,0 +1,121 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOPosix
+import PushRelayHTTP
+import PushRelayStore
+import Testing
+@testable import PushRelayServer
+
+/// `GET /v1/stream` opens on its connection's event loop, without a task: with every thread of Swift's cooperative
+/// pool blocked, a stream still opens — its device and project read from the store, its `Last-Event-ID`
+/// acknowledged, its backlog read and written. (As an async route it needed the pool for the route and again for the
+/// backlog: a reconnection storm after a restart paid both hops per device.)
+@Suite("Routes: a stream opens on its event loop")
+struct StreamOpeningTests {
+    /// What the route answered, handed from the event loop to the test's blocked thread (the semaphore orders them).
+    private final class Answered: @unchecked Sendable {
+        var result: Result<HTTPServerResponse, any Error>?
+        let signal = DispatchSemaphore(value: 0)
+    }
+
+    @Test("with the cooperative pool blocked, a stream opens, acknowledges its Last-Event-ID and writes its backlog")
+    func opensWithoutThePool() async throws {
+        // An hour between epoch checks: whatever is in memory stays usable; the device's secret and its project are
+        // not (a registration and a send cache neither), so both are read from the store.
+        let relay = try RelayHarness(configure: { $0.authRecheckInterval = .seconds(3600) })
+        let project = try await relay.createProject()
+        let device = try await relay.registerDevice(project)
+        let first = try await relay.messageID(#"{"to": "\#(device.token)", "data": {"n": "1"}}"#, key: project.serverKey)
+        let second = try await relay.messageID(#"{"to": "\#(device.token)", "data": {"n": "2"}}"#, key: project.serverKey)
+        #expect(relay.store.cachedDevice(secret: device.secret) == nil)
+
+        let head = HTTPRequest(
+            method: .get, scheme: "http", authority: "relay.test", path: "/v1/stream",
+            headerFields: [.authorization: "Bearer \(device.secret)", HTTPField.Name("Last-Event-ID")!: first])
+        guard case .matched(let handler, _, let parameters, _) = relay.relay.router.route(for: head),
+            case .promised(let handle) = handler
+        else {
+            Issue.record("GET /v1/stream is not an event-loop (.promised) route")
+            await relay.close()
+            return
+        }
+        let request = HTTPServerRequest(
+            head: head, body: HTTPRequestBody(ByteBuffer()), pathParameters: parameters, remoteAddress: nil,
+            protocolVersion: .http1_1, admission: nil)
+
+        let outcome = Self.openWithThePoolBlocked(handle, request, until: "id: \(second)")
+        let (blockersStarted, poolFull, opened, written) =
+            (outcome.blockersStarted, outcome.poolFull, outcome.opened, outcome.written)
+        let answered = outcome.answered
+        #expect(blockersStarted, "every thread of the pool but the test's was blocked")
+        #expect(poolFull, "a task started meanwhile did not run: the pool was full")
+        #expect(opened, "the route answered while the pool was blocked")
+        if case .success(let response)? = answered.result { #expect(response.head.status == .ok) }
+        #expect(written.contains("id: \(second)"), "the backlog was read and written while the pool was blocked")
+        #expect(!written.contains("id: \(first)"), "Last-Event-ID acknowledged the first message")
+        let found = try #require(try await relay.store.resolveTokens([device.token]).first ?? nil)
+        #expect(try await relay.store.pendingMessages(for: found.id, after: nil, limit: 10).map { "\($0.id)" } == [second])
+        await relay.close()
+    }
+
+    private struct Outcome {
+        var blockersStarted: Bool
+        var poolFull: Bool
+        var opened: Bool
+        var answered: Answered
+        var written: String
+    }
+
+    /// Blocks every thread of the cooperative pool (this one too: the caller's task runs on it), runs the route's
+    /// handler on an event loop, starts the stream it answers and waits until it has written `marker`; then lets
+    /// the pool go. Synchronous on purpose: the test's own thread is one of the pool's.
+    private static func openWithThePoolBlocked(
+        _ handle: @escaping @Sendable (HTTPServerRequest, ByteBuffer, HTTPResponsePromise) -> Void,
+        _ request: HTTPServerRequest,
+        until marker: String
+    ) -> Outcome {
+        // Every thread of the pool but this one waits on `release`; this one waits below, synchronously.
+        let width = ProcessInfo.processInfo.activeProcessorCount
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        for _ in 0..<(width - 1) {
+            Task.detached {
+                started.signal()
+                release.wait()
+            }
+        }
+        var blockersStarted = true
+        for _ in 0..<(width - 1) where started.wait(timeout: .now() + 20) == .timedOut { blockersStarted = false }
+        let probe = DispatchSemaphore(value: 0)
+        Task.detached { probe.signal() }
+        let poolFull = probe.wait(timeout: .now() + 0.2) == .timedOut
+
+        let answered = Answered()
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        loop.execute {
+            handle(request, ByteBuffer(), HTTPResponsePromise(eventLoop: loop) { result in
+                answered.result = result
+                answered.signal.signal()
+            })
+        }
+        let opened = answered.signal.wait(timeout: .now() + 20) == .success
+        var written = ""
+        if opened, case .success(let response)? = answered.result, response.head.status == .ok,
+            case .detachedStream(let start) = response.body
+        {
+            let writer = RecordingBodyWriter()
+            writer.eventLoop.execute { start(writer) }
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline, !writer.text.contains(marker) {
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+            written = writer.text
+            writer.close()
+        }
+        for _ in 0..<(width - 1) { release.signal() }
+
+        return Outcome(
+            blockersStarted: blockersStarted, poolFull: poolFull, opened: opened, answered: answered, written: written)
+    }
+}
