@@ -205,8 +205,9 @@ struct DeviceRoutes: Sendable {
 
     /// `POST /v1/ack` with `Authorization: Bearer <secret>` and `{"ids": ["<message id>", …]}` (strings or numbers),
     /// on the event-loop path (a `.promised` route), as sends are: the body is read here; a device whose secret is in
-    /// memory (``PushStore/cachedDevice(secret:)``) is acknowledged without a task, its answer returning through the
-    /// handoff with the other answers of that commit; any other secret is looked up in a task.
+    /// memory (``PushStore/cachedDevice(secret:)``) is acknowledged at once, any other after its look-up on a store
+    /// thread (``PushStore/authenticateDevice(secret:completion:)``); no task either way, the answer returning
+    /// through the handoff with the other answers of that commit.
     func acknowledge(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
         guard let secret = Self.bearer(request) else {
             return promise.succeed(JSONResponse.unauthorized("missing Bearer secret"))
@@ -218,15 +219,21 @@ struct DeviceRoutes: Sendable {
             return promise.fail(error)
         }
         guard let device = store.cachedDevice(secret: secret) else {
-            promise.completeWithTask {
-                guard let device = try await self.store.authenticateDevice(secret: secret) else {
-                    return JSONResponse.unauthorized("unknown device secret")
+            store.authenticateDevice(secret: secret) { result in
+                self.onLoop(of: promise) {
+                    switch result {
+                    case .failure(let error): promise.fail(error)
+                    case .success(nil): promise.succeed(JSONResponse.unauthorized("unknown device secret"))
+                    case .success(let device?): self.acknowledge(ids, of: device, promise)
+                    }
                 }
-                self.sightings.saw(device.id)
-                return self.acknowledged(try await self.store.acknowledge(device: device.id, ids: ids))
             }
             return
         }
+        acknowledge(ids, of: device, promise)
+    }
+
+    private func acknowledge(_ ids: [MessageID], of device: Device, _ promise: HTTPResponsePromise) {
         sightings.saw(device.id)
         let eventLoop = promise.eventLoop
         store.acknowledge(device: device.id, ids: ids) { result in

@@ -6,8 +6,8 @@ import Testing
 
 @testable import PushRelayServer
 
-/// `POST /v1/ack` in process: the event-loop path (a device secret in memory, no task) and the task path (a secret
-/// the store must look up) delete the same messages and answer the same way; bad requests change nothing.
+/// `POST /v1/ack` in process: the memory path (a device secret in memory) and the store path (a secret the store
+/// must look up on a reader thread) delete the same messages and answer the same way; bad requests change nothing.
 @Suite("Routes: acknowledgements")
 struct AckRouteTests {
     private func ack(_ relay: RelayHarness, secret: String?, _ body: String, origin: String? = nil) async throws
@@ -33,7 +33,7 @@ struct AckRouteTests {
         return try await relay.store.pendingMessages(for: found.id, after: nil, limit: 100).map { "\($0.id)" }
     }
 
-    @Test("the task path caches the secret; the event-loop path then acknowledges from memory; both delete and count")
+    @Test("the store path caches the secret; the memory path then acknowledges; both delete and count")
     func bothPathsAcknowledge() async throws {
         // The cache answers only within `authRecheckInterval` of an epoch check: an hour, so that which path an
         // acknowledgement takes does not depend on how fast a loaded host runs the test.
@@ -44,14 +44,14 @@ struct AckRouteTests {
         for n in 0..<4 {
             ids.append(try await relay.messageID(#"{"to": "\#(device.token)", "data": {"n": "\#(n)"}}"#, key: project.serverKey))
         }
-        // Registration does not put the secret in memory: the first acknowledgement looks it up (the task path).
+        // Registration does not put the secret in memory: the first acknowledgement looks it up (the store path).
         #expect(relay.store.cachedDevice(secret: device.secret) == nil)
         let first = try await ack(relay, secret: device.secret, #"{"ids": ["\#(ids[0])", "\#(ids[1])"]}"#)
         #expect(first.status == 200)
         #expect(try first.json()["acknowledged"] as? Int == 2)
         #expect(try await pendingIDs(relay, device) == [ids[2], ids[3]])
 
-        // Now the secret is in memory: the event-loop path, numeric ids accepted, unknown ids ignored.
+        // Now the secret is in memory: the memory path, numeric ids accepted, unknown ids ignored.
         #expect(relay.store.cachedDevice(secret: device.secret) != nil)
         let second = try await ack(relay, secret: device.secret, #"{"ids": [\#(ids[2]), "\#(ids[3])", "999999"]}"#)
         #expect(second.status == 200)
@@ -108,7 +108,7 @@ struct AckRouteTests {
         let relay = try RelayHarness(options: options)
         let project = try await relay.createProject()
         let device = try await relay.registerDevice(project)
-        for _ in 0..<2 {  // the first answer comes from the task path, the second from memory
+        for _ in 0..<2 {  // the first answer comes from the store path, the second from memory
             let allowed = try await ack(relay, secret: device.secret, #"{"ids": []}"#, origin: "https://shop.example.com")
             #expect(allowed.status == 200)
             #expect(allowed.headers[.accessControlAllowOrigin] == "https://shop.example.com")

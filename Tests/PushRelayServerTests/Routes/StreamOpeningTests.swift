@@ -11,7 +11,7 @@ import Testing
 /// pool blocked, a stream still opens — its device and project read from the store, its `Last-Event-ID`
 /// acknowledged, its backlog read and written. (As an async route it needed the pool for the route and again for the
 /// backlog: a reconnection storm after a restart paid both hops per device.)
-@Suite("Routes: a stream opens on its event loop")
+@Suite("Routes: a stream opens, and an acknowledgement is answered, on its event loop")
 struct StreamOpeningTests {
     /// What the route answered, handed from the event loop to the test's blocked thread (the semaphore orders them).
     private final class Answered: @unchecked Sendable {
@@ -44,7 +44,7 @@ struct StreamOpeningTests {
             head: head, body: HTTPRequestBody(ByteBuffer()), pathParameters: parameters, remoteAddress: nil,
             protocolVersion: .http1_1, admission: nil)
 
-        let outcome = Self.openWithThePoolBlocked(handle, request, until: "id: \(second)")
+        let outcome = Self.runWithThePoolBlocked(handle, request, ByteBuffer(), until: "id: \(second)")
         let (blockersStarted, poolFull, opened, written) =
             (outcome.blockersStarted, outcome.poolFull, outcome.opened, outcome.written)
         let answered = outcome.answered
@@ -59,6 +59,40 @@ struct StreamOpeningTests {
         await relay.close()
     }
 
+    @Test("with the cooperative pool blocked, an acknowledgement by a secret not in memory is answered")
+    func acknowledgesWithoutThePool() async throws {
+        let relay = try RelayHarness(configure: { $0.authRecheckInterval = .seconds(3600) })
+        let project = try await relay.createProject()
+        let device = try await relay.registerDevice(project)
+        let id = try await relay.messageID(#"{"to": "\#(device.token)", "data": {"n": "1"}}"#, key: project.serverKey)
+        #expect(relay.store.cachedDevice(secret: device.secret) == nil)
+        let head = HTTPRequest(
+            method: .post, scheme: "http", authority: "relay.test", path: "/v1/ack",
+            headerFields: [.authorization: "Bearer \(device.secret)", .contentType: "application/json"])
+        guard case .matched(let handler, _, let parameters, _) = relay.relay.router.route(for: head),
+            case .promised(let handle) = handler
+        else {
+            Issue.record("POST /v1/ack is not an event-loop (.promised) route")
+            await relay.close()
+            return
+        }
+        let body = ByteBuffer(string: #"{"ids": ["\#(id)"]}"#)
+        let request = HTTPServerRequest(
+            head: head, body: HTTPRequestBody(body), pathParameters: parameters, remoteAddress: nil,
+            protocolVersion: .http1_1, admission: nil)
+        let outcome = Self.runWithThePoolBlocked(handle, request, body)
+        #expect(outcome.blockersStarted, "every thread of the pool but the test's was blocked")
+        #expect(outcome.poolFull, "a task started meanwhile did not run: the pool was full")
+        #expect(outcome.opened, "the route answered while the pool was blocked")
+        if case .success(let response)? = outcome.answered.result, case .bytes(let bytes) = response.body {
+            #expect(response.head.status == .ok)
+            #expect(String(buffer: bytes).contains(#""acknowledged":1"#))
+        } else {
+            Issue.record("no answer: \(String(describing: outcome.answered.result))")
+        }
+        await relay.close()
+    }
+
     private struct Outcome {
         var blockersStarted: Bool
         var poolFull: Bool
@@ -68,12 +102,14 @@ struct StreamOpeningTests {
     }
 
     /// Blocks every thread of the cooperative pool (this one too: the caller's task runs on it), runs the route's
-    /// handler on an event loop, starts the stream it answers and waits until it has written `marker`; then lets
-    /// the pool go. Synchronous on purpose: the test's own thread is one of the pool's.
-    private static func openWithThePoolBlocked(
+    /// handler on an event loop, waits for its answer and, with a `marker`, starts the stream it answers and waits
+    /// until it has written that; then lets the pool go. Synchronous on purpose: the test's own thread is one of the
+    /// pool's.
+    private static func runWithThePoolBlocked(
         _ handle: @escaping @Sendable (HTTPServerRequest, ByteBuffer, HTTPResponsePromise) -> Void,
         _ request: HTTPServerRequest,
-        until marker: String
+        _ body: ByteBuffer,
+        until marker: String? = nil
     ) -> Outcome {
         // Every thread of the pool but this one waits on `release`; this one waits below, synchronously.
         let width = ProcessInfo.processInfo.activeProcessorCount
@@ -94,14 +130,14 @@ struct StreamOpeningTests {
         let answered = Answered()
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         loop.execute {
-            handle(request, ByteBuffer(), HTTPResponsePromise(eventLoop: loop) { result in
+            handle(request, body, HTTPResponsePromise(eventLoop: loop) { result in
                 answered.result = result
                 answered.signal.signal()
             })
         }
         let opened = answered.signal.wait(timeout: .now() + 20) == .success
         var written = ""
-        if opened, case .success(let response)? = answered.result, response.head.status == .ok,
+        if let marker, opened, case .success(let response)? = answered.result, response.head.status == .ok,
             case .detachedStream(let start) = response.body
         {
             let writer = RecordingBodyWriter()
