@@ -210,6 +210,10 @@ public protocol PushStore: Sendable {
     /// in memory. It must be quick: hand the result over, do not wait.
     func authenticateDevice(secret: String, completion: @escaping @Sendable (Result<Device?, any Error>) -> Void)
 
+    /// ``resolveTokens(_:)`` without a task (a send whose tokens are not all in memory); `completion` as for
+    /// ``authenticateDevice(secret:completion:)``.
+    func resolveTokens(_ tokens: [String], completion: @escaping @Sendable (Result<[Device?], any Error>) -> Void)
+
     /// ``project(id:)`` without a task; `completion` as for ``authenticateDevice(secret:completion:)``.
     func project(id: ProjectID, completion: @escaping @Sendable (Result<Project?, any Error>) -> Void)
 
@@ -331,6 +335,11 @@ extension PushStore {
     /// Runs ``authenticateDevice(secret:)`` in a task.
     public func authenticateDevice(secret: String, completion: @escaping @Sendable (Result<Device?, any Error>) -> Void) {
         Self.complete(completion) { try await self.authenticateDevice(secret: secret) }
+    }
+
+    /// Runs ``resolveTokens(_:)`` in a task.
+    public func resolveTokens(_ tokens: [String], completion: @escaping @Sendable (Result<[Device?], any Error>) -> Void) {
+        Self.complete(completion) { try await self.resolveTokens(tokens) }
     }
 
     /// Runs ``project(id:)`` in a task.

@@ -192,32 +192,38 @@ extension SQLiteStore {
 
     /// See ``PushStore/resolveTokens(_:)``.
     public func resolveTokens(_ tokens: [String]) async throws -> [Device?] {
-        try await self.refreshAuthCacheIfDue()
+        try await withCheckedThrowingContinuation { continuation in
+            self.resolveTokens(tokens) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// See ``PushStore/resolveTokens(_:completion:)``: as ``authenticateDevice(secret:completion:)`` does, the
+    /// tokens not in memory read in one job.
+    public func resolveTokens(_ tokens: [String], completion: @escaping @Sendable (Result<[Device?], any Error>) -> Void) {
         let cache = self.context.authCache
-        var devices = cache.devices(tokens: tokens)
-        let missing = devices.indices.filter { devices[$0] == nil }
-        guard !missing.isEmpty else { return devices }
-        let generation = cache.generation
-        let found = try await self.readers.read { connection throws(StoreError) -> [Device?] in
-            var found: [Device?] = []
-            found.reserveCapacity(missing.count)
-            for index in missing {
+        let checkEpoch = cache.epochCheckDue(interval: self.context.configuration.authRecheckInterval)
+        if !checkEpoch {
+            let devices = cache.devices(tokens: tokens)
+            if !devices.contains(where: { $0 == nil }) { return completion(.success(devices)) }
+        }
+        self.readers.read({ connection throws(StoreError) -> [Device?] in
+            if checkEpoch { cache.observe(epoch: try Self.authEpoch(connection)) }
+            var devices = cache.devices(tokens: tokens)
+            let generation = cache.generation
+            var found: [Device] = []
+            for index in devices.indices where devices[index] == nil {
                 let select = try connection.statement(composed: Self.selectDevice + " WHERE token = ?1")
                 try select.bind(tokens[index], at: 1)
                 if try select.step() {
-                    found.append(Self.device(from: select))
+                    let device = Self.device(from: select)
                     try select.run()
-                } else {
-                    found.append(nil)
+                    devices[index] = device
+                    found.append(device)
                 }
             }
-            return found
-        }
-        for (index, device) in zip(missing, found) {
-            devices[index] = device
-        }
-        cache.insertDevices(found.compactMap { $0 }, generation: generation)
-        return devices
+            cache.insertDevices(found, generation: generation)
+            return devices
+        }, completion: { completion($0.mapError { $0 }) })
     }
 
     /// Columns of ``device(from:)``, plus the secret hash as column 6.

@@ -40,10 +40,11 @@ final class SendRoute: Sendable {
         self.readiness = readiness
     }
 
-    /// The event-loop path (a `.promised` route): when the server key and every token are in memory, the send is
-    /// parsed, validated, committed and answered without a task (``SendDispatcher/dispatchFromMemory(_:project:on:completion:)``);
-    /// the answer is completed on this connection's loop after the commit. Anything else (a look-up that must
-    /// read the store, a topic or condition send) continues in a task through ``handle(_:)``.
+    /// The event-loop path (a `.promised` route): when the server key is in memory, a send to tokens is parsed,
+    /// validated, committed and answered without a task (``SendDispatcher/dispatchOnLoop(_:project:on:completion:)``:
+    /// its tokens from memory or a store thread); the answer is completed on this connection's loop after the
+    /// commit. A server key that must be read, a topic, condition or device-group send continue in a task through
+    /// ``handle(_:)``.
     func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
         let head = request.head
         let key: Substring
@@ -69,7 +70,7 @@ final class SendRoute: Sendable {
         }
         // The answer needs the send's encoding only: the closure captures that, not a copy of the whole request.
         let encoding = send.encoding
-        let inMemory = dispatcher.dispatchFromMemory(send, project: project, on: promise.eventLoop) {
+        let onLoop = dispatcher.dispatchOnLoop(send, project: project, on: promise.eventLoop) {
             [self] result in
             do {
                 promise.succeed(answer(try result.get(), encoding))
@@ -77,7 +78,7 @@ final class SendRoute: Sendable {
                 do { promise.succeed(try failure(error, encoding)) } catch { promise.fail(error) }
             }
         }
-        if !inMemory {
+        if !onLoop {
             promise.completeWithTask { try await self.dispatch(send, project: project) }
         }
     }

@@ -9,9 +9,10 @@ import PushRelayStore
 /// hand time-to-live-0 copies to live streams, and give each target its message id. Routes parse and answer in their own wire format; everything
 /// between is here, once.
 ///
-/// Two ways in: ``dispatchFromMemory(_:project:on:completion:)`` for the event-loop path (every token in memory: no
-/// task, the answer completed on the loop after the commit), and ``dispatch(_:project:)`` for everything else (a
-/// task; look-ups may read the store). Both run ``TokenSend`` and ``MessagePath``, so they answer alike.
+/// Two ways in: ``dispatchOnLoop(_:project:on:completion:)`` for the event-loop path of a send to tokens (no task:
+/// the tokens from memory or a store thread, the answer completed on the loop after the commit), and
+/// ``dispatch(_:project:)`` for everything else (a task). Both run ``TokenSend`` and ``MessagePath``, so they answer
+/// alike.
 ///
 /// A class for the reason ``SendRoute`` is one: captured by each send's closures, it costs one reference count.
 final class SendDispatcher: Sendable {
@@ -66,35 +67,59 @@ final class SendDispatcher: Sendable {
         }
     }
 
-    /// The event-loop path of a send to tokens: when every token is in memory, validates, commits through
-    /// ``MessagePath`` and calls `completion` on `eventLoop` after the commit (or at once when nothing is to be
-    /// committed), without a task, and returns true. Returns false, having done nothing, for a topic or condition
-    /// send or a token that is not in memory: the caller then uses ``dispatch(_:project:)``.
-    func dispatchFromMemory(
+    /// The event-loop path of a send to tokens: validates, looks the tokens up — in memory, or on a thread of the
+    /// store's (``PushStore/resolveTokens(_:completion:)``) whose answer comes back to `eventLoop` —, commits
+    /// through ``MessagePath`` and calls `completion` on `eventLoop` after the commit (or at once when nothing is to
+    /// be committed), without a task, and returns true. Returns false, having done nothing, for a topic, condition
+    /// or device-group send: the caller then uses ``dispatch(_:project:)``.
+    func dispatchOnLoop(
         _ send: FCMSendRequest,
         project: Project,
         on eventLoop: any EventLoop,
         completion: @escaping @Sendable (Result<Outcome, any Error>) -> Void
     ) -> Bool {
         guard case .tokens(let recipients) = send.addressing else { return false }
-        var tokenSend = TokenSend(recipients: recipients)
-        guard let devices = store.cachedDevices(tokens: tokenSend.tokens) else { return false }
+        let tokenSend = TokenSend(recipients: recipients)
         do {
             try admitProject(send, project: project, count: tokenSend.lookups.count)
         } catch {
             completion(.failure(error))
             return true
         }
-        tokenSend.resolve(devices.lazy.map(Optional.some), send: send, project: project, quotas: quotas)
+        if let devices = store.cachedDevices(tokens: tokenSend.tokens) {
+            commit(tokenSend, devices.lazy.map(Optional.some), send, project, on: eventLoop, completion)
+            return true
+        }
+        store.resolveTokens(tokenSend.tokens) { [self] result in
+            eventLoop.execute { [self] in
+                switch result {
+                case .failure(let error): completion(.failure(error))
+                case .success(let devices): commit(tokenSend, devices, send, project, on: eventLoop, completion)
+                }
+            }
+        }
+        return true
+    }
+
+    /// The rest of ``dispatchOnLoop(_:project:on:completion:)`` once the tokens' devices are known.
+    private func commit(
+        _ tokenSend: TokenSend,
+        _ devices: some Sequence<Device?>,
+        _ send: FCMSendRequest,
+        _ project: Project,
+        on eventLoop: any EventLoop,
+        _ completion: @escaping @Sendable (Result<Outcome, any Error>) -> Void
+    ) {
+        var tokenSend = tokenSend
+        tokenSend.resolve(devices, send: send, project: project, quotas: quotas)
         let resolved = tokenSend
         guard !resolved.messages.isEmpty else {
             completion(.success(.tokens(answered(resolved.response()))))
-            return true
+            return
         }
         path.commit(resolved.messages, on: eventLoop) { [self] result in
             completion(result.map { .tokens(answered(resolved.response(outcomes: $0))) })
         }
-        return true
     }
 
     /// Counts `count` messages of the send against `project_message_rate` (its distinct well-formed tokens, one for

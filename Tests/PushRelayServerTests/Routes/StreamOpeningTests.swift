@@ -10,8 +10,10 @@ import Testing
 /// `GET /v1/stream` opens on its connection's event loop, without a task: with every thread of Swift's cooperative
 /// pool blocked, a stream still opens — its device and project read from the store, its `Last-Event-ID`
 /// acknowledged, its backlog read and written. (As an async route it needed the pool for the route and again for the
-/// backlog: a reconnection storm after a restart paid both hops per device.)
-@Suite("Routes: a stream opens, and an acknowledgement is answered, on its event loop")
+/// backlog: a reconnection storm after a restart paid both hops per device.) So do an acknowledgement whose secret
+/// and a send whose token must be read from the store.
+// Serialized: two of these tests blocking the pool at once would wait for each other's threads.
+@Suite("Routes: streams open, acknowledgements and sends are answered, on the event loop when the store must be read", .serialized)
 struct StreamOpeningTests {
     /// What the route answered, handed from the event loop to the test's blocked thread (the semaphore orders them).
     private final class Answered: @unchecked Sendable {
@@ -93,6 +95,44 @@ struct StreamOpeningTests {
         await relay.close()
     }
 
+    @Test("with the cooperative pool blocked, a send to a token not in memory is committed and answered")
+    func sendsWithoutThePool() async throws {
+        let relay = try RelayHarness(configure: { $0.authRecheckInterval = .seconds(3600) })
+        let project = try await relay.createProject()
+        let known = try await relay.registerDevice(project)
+        let other = try await relay.registerDevice(project)
+        // The first send puts the server key (and its token) in memory; the other device's token is not.
+        _ = try await relay.messageID(#"{"to": "\#(known.token)", "data": {"n": "1"}}"#, key: project.serverKey)
+        #expect(relay.store.cachedDevices(tokens: [other.token]) == nil)
+        let head = HTTPRequest(
+            method: .post, scheme: "http", authority: "relay.test", path: "/fcm/send",
+            headerFields: [.authorization: "key=\(project.serverKey)", .contentType: "application/json"])
+        guard case .matched(let handler, _, let parameters, _) = relay.relay.router.route(for: head),
+            case .promised(let handle) = handler
+        else {
+            Issue.record("POST /fcm/send is not an event-loop (.promised) route")
+            await relay.close()
+            return
+        }
+        let body = ByteBuffer(string: #"{"to": "\#(other.token)", "data": {"n": "2"}}"#)
+        let request = HTTPServerRequest(
+            head: head, body: HTTPRequestBody(body), pathParameters: parameters, remoteAddress: nil,
+            protocolVersion: .http1_1, admission: nil)
+        let outcome = Self.runWithThePoolBlocked(handle, request, body)
+        #expect(outcome.blockersStarted, "every thread of the pool but the test's was blocked")
+        #expect(outcome.poolFull, "a task started meanwhile did not run: the pool was full")
+        #expect(outcome.opened, "the route answered while the pool was blocked")
+        if case .success(let response)? = outcome.answered.result, case .bytes(let bytes) = response.body {
+            #expect(response.head.status == .ok)
+            #expect(String(buffer: bytes).contains(#""success":1"#))
+        } else {
+            Issue.record("no answer: \(String(describing: outcome.answered.result))")
+        }
+        let found = try #require(try await relay.store.resolveTokens([other.token]).first ?? nil)
+        #expect(try await relay.store.pendingMessages(for: found.id, after: nil, limit: 10).count == 1)
+        await relay.close()
+    }
+
     private struct Outcome {
         var blockersStarted: Bool
         var poolFull: Bool
@@ -122,7 +162,8 @@ struct StreamOpeningTests {
             }
         }
         var blockersStarted = true
-        for _ in 0..<(width - 1) where started.wait(timeout: .now() + 20) == .timedOut { blockersStarted = false }
+        // Short bounds throughout: while the pool is blocked every other test of the run waits too.
+        for _ in 0..<(width - 1) where started.wait(timeout: .now() + 5) == .timedOut { blockersStarted = false }
         let probe = DispatchSemaphore(value: 0)
         Task.detached { probe.signal() }
         let poolFull = probe.wait(timeout: .now() + 0.2) == .timedOut
@@ -135,14 +176,14 @@ struct StreamOpeningTests {
                 answered.signal.signal()
             })
         }
-        let opened = answered.signal.wait(timeout: .now() + 20) == .success
+        let opened = blockersStarted && answered.signal.wait(timeout: .now() + 5) == .success
         var written = ""
         if let marker, opened, case .success(let response)? = answered.result, response.head.status == .ok,
             case .detachedStream(let start) = response.body
         {
             let writer = RecordingBodyWriter()
             writer.eventLoop.execute { start(writer) }
-            let deadline = Date().addingTimeInterval(20)
+            let deadline = Date().addingTimeInterval(5)
             while Date() < deadline, !writer.text.contains(marker) {
                 Thread.sleep(forTimeInterval: 0.005)
             }
