@@ -442,7 +442,7 @@ class SyncCounter:
 
 
 def commit_stats(port: int) -> dict:
-    """The daemon's commit histogram from /metrics (each send or acknowledgement from its submission to its commit):
+    """The daemon's commit histogram from /metrics (each send request from its hand-over to the store to its commit):
     commits so far, seconds spent committing, and how many took longer than each bucket's bound."""
     import urllib.request
     out = {}
@@ -528,7 +528,7 @@ def phase_pushrelay_stream(work: str, args, res: dict) -> None:
         c0 = commit_stats(s.port)
         r = real_senders("pushrelay", s.port, rate, args, [s.pid], devices, project["server_key"], sync_pid=s.pid)
         r["commits"] = commit_delta(c0, commit_stats(s.port), r.get("ok", 0), r["generator"]["wall_s"])
-        log("    sends and acknowledgements waiting longer than ... for their commit: " + ", ".join(
+        log("    sends waiting longer than ... for their commit: " + ", ".join(
             f"{bound}: {count}" for bound, count in r["commits"].get("longer_than", {}).items() if count))
         res["real_pushrelay"][str(rate)] = r
         if rec:

@@ -25,7 +25,8 @@ public enum RelayMetricNames {
     public static let openConnections = "pushrelay_open_connections"
     /// Counter: connections closed at accept, label `reason` (`max_connections`, `max_connections_per_address`).
     public static let connectionsRefused = "pushrelay_connections_refused_total"
-    /// Histogram (seconds): time of one store commit (a group commit covers several sends).
+    /// Histogram (seconds): how long a send request waited for its commit, from its hand-over to the store to the
+    /// end of the group commit that carried it (a group covers several sends).
     public static let commitDuration = "pushrelay_store_commit_duration_seconds"
     /// Gauge: pages in the SQLite store's write-ahead log after its last commit (0 on PostgreSQL); stays below a
     /// few thousand while checkpoints keep up, grows while a reader holds an old snapshot.
