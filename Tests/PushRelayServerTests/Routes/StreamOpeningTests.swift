@@ -23,36 +23,21 @@ struct StreamOpeningTests {
 
     @Test("with the cooperative pool blocked, a stream opens, acknowledges its Last-Event-ID and writes its backlog")
     func opensWithoutThePool() async throws {
-        // An hour between epoch checks: whatever is in memory stays usable; the device's secret and its project are
-        // not (a registration and a send cache neither), so both are read from the store.
-        let relay = try RelayHarness(configure: { $0.authRecheckInterval = .seconds(3600) })
-        let project = try await relay.createProject()
-        let device = try await relay.registerDevice(project)
+        // The device's secret and its project are not in memory (a registration and a send cache neither): both are
+        // read from the store.
+        let (relay, project, device) = try await Self.relayWithOneDevice()
         let first = try await relay.messageID(#"{"to": "\#(device.token)", "data": {"n": "1"}}"#, key: project.serverKey)
         let second = try await relay.messageID(#"{"to": "\#(device.token)", "data": {"n": "2"}}"#, key: project.serverKey)
         #expect(relay.store.cachedDevice(secret: device.secret) == nil)
 
-        let head = HTTPRequest(
-            method: .get, scheme: "http", authority: "relay.test", path: "/v1/stream",
-            headerFields: [.authorization: "Bearer \(device.secret)", HTTPField.Name("Last-Event-ID")!: first])
-        guard case .matched(let handler, _, let parameters, _) = relay.relay.router.route(for: head),
-            case .promised(let handle) = handler
-        else {
-            Issue.record("GET /v1/stream is not an event-loop (.promised) route")
+        let headers: HTTPFields = [.authorization: "Bearer \(device.secret)", HTTPField.Name("Last-Event-ID")!: first]
+        guard let (handle, request) = Self.promisedRoute(relay, .get, "/v1/stream", headers, body: "") else {
             await relay.close()
             return
         }
-        let request = HTTPServerRequest(
-            head: head, body: HTTPRequestBody(ByteBuffer()), pathParameters: parameters, remoteAddress: nil,
-            protocolVersion: .http1_1, admission: nil)
-
         let outcome = Self.runWithThePoolBlocked(handle, request, ByteBuffer(), until: "id: \(second)")
-        let (blockersStarted, poolFull, opened, written) =
-            (outcome.blockersStarted, outcome.poolFull, outcome.opened, outcome.written)
-        let answered = outcome.answered
-        #expect(blockersStarted, "every thread of the pool but the test's was blocked")
-        #expect(poolFull, "a task started meanwhile did not run: the pool was full")
-        #expect(opened, "the route answered while the pool was blocked")
+        Self.expectRunWhileBlocked(outcome)
+        let (answered, written) = (outcome.answered, outcome.written)
         if case .success(let response)? = answered.result { #expect(response.head.status == .ok) }
         #expect(written.contains("id: \(second)"), "the backlog was read and written while the pool was blocked")
         #expect(!written.contains("id: \(first)"), "Last-Event-ID acknowledged the first message")
@@ -63,74 +48,79 @@ struct StreamOpeningTests {
 
     @Test("with the cooperative pool blocked, an acknowledgement by a secret not in memory is answered")
     func acknowledgesWithoutThePool() async throws {
-        let relay = try RelayHarness(configure: { $0.authRecheckInterval = .seconds(3600) })
-        let project = try await relay.createProject()
-        let device = try await relay.registerDevice(project)
+        let (relay, project, device) = try await Self.relayWithOneDevice()
         let id = try await relay.messageID(#"{"to": "\#(device.token)", "data": {"n": "1"}}"#, key: project.serverKey)
         #expect(relay.store.cachedDevice(secret: device.secret) == nil)
-        let head = HTTPRequest(
-            method: .post, scheme: "http", authority: "relay.test", path: "/v1/ack",
-            headerFields: [.authorization: "Bearer \(device.secret)", .contentType: "application/json"])
-        guard case .matched(let handler, _, let parameters, _) = relay.relay.router.route(for: head),
-            case .promised(let handle) = handler
-        else {
-            Issue.record("POST /v1/ack is not an event-loop (.promised) route")
-            await relay.close()
-            return
-        }
-        let body = ByteBuffer(string: #"{"ids": ["\#(id)"]}"#)
-        let request = HTTPServerRequest(
-            head: head, body: HTTPRequestBody(body), pathParameters: parameters, remoteAddress: nil,
-            protocolVersion: .http1_1, admission: nil)
-        let outcome = Self.runWithThePoolBlocked(handle, request, body)
-        #expect(outcome.blockersStarted, "every thread of the pool but the test's was blocked")
-        #expect(outcome.poolFull, "a task started meanwhile did not run: the pool was full")
-        #expect(outcome.opened, "the route answered while the pool was blocked")
-        if case .success(let response)? = outcome.answered.result, case .bytes(let bytes) = response.body {
-            #expect(response.head.status == .ok)
-            #expect(String(buffer: bytes).contains(#""acknowledged":1"#))
-        } else {
-            Issue.record("no answer: \(String(describing: outcome.answered.result))")
-        }
+        let answer = Self.answerWithThePoolBlocked(
+            relay, .post, "/v1/ack", [.authorization: "Bearer \(device.secret)", .contentType: "application/json"],
+            body: #"{"ids": ["\#(id)"]}"#)
+        #expect(answer?.status == 200)
+        #expect(answer?.text.contains(#""acknowledged":1"#) == true, "\(String(describing: answer))")
         await relay.close()
     }
 
     @Test("with the cooperative pool blocked, a send to a token not in memory is committed and answered")
     func sendsWithoutThePool() async throws {
-        let relay = try RelayHarness(configure: { $0.authRecheckInterval = .seconds(3600) })
-        let project = try await relay.createProject()
-        let known = try await relay.registerDevice(project)
+        let (relay, project, known) = try await Self.relayWithOneDevice()
         let other = try await relay.registerDevice(project)
         // The first send puts the server key (and its token) in memory; the other device's token is not.
         _ = try await relay.messageID(#"{"to": "\#(known.token)", "data": {"n": "1"}}"#, key: project.serverKey)
         #expect(relay.store.cachedDevices(tokens: [other.token]) == nil)
-        let head = HTTPRequest(
-            method: .post, scheme: "http", authority: "relay.test", path: "/fcm/send",
-            headerFields: [.authorization: "key=\(project.serverKey)", .contentType: "application/json"])
-        guard case .matched(let handler, _, let parameters, _) = relay.relay.router.route(for: head),
-            case .promised(let handle) = handler
-        else {
-            Issue.record("POST /fcm/send is not an event-loop (.promised) route")
-            await relay.close()
-            return
-        }
-        let body = ByteBuffer(string: #"{"to": "\#(other.token)", "data": {"n": "2"}}"#)
-        let request = HTTPServerRequest(
-            head: head, body: HTTPRequestBody(body), pathParameters: parameters, remoteAddress: nil,
-            protocolVersion: .http1_1, admission: nil)
-        let outcome = Self.runWithThePoolBlocked(handle, request, body)
-        #expect(outcome.blockersStarted, "every thread of the pool but the test's was blocked")
-        #expect(outcome.poolFull, "a task started meanwhile did not run: the pool was full")
-        #expect(outcome.opened, "the route answered while the pool was blocked")
-        if case .success(let response)? = outcome.answered.result, case .bytes(let bytes) = response.body {
-            #expect(response.head.status == .ok)
-            #expect(String(buffer: bytes).contains(#""success":1"#))
-        } else {
-            Issue.record("no answer: \(String(describing: outcome.answered.result))")
-        }
+        let answer = Self.answerWithThePoolBlocked(
+            relay, .post, "/fcm/send", [.authorization: "key=\(project.serverKey)", .contentType: "application/json"],
+            body: #"{"to": "\#(other.token)", "data": {"n": "2"}}"#)
+        #expect(answer?.status == 200)
+        #expect(answer?.text.contains(#""success":1"#) == true, "\(String(describing: answer))")
         let found = try #require(try await relay.store.resolveTokens([other.token]).first ?? nil)
         #expect(try await relay.store.pendingMessages(for: found.id, after: nil, limit: 10).count == 1)
         await relay.close()
+    }
+
+    /// A relay with a project and a registered device. An hour between epoch checks: whatever is in memory stays
+    /// usable, so what the tests find read from the store is what memory did not hold.
+    private static func relayWithOneDevice() async throws -> (RelayHarness, ProjectCredentials, TestDevice) {
+        let relay = try RelayHarness(configure: { $0.authRecheckInterval = .seconds(3600) })
+        let project = try await relay.createProject()
+        return (relay, project, try await relay.registerDevice(project))
+    }
+
+    /// The handler of a `.promised` route and the request for it, as the transport would make them; nil (an issue
+    /// recorded) when the route is not one.
+    private static func promisedRoute(
+        _ relay: RelayHarness, _ method: HTTPRequest.Method, _ path: String, _ headers: HTTPFields, body: String
+    ) -> (@Sendable (HTTPServerRequest, ByteBuffer, HTTPResponsePromise) -> Void, HTTPServerRequest)? {
+        let head = HTTPRequest(method: method, scheme: "http", authority: "relay.test", path: path, headerFields: headers)
+        guard case .matched(let handler, _, let parameters, _) = relay.relay.router.route(for: head),
+            case .promised(let handle) = handler
+        else {
+            Issue.record("\(method) \(path) is not an event-loop (.promised) route")
+            return nil
+        }
+        let request = HTTPServerRequest(
+            head: head, body: HTTPRequestBody(ByteBuffer(string: body)), pathParameters: parameters,
+            remoteAddress: nil, protocolVersion: .http1_1, admission: nil)
+        return (handle, request)
+    }
+
+    private static func expectRunWhileBlocked(_ outcome: Outcome) {
+        #expect(outcome.blockersStarted, "every thread of the pool but the test's was blocked")
+        #expect(outcome.poolFull, "a task started meanwhile did not run: the pool was full")
+        #expect(outcome.opened, "the route answered while the pool was blocked")
+    }
+
+    /// A request to a `.promised` route answered with the pool blocked: its status and body, or nil (issues
+    /// recorded).
+    private static func answerWithThePoolBlocked(
+        _ relay: RelayHarness, _ method: HTTPRequest.Method, _ path: String, _ headers: HTTPFields, body: String
+    ) -> (status: Int, text: String)? {
+        guard let (handle, request) = promisedRoute(relay, method, path, headers, body: body) else { return nil }
+        let outcome = runWithThePoolBlocked(handle, request, ByteBuffer(string: body))
+        expectRunWhileBlocked(outcome)
+        guard case .success(let response)? = outcome.answered.result, case .bytes(let bytes) = response.body else {
+            Issue.record("no answer: \(String(describing: outcome.answered.result))")
+            return nil
+        }
+        return (response.head.status.code, String(buffer: bytes))
     }
 
     private struct Outcome {
