@@ -53,7 +53,8 @@ extension SQLiteStore {
         /// (a project deleted or a key rotated by the CLI). Default 250 ms.
         public var authRecheckInterval: Duration = .milliseconds(250)
         /// Entries the auth cache holds (server keys, access tokens, projects, and devices by secret and by token:
-        /// two a device that streams or acknowledges); when full it drops a thirty-second of its largest table.
+        /// two a device that streams or acknowledges); when full it drops a thirty-second of its room from its largest
+        /// tables.
         /// Default 500,000: room for `max_connections`' default of 200,000 devices, each by its secret and its token.
         public var authCacheEntries: Int = 500_000
         /// Write requests that may wait for the writer; past it a write fails at once with

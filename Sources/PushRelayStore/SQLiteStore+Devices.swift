@@ -166,20 +166,11 @@ extension SQLiteStore {
         }
     }
 
-    /// See ``PushStore/authenticateDevice(secret:completion:)``: from memory at once when the secret is cached and
-    /// the authentication epoch not due for a check; else one job on a reader thread re-reads the epoch (when due),
-    /// then looks in memory again, then reads the device.
+    /// See ``PushStore/authenticateDevice(secret:completion:)``: from memory or one read (``cachedOrRead(memory:read:completion:)``).
     public func authenticateDevice(secret: String, completion: @escaping @Sendable (Result<Device?, any Error>) -> Void) {
         let hash = KeyHash(of: secret)
-        let cache = self.context.authCache
-        let checkEpoch = cache.epochCheckDue(interval: self.context.configuration.authRecheckInterval)
-        if !checkEpoch, let device = cache.device(secret: hash) {
-            return completion(.success(device))
-        }
-        self.readers.read({ connection throws(StoreError) -> Device? in
-            if checkEpoch { cache.observe(epoch: try Self.authEpoch(connection)) }
-            if let device = cache.device(secret: hash) { return device }
-            let generation = cache.generation
+        // `memory` answers nil for "not in memory": a device found is wrapped once more (the answer itself is optional).
+        self.cachedOrRead(memory: { $0.device(secret: hash).map(Optional.some) }, read: { connection, cache, generation throws(StoreError) in
             let select = try connection.statement(composed: Self.selectDevice + " WHERE secret_hash = ?1")
             try select.bind(hash.bytes, at: 1)
             guard try select.step(), hash.matches(select.blob(6)) else { return nil }
@@ -187,7 +178,7 @@ extension SQLiteStore {
             try select.run()
             cache.insertDevice(device, secret: hash, generation: generation)
             return device
-        }, completion: { completion($0.mapError { $0 }) })
+        }, completion: completion)
     }
 
     /// See ``PushStore/resolveTokens(_:)``.
@@ -197,19 +188,14 @@ extension SQLiteStore {
         }
     }
 
-    /// See ``PushStore/resolveTokens(_:completion:)``: as ``authenticateDevice(secret:completion:)`` does, the
-    /// tokens not in memory read in one job.
+    /// See ``PushStore/resolveTokens(_:completion:)``: from memory, or the tokens not in memory read in one job
+    /// (``cachedOrRead(memory:read:completion:)``).
     public func resolveTokens(_ tokens: [String], completion: @escaping @Sendable (Result<[Device?], any Error>) -> Void) {
-        let cache = self.context.authCache
-        let checkEpoch = cache.epochCheckDue(interval: self.context.configuration.authRecheckInterval)
-        if !checkEpoch {
+        self.cachedOrRead(memory: { cache in
             let devices = cache.devices(tokens: tokens)
-            if !devices.contains(where: { $0 == nil }) { return completion(.success(devices)) }
-        }
-        self.readers.read({ connection throws(StoreError) -> [Device?] in
-            if checkEpoch { cache.observe(epoch: try Self.authEpoch(connection)) }
+            return devices.contains(where: { $0 == nil }) ? nil : devices
+        }, read: { connection, cache, generation throws(StoreError) in
             var devices = cache.devices(tokens: tokens)
-            let generation = cache.generation
             var found: [Device] = []
             for index in devices.indices where devices[index] == nil {
                 let select = try connection.statement(composed: Self.selectDevice + " WHERE token = ?1")
@@ -223,7 +209,7 @@ extension SQLiteStore {
             }
             cache.insertDevices(found, generation: generation)
             return devices
-        }, completion: { completion($0.mapError { $0 }) })
+        }, completion: completion)
     }
 
     /// Columns of ``device(from:)``, plus the secret hash as column 6.

@@ -93,17 +93,10 @@ extension SQLiteStore {
         }
     }
 
-    /// See ``PushStore/project(id:completion:)``: as ``authenticateDevice(secret:completion:)`` does.
+    /// See ``PushStore/project(id:completion:)``: from memory or one read (``cachedOrRead(memory:read:completion:)``).
     public func project(id: ProjectID, completion: @escaping @Sendable (Result<Project?, any Error>) -> Void) {
-        let cache = self.context.authCache
-        let checkEpoch = cache.epochCheckDue(interval: self.context.configuration.authRecheckInterval)
-        if !checkEpoch, let project = cache.project(id) {
-            return completion(.success(project))
-        }
-        self.readers.read({ connection throws(StoreError) -> Project? in
-            if checkEpoch { cache.observe(epoch: try Self.authEpoch(connection)) }
-            if let project = cache.project(id) { return project }
-            let generation = cache.generation
+        // `memory` answers nil for "not in memory": a project found is wrapped once more (the answer itself is optional).
+        self.cachedOrRead(memory: { $0.project(id).map(Optional.some) }, read: { connection, cache, generation throws(StoreError) in
             let select = try connection.statement(
                 "SELECT id, name, sender_id, created_at FROM projects WHERE id = ?1"
             )
@@ -113,7 +106,7 @@ extension SQLiteStore {
             try select.run()
             cache.insertProject(project, generation: generation)
             return project
-        }, completion: { completion($0.mapError { $0 }) })
+        }, completion: completion)
     }
 
     /// See ``PushStore/deleteProject(named:)``.
@@ -262,6 +255,27 @@ extension SQLiteStore {
             try Self.authEpoch(connection)
         }
         cache.observe(epoch: epoch)
+    }
+
+    /// A look-up the authentication cache may answer, without a task: `memory` (nil: not in memory) answers at once
+    /// unless the epoch is due for a check; else one job on a reader thread re-reads the epoch (when due), asks `memory` again, and
+    /// otherwise runs `read`, which inserts what it found under the generation it is given (a look-up that raced
+    /// with an invalidation does not fill the cache).
+    func cachedOrRead<T: Sendable>(
+        memory: @escaping @Sendable (AuthCache) -> T?,
+        read: @escaping @Sendable (SQLiteConnection, AuthCache, _ generation: UInt64) throws(StoreError) -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        let cache = self.context.authCache
+        let checkEpoch = cache.epochCheckDue(interval: self.context.configuration.authRecheckInterval)
+        if !checkEpoch, let answer = memory(cache) {
+            return completion(.success(answer))
+        }
+        self.readers.read({ connection throws(StoreError) -> T in
+            if checkEpoch { cache.observe(epoch: try Self.authEpoch(connection)) }
+            if let answer = memory(cache) { return answer }
+            return try read(connection, cache, cache.generation)
+        }, completion: { completion($0.mapError { $0 }) })
     }
 
     /// The database's authentication epoch (``AuthCache``).

@@ -104,15 +104,23 @@ struct DeviceRoutes: Sendable {
             return promise.succeed(JSONResponse.unauthorized("missing Bearer secret"))
         }
         let lastEventID = LastEventID(request)
+        device(secret: secret, promise) { device in self.authenticated(device, lastEventID, promise) }
+    }
+
+    /// Runs `next` on the promise's loop with the device of `secret` — from memory at once, else after its look-up
+    /// on a store thread — or answers `401` (unknown secret) or the store's error.
+    private func device(
+        secret: String, _ promise: HTTPResponsePromise, _ next: @escaping @Sendable (Device) -> Void
+    ) {
         if let device = store.cachedDevice(secret: secret) {
-            return authenticated(device, lastEventID, promise)
+            return next(device)
         }
         store.authenticateDevice(secret: secret) { result in
             self.onLoop(of: promise) {
                 switch result {
                 case .failure(let error): promise.fail(error)
                 case .success(nil): promise.succeed(JSONResponse.unauthorized("unknown device secret"))
-                case .success(let device?): self.authenticated(device, lastEventID, promise)
+                case .success(let device?): next(device)
                 }
             }
         }
@@ -218,19 +226,7 @@ struct DeviceRoutes: Sendable {
         } catch {
             return promise.fail(error)
         }
-        guard let device = store.cachedDevice(secret: secret) else {
-            store.authenticateDevice(secret: secret) { result in
-                self.onLoop(of: promise) {
-                    switch result {
-                    case .failure(let error): promise.fail(error)
-                    case .success(nil): promise.succeed(JSONResponse.unauthorized("unknown device secret"))
-                    case .success(let device?): self.acknowledge(ids, of: device, promise)
-                    }
-                }
-            }
-            return
-        }
-        acknowledge(ids, of: device, promise)
+        device(secret: secret, promise) { device in self.acknowledge(ids, of: device, promise) }
     }
 
     private func acknowledge(_ ids: [MessageID], of device: Device, _ promise: HTTPResponsePromise) {
