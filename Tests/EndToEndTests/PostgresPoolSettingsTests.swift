@@ -68,9 +68,10 @@ extension SettingsEffectTests {
     @Test func postgresReadTimeoutBoundsAWaitingRead() async throws {
         let postgres = try await TestPostgres.shared
         let (database, url) = try await postgres.namedFreshDatabase("readtimeout")
-        let store = ["--store", "postgres", "--postgres-url", url]
-        let patient = try Daemon(arguments: store + ["--postgres-read-timeout", "60s"])
-        let standard = try Daemon(arguments: store)
+        let patient = try Daemon(arguments: [
+            "--store", "postgres", "--postgres-url", url + "?application_name=patient_node", "--postgres-read-timeout", "60s",
+        ])
+        let standard = try Daemon(arguments: ["--store", "postgres", "--postgres-url", url])
         try await patient.start()
         try await standard.start()
         let keys = try await patient.createProject()
@@ -88,7 +89,7 @@ extension SettingsEffectTests {
         }
         #expect(try await postgres.waitForActivity(
             database: database,
-            "application_name = 'pushrelay' AND wait_event_type = 'Lock' AND now() - query_start > interval '2 seconds'"),
+            "application_name = 'patient_node' AND wait_event_type = 'Lock' AND now() - query_start > interval '2 seconds'"),
             "the send through the node with 60 s did not wait on the lock")
         let refused = try await standard.send(body(2), serverKey: keys.serverKey)
         #expect(refused.status == 503 && refused.body.contains("Unavailable"), "\(refused)")
@@ -197,9 +198,15 @@ extension SettingsEffectTests {
     @Test func frozenNodeLetsGoOfItsRows() async throws {
         let postgres = try await TestPostgres.shared
         let (database, url) = try await postgres.namedFreshDatabase("frozen")
-        let store = ["--store", "postgres", "--postgres-url", url]
-        let frozen = try Daemon(arguments: store + ["--postgres-statement-timeout", "2s"])
-        let other = try Daemon(arguments: store + ["--postgres-commit-timeout", "10s"])
+        // Each node's sessions by their own name: a probe of one must not see the other's.
+        let frozen = try Daemon(arguments: [
+            "--store", "postgres", "--postgres-url", url + "?application_name=frozen_node",
+            "--postgres-statement-timeout", "2s",
+        ])
+        let other = try Daemon(arguments: [
+            "--store", "postgres", "--postgres-url", url + "?application_name=other_node",
+            "--postgres-commit-timeout", "10s",
+        ])
         try await frozen.start()
         try await other.start()
         let keys = try await other.createProject()
@@ -214,14 +221,14 @@ extension SettingsEffectTests {
             database: database, "application_name = 'held_row' AND state = 'idle in transaction'"))
         let stopped = Task { try await frozen.send(body, serverKey: keys.serverKey) }
         #expect(try await postgres.waitForActivity(
-            database: database, "application_name = 'pushrelay' AND wait_event_type = 'Lock'"),
+            database: database, "application_name = 'frozen_node' AND wait_event_type = 'Lock'"),
             "the frozen node's group did not wait for the row")
         let pid = try #require(frozen.process?.processIdentifier)
         kill(pid, SIGSTOP)
         try held.send("ROLLBACK;")
         _ = await held.finish()
         #expect(try await postgres.waitForActivity(
-            database: database, "application_name = 'pushrelay' AND state = 'idle in transaction'"),
+            database: database, "application_name = 'frozen_node' AND state = 'idle in transaction'"),
             "the frozen node's backend did not take the row")
 
         let stored = try await other.send(body, serverKey: keys.serverKey)

@@ -281,7 +281,7 @@ public final class PostgresStore: PushStore {
         // until no read could run, even of tables nobody locked. PostgreSQL ends each statement of the pool at the
         // same bound instead, which gives the connection back.
         configuration.options.additionalStartupParameters = [
-            ("application_name", "pushrelay"),
+            ("application_name", url.applicationName),
             ("statement_timeout", "\(Self.milliseconds(context.configuration.readTimeout))"),
         ]
         return configuration

@@ -63,7 +63,7 @@ final class PostgresStoreContext: Sendable {
         // every other node until it runs again; its own deadlines cannot fire. PostgreSQL ends a session idle in a
         // transaction for `statementTimeout`, which the writer never is between two statements of a live write.
         configuration.options.additionalStartupParameters = [
-            ("synchronous_commit", "on"), ("application_name", "pushrelay"),
+            ("synchronous_commit", "on"), ("application_name", url.applicationName),
             ("idle_in_transaction_session_timeout",
              "\(PostgresStore.milliseconds(self.configuration.statementTimeout))"),
         ]

@@ -4,8 +4,9 @@ import Foundation
 ///
 /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`; `?host=/run/postgresql` (a directory) connects through the
 /// Unix socket `<dir>/.s.PGSQL.<port>` instead of TCP. `sslmode=disable` (the default here) is the only mode this
-/// build speaks: keep the database on loopback, a private network or a Unix socket. The URL is a secret: its
-/// ``description`` masks the password.
+/// build speaks: keep the database on loopback, a private network or a Unix socket. `?application_name=NAME` names
+/// the node's sessions in `pg_stat_activity` and PostgreSQL's logs (default `pushrelay`; give each node its own to tell
+/// which one holds a lock). The URL is a secret: its ``description`` masks the password.
 public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     /// The user name (default `postgres`).
     public var user: String
@@ -19,6 +20,12 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
     public var socketDirectory: String?
     /// The database (default: the user name).
     public var database: String
+    /// What every connection of the store sends PostgreSQL as `application_name` (default `pushrelay`): printable
+    /// ASCII, 1 to 63 bytes (PostgreSQL keeps no more).
+    public var applicationName: String
+
+    /// The `application_name` when the URL names none.
+    public static let defaultApplicationName = "pushrelay"
 
     /// The Unix socket path, when connecting through one.
     public var socketPath: String? {
@@ -41,6 +48,7 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         self.database = path.removingPercentEncoding.flatMap { $0.isEmpty ? nil : $0 } ?? self.user
         self.socketDirectory = nil
+        self.applicationName = Self.defaultApplicationName
         for item in components.queryItems ?? [] {
             switch item.name {
             case "host":
@@ -56,6 +64,12 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
                 self.user = item.value ?? self.user
             case "password":
                 self.password = item.value
+            case "application_name":
+                let name = item.value ?? ""
+                guard (1...63).contains(name.utf8.count), name.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+                    throw StoreError.invalidArgument("application_name is 1 to 63 printable ASCII characters")
+                }
+                self.applicationName = name
             default:
                 throw StoreError.invalidArgument("unknown PostgreSQL URL parameter \(item.name)")
             }
@@ -70,7 +84,12 @@ public struct PostgresURL: Sendable, Hashable, CustomStringConvertible {
         var text = "postgres://" + self.user
         if self.password != nil { text += ":****" }
         text += "@" + (self.host ?? "") + ":\(self.port)/" + self.database
-        if let socketDirectory { text += "?host=" + socketDirectory }
+        var parameters: [String] = []
+        if let socketDirectory { parameters.append("host=" + socketDirectory) }
+        if self.applicationName != Self.defaultApplicationName {
+            parameters.append("application_name=" + self.applicationName)
+        }
+        if !parameters.isEmpty { text += "?" + parameters.joined(separator: "&") }
         return text
     }
 }
