@@ -29,6 +29,54 @@ struct QueueStoreTests {
         }
     }
 
+    /// The forms the event-loop routes call (no task of their own) answer as the async ones: a send is stored, an
+    /// acknowledgement by ids and one up to an id delete, a time-to-live-0 send is numbered and not stored, and a
+    /// closed store answers `closed` at once.
+    @Test("the task-free forms store, acknowledge and refuse once closed", arguments: StoreKind.allCases)
+    func taskFreeForms(kind: StoreKind) async throws {
+        /// The outcome a task-free form hands its completion.
+        func outcome<T: Sendable>(
+            _ call: (@escaping @Sendable (Result<T, any Error>) -> Void) -> Void
+        ) async -> Result<T, any Error> {
+            await withCheckedContinuation { continuation in call { continuation.resume(returning: $0) } }
+        }
+        try await withTemporaryDirectory { directory in
+            var closedStore: (any TestStore)?
+            var device: DeviceID?
+            try await withStore(kind, in: directory) { store in
+                let fixture = try await makeFixture(store)
+                var ids: [MessageID] = []
+                for index in 0..<4 {
+                    let results = try await outcome { store.enqueue([NewMessage(device: fixture.device, body: [UInt8(index)])], completion: $0) }.get()
+                    ids.append(try #require(results.first?.messageID))
+                }
+                let transient = try await outcome {
+                    store.enqueue([NewMessage(device: fixture.device, body: [9], timeToLive: .zero)], completion: $0)
+                }.get()
+                guard case .transient(let transientID) = transient.first else {
+                    Issue.record("not transient: \(transient)")
+                    return
+                }
+                #expect(transientID > ids[3])
+                #expect(try await store.pendingMessages(for: fixture.device, after: nil, limit: 100).map(\.id) == ids)
+                #expect(try await outcome { store.acknowledge(device: fixture.device, ids: [ids[2]], completion: $0) }.get() == 1)
+                #expect(try await outcome { store.acknowledge(device: fixture.device, ids: [], completion: $0) }.get() == 0)
+                #expect(try await outcome { store.acknowledge(device: fixture.device, upTo: ids[1], completion: $0) }.get() == 2)
+                #expect(try await store.pendingMessages(for: fixture.device, after: nil, limit: 100).map(\.id) == [ids[3]])
+                closedStore = store
+                device = fixture.device
+            }
+            let store = try #require(closedStore)
+            let closed = try #require(device)
+            for answer in [
+                await outcome { store.enqueue([NewMessage(device: closed, body: [1])], completion: $0) }.map { _ in 0 },
+                await outcome { store.acknowledge(device: closed, upTo: MessageID(rawValue: 1), completion: $0) },
+            ] {
+                #expect(throws: StoreError.self) { try answer.get() }
+            }
+        }
+    }
+
     @Test("a device cannot acknowledge another device's messages", arguments: StoreKind.allCases)
     func acknowledgeIsPerDevice(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in

@@ -7,19 +7,36 @@ extension PostgresStore {
     /// See ``PushStore/enqueue(_:)``. Time-to-live-0 messages (never stored) are returned once every stored row this
     /// node numbered before them has reached its streams (``PostgresDeliveryOrder``).
     public func enqueue(_ messages: [NewMessage]) async throws -> [EnqueueResult] {
+        try await withCheckedThrowingContinuation { continuation in
+            self.enqueue(messages) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// See ``PushStore/enqueue(_:completion:)``: no task; `completion` runs on the writer's task, or — for
+    /// time-to-live-0 messages behind rows still on their way to the streams — where those rows settle.
+    public func enqueue(
+        _ messages: [NewMessage], completion: @escaping @Sendable (Result<[EnqueueResult], any Error>) -> Void
+    ) {
+        let order = self.context.deliveryOrder
         if messages.allSatisfy({ $0.timeToLive <= .zero }) {
             // Nothing to store: number them for the live delivery without a commit.
             let results = messages.map { _ in EnqueueResult.transient(self.nextTransientMessageID()) }
-            await self.context.deliveryOrder.waitForEarlierRows()
-            return results
+            return order.waitForEarlierRows { completion(.success(results)) }
         }
-        guard case .enqueued(let results) = try await self.writer.hot(.enqueue(messages)) else {
-            throw StoreError.unavailable("unexpected writer result")
+        self.writer.hot(.enqueue(messages)) { outcome in
+            switch outcome {
+            case .success(.enqueued(let results)):
+                if results.contains(where: { if case .transient = $0 { true } else { false } }) {
+                    order.waitForEarlierRows { completion(.success(results)) }
+                } else {
+                    completion(.success(results))
+                }
+            case .success(.acknowledged):
+                completion(.failure(StoreError.unavailable("unexpected writer result")))
+            case .failure(let error):
+                completion(.failure(error))
+            }
         }
-        if results.contains(where: { if case .transient = $0 { true } else { false } }) {
-            await self.context.deliveryOrder.waitForEarlierRows()
-        }
-        return results
     }
 
     /// See ``PushStore/nextTransientMessageID()``: `max(now µs, last + 1)` past the last id this node saw taken,
@@ -56,20 +73,41 @@ extension PostgresStore {
     /// See ``PushStore/acknowledge(device:ids:)``.
     @discardableResult
     public func acknowledge(device: DeviceID, ids: [MessageID]) async throws -> Int {
-        guard !ids.isEmpty else { return 0 }
-        guard case .acknowledged(let count) = try await self.writer.hot(.acknowledge(device, ids)) else {
-            throw StoreError.unavailable("unexpected writer result")
+        try await withCheckedThrowingContinuation { continuation in
+            self.acknowledge(device: device, ids: ids) { continuation.resume(with: $0) }
         }
-        return count
+    }
+
+    /// See ``PushStore/acknowledge(device:ids:completion:)``: no task; `completion` runs on the writer's task.
+    public func acknowledge(
+        device: DeviceID, ids: [MessageID], completion: @escaping @Sendable (Result<Int, any Error>) -> Void
+    ) {
+        guard !ids.isEmpty else { return completion(.success(0)) }
+        self.writer.hot(.acknowledge(device, ids)) { completion(Self.count($0)) }
     }
 
     /// See ``PushStore/acknowledge(device:upTo:)``.
     @discardableResult
     public func acknowledge(device: DeviceID, upTo: MessageID) async throws -> Int {
-        guard case .acknowledged(let count) = try await self.writer.hot(.acknowledgeUpTo(device, upTo)) else {
-            throw StoreError.unavailable("unexpected writer result")
+        try await withCheckedThrowingContinuation { continuation in
+            self.acknowledge(device: device, upTo: upTo) { continuation.resume(with: $0) }
         }
-        return count
+    }
+
+    /// See ``PushStore/acknowledge(device:upTo:completion:)``: no task; `completion` runs on the writer's task.
+    public func acknowledge(
+        device: DeviceID, upTo: MessageID, completion: @escaping @Sendable (Result<Int, any Error>) -> Void
+    ) {
+        self.writer.hot(.acknowledgeUpTo(device, upTo)) { completion(Self.count($0)) }
+    }
+
+    /// An acknowledgement's count from the writer's outcome.
+    private static func count(_ outcome: Result<PostgresHotRequest.Result, any Error>) -> Result<Int, any Error> {
+        switch outcome {
+        case .success(.acknowledged(let count)): .success(count)
+        case .success(.enqueued): .failure(StoreError.unavailable("unexpected writer result"))
+        case .failure(let error): .failure(error)
+        }
     }
 
     /// See ``PushStore/purge(limit:)``.

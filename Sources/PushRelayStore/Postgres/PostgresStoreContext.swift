@@ -38,7 +38,7 @@ final class PostgresStoreContext: Sendable {
         self.logger = logger
         self.node = String(UInt64.random(in: 1...UInt64.max), radix: 36)
         self.authCache = AuthCache(maxEntries: configuration.authCacheEntries)
-        self.deliveryOrder = PostgresDeliveryOrder(timeout: configuration.transientOrderTimeout)
+        self.deliveryOrder = PostgresDeliveryOrder(timeout: configuration.transientOrderTimeout, loops: configuration.loops)
         self.health = CommitHealth(logger: logger)
     }
 

@@ -23,7 +23,9 @@ struct PostgresHotRequest: Sendable {
     }
 
     let kind: Kind
-    let continuation: CheckedContinuation<Result, any Error>
+    /// Called once with the group's outcome, on the writer's task: a caller without a task of its own (a route on
+    /// an event loop) is answered from here, without one more hop through the cooperative pool.
+    let complete: @Sendable (Swift.Result<Result, any Error>) -> Void
 }
 
 /// A request that runs in its own transaction; `run` resumes its caller itself.

@@ -74,9 +74,17 @@ final class PostgresWriter: @unchecked Sendable {
     /// Submits a send or an acknowledgement to the next group.
     func hot(_ kind: PostgresHotRequest.Kind) async throws -> PostgresHotRequest.Result {
         try await withCheckedThrowingContinuation { continuation in
-            if !self.queue.submit(.hot(PostgresHotRequest(kind: kind, continuation: continuation))) {
-                continuation.resume(throwing: StoreError.closed)
-            }
+            self.hot(kind) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// ``hot(_:)`` without a task: `complete` gets the outcome on the writer's task (at once when closed).
+    func hot(
+        _ kind: PostgresHotRequest.Kind,
+        complete: @escaping @Sendable (Swift.Result<PostgresHotRequest.Result, any Error>) -> Void
+    ) {
+        if !self.queue.submit(.hot(PostgresHotRequest(kind: kind, complete: complete))) {
+            complete(.failure(StoreError.closed))
         }
     }
 
@@ -332,7 +340,7 @@ final class PostgresWriter: @unchecked Sendable {
                 self.context.statistics.withLockedValue { $0.groupFailures += 1 }
                 for request in requests { await self.runHotGroup([request]) }
             } else {
-                for request in requests { request.continuation.resume(throwing: error) }
+                for request in requests { request.complete(.failure(error)) }
             }
             return
         }
@@ -341,7 +349,7 @@ final class PostgresWriter: @unchecked Sendable {
             $0.largestGroup = max($0.largestGroup, requests.count)
         }
         for (request, result) in zip(requests, results) {
-            request.continuation.resume(returning: result)
+            request.complete(.success(result))
         }
     }
 
