@@ -227,6 +227,12 @@ public protocol PushStore: Sendable {
     /// the deletion is durable, on the store's writer thread. It must be quick: hand the result over, do not wait.
     func acknowledge(device: DeviceID, upTo: MessageID, completion: @escaping @Sendable (Result<Int, any Error>) -> Void)
 
+    /// ``enqueueTopicMessage(_:)`` without a task (a topic or condition send on an event loop): `completion` gets
+    /// the id once the row is durable (or the error), on the store's writer thread, or at once on the caller's thread
+    /// when the store is closed. It must be quick: hand the result over, do not wait.
+    func enqueueTopicMessage(
+        _ message: NewTopicMessage, completion: @escaping @Sendable (Result<MessageID, any Error>) -> Void)
+
     // MARK: Notification and lifecycle
 
     /// Sets the function called after every commit that appended to device queues, with the appended rows
@@ -360,6 +366,13 @@ extension PushStore {
         device: DeviceID, upTo: MessageID, completion: @escaping @Sendable (Result<Int, any Error>) -> Void
     ) {
         Self.complete(completion) { try await self.acknowledge(device: device, upTo: upTo) }
+    }
+
+    /// Runs ``enqueueTopicMessage(_:)`` in a task.
+    public func enqueueTopicMessage(
+        _ message: NewTopicMessage, completion: @escaping @Sendable (Result<MessageID, any Error>) -> Void
+    ) {
+        Self.complete(completion) { try await self.enqueueTopicMessage(message) }
     }
 
     /// Runs `body` in a task and hands its result to `completion`: the task-free forms' default for stores without

@@ -124,7 +124,17 @@ extension SQLiteStore {
 
     /// See ``PushStore/enqueueTopicMessage(_:)``.
     public func enqueueTopicMessage(_ message: NewTopicMessage) async throws -> MessageID {
-        try await self.writer.write(isolated: true) { transaction in
+        try await withCheckedThrowingContinuation { continuation in
+            self.enqueueTopicMessage(message) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// See ``PushStore/enqueueTopicMessage(_:completion:)``: the row in a transaction of its own, `completion` on
+    /// the writer thread after the commit.
+    public func enqueueTopicMessage(
+        _ message: NewTopicMessage, completion: @escaping @Sendable (Result<MessageID, any Error>) -> Void
+    ) {
+        self.writer.submit(isolated: true, { transaction in
             let exists = try transaction.connection.statement("SELECT 1 FROM projects WHERE id = ?1")
             try exists.bind(message.project.rawValue, at: 1)
             guard try exists.step() else {
@@ -132,7 +142,7 @@ extension SQLiteStore {
             }
             try exists.run()
             return MessageID(rawValue: try transaction.insertTopicMessage(message))
-        }
+        }, completion: completion)
     }
 
     private enum TokenLookup {

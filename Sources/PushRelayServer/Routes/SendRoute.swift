@@ -43,8 +43,8 @@ final class SendRoute: Sendable {
     /// The event-loop path (a `.promised` route): when the server key is in memory, a send to tokens is parsed,
     /// validated, committed and answered without a task (``SendDispatcher/dispatchOnLoop(_:project:on:completion:)``:
     /// its tokens from memory or a store thread); the answer is completed on this connection's loop after the
-    /// commit. A server key that must be read, a topic, condition or device-group send continue in a task through
-    /// ``handle(_:)``.
+    /// commit; a topic or condition send likewise. A server key that must be read and a device-group send continue
+    /// in a task through ``handle(_:)``.
     func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
         let head = request.head
         let key: Substring

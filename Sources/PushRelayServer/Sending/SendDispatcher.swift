@@ -9,9 +9,9 @@ import PushRelayStore
 /// hand time-to-live-0 copies to live streams, and give each target its message id. Routes parse and answer in their own wire format; everything
 /// between is here, once.
 ///
-/// Two ways in: ``dispatchOnLoop(_:project:on:completion:)`` for the event-loop path of a send to tokens (no task:
-/// the tokens from memory or a store thread, the answer completed on the loop after the commit), and
-/// ``dispatch(_:project:)`` for everything else (a task). Both run ``TokenSend`` and ``MessagePath``, so they answer
+/// Two ways in: ``dispatchOnLoop(_:project:on:completion:)`` for the event-loop path of a send to tokens, a topic
+/// or a condition (no task: the tokens from memory or a store thread, the answer completed on the loop after the
+/// commit), and ``dispatch(_:project:)`` for everything else (a task). Both run ``TokenSend`` and ``MessagePath``, so they answer
 /// alike.
 ///
 /// A class for the reason ``SendRoute`` is one: captured by each send's closures, it costs one reference count.
@@ -42,26 +42,20 @@ final class SendDispatcher: Sendable {
     /// Sends a validated request for `project`. Throws ``FCMError/invalidParameters(_:)`` for a condition that a
     /// device subscribed to none of its topics would satisfy, and the store's errors (`unavailable`, `closed`).
     func dispatch(_ send: FCMSendRequest, project: Project) async throws -> Outcome {
-        let senderID = SenderID(UInt64(project.senderID))
         switch send.addressing {
         case .tokens(let recipients):
             let tokenSend = TokenSend(recipients: recipients)
             try admitProject(send, project: project, count: tokenSend.lookups.count)
             return .tokens(try await sendToTokens(send, tokenSend, project: project))
-        case .topic(let topic):
-            try admitProject(send, project: project, count: 1)
-            return .topic(try await sendToTopic(send, target: .topic(topic.name), project: project, senderID: senderID))
-        case .condition(let condition):
-            // The fan-out looks only at the subscribers of the topics a condition names; a condition that a
-            // device without any of them satisfies (`!('a' in topics)`) would silently miss devices: refuse it.
-            guard !condition.matchesUnsubscribed else {
-                let error = FCMError.invalidParameters("the condition must require at least one topic")
-                metrics.sendRejected(error.code)
-                throw error
+        case .topic, .condition:
+            switch try topicStep(send, project: project) {
+            case .answer(let response):
+                return .topic(response)
+            case .store(let message):
+                let id = try await store.enqueueTopicMessage(message)
+                metrics.sendsAccepted()
+                return .topic(.messageID(id))
             }
-            try admitProject(send, project: project, count: 1)
-            return .topic(
-                try await sendToTopic(send, target: .condition(condition.text), project: project, senderID: senderID))
         case .deviceGroup(let key):
             return try await sendToDeviceGroup(send, key: key, project: project)
         }
@@ -70,15 +64,25 @@ final class SendDispatcher: Sendable {
     /// The event-loop path of a send to tokens: validates, looks the tokens up — in memory, or on a thread of the
     /// store's (``PushStore/resolveTokens(_:completion:)``) whose answer comes back to `eventLoop` —, commits
     /// through ``MessagePath`` and calls `completion` on `eventLoop` after the commit (or at once when nothing is to
-    /// be committed), without a task, and returns true. Returns false, having done nothing, for a topic, condition
-    /// or device-group send: the caller then uses ``dispatch(_:project:)``.
+    /// be committed), without a task, and returns true. A topic or condition send is committed the same way (its
+    /// row through ``PushStore/enqueueTopicMessage(_:completion:)``). Returns false, having done nothing, for a
+    /// device-group send: the caller then uses ``dispatch(_:project:)``.
     func dispatchOnLoop(
         _ send: FCMSendRequest,
         project: Project,
         on eventLoop: any EventLoop,
         completion: @escaping @Sendable (Result<Outcome, any Error>) -> Void
     ) -> Bool {
-        guard case .tokens(let recipients) = send.addressing else { return false }
+        let recipients: [FCMRecipient]
+        switch send.addressing {
+        case .tokens(let tokens):
+            recipients = tokens
+        case .topic, .condition:
+            dispatchTopicOnLoop(send, project: project, on: eventLoop, completion: completion)
+            return true
+        case .deviceGroup:
+            return false
+        }
         let tokenSend = TokenSend(recipients: recipients)
         do {
             try admitProject(send, project: project, count: tokenSend.lookups.count)
@@ -99,6 +103,37 @@ final class SendDispatcher: Sendable {
             }
         }
         return true
+    }
+
+    /// ``dispatchOnLoop(_:project:on:completion:)`` for a topic or condition send: its row committed through
+    /// ``PushStore/enqueueTopicMessage(_:completion:)``, the answer handed back to `eventLoop`.
+    private func dispatchTopicOnLoop(
+        _ send: FCMSendRequest,
+        project: Project,
+        on eventLoop: any EventLoop,
+        completion: @escaping @Sendable (Result<Outcome, any Error>) -> Void
+    ) {
+        let message: NewTopicMessage
+        do {
+            switch try topicStep(send, project: project) {
+            case .answer(let response):
+                completion(.success(.topic(response)))
+                return
+            case .store(let stored):
+                message = stored
+            }
+        } catch {
+            completion(.failure(error))
+            return
+        }
+        store.enqueueTopicMessage(message) { [self] result in
+            eventLoop.execute { [self] in
+                completion(result.map { id in
+                    metrics.sendsAccepted()
+                    return .topic(.messageID(id))
+                })
+            }
+        }
     }
 
     /// The rest of ``dispatchOnLoop(_:project:on:completion:)`` once the tokens' devices are known.
@@ -176,35 +211,53 @@ final class SendDispatcher: Sendable {
         return response
     }
 
-    private func sendToTopic(
-        _ send: FCMSendRequest,
-        target: NewTopicMessage.Target,
-        project: Project,
-        senderID: SenderID
-    ) async throws -> FCMTopicResponse {
+    /// What a topic or condition send comes to before the store: an answer already (a message error, a dry run,
+    /// the topic's rate exceeded) or the row to commit.
+    private enum TopicStep {
+        case answer(FCMTopicResponse)
+        case store(NewTopicMessage)
+    }
+
+    /// Validates a topic or condition send, counts it against `project_message_rate` and the topic's rate, and
+    /// builds its row. Throws ``FCMError/invalidParameters(_:)`` for a condition that a device subscribed to none of
+    /// its topics would satisfy — the fan-out looks only at the subscribers of the topics a condition names, so
+    /// `!('a' in topics)` would silently miss devices — and ``ProjectQuotaExceeded``.
+    private func topicStep(_ send: FCMSendRequest, project: Project) throws -> TopicStep {
+        let target: NewTopicMessage.Target
+        switch send.addressing {
+        case .topic(let topic):
+            target = .topic(topic.name)
+        case .condition(let condition):
+            guard !condition.matchesUnsubscribed else {
+                let error = FCMError.invalidParameters("the condition must require at least one topic")
+                metrics.sendRejected(error.code)
+                throw error
+            }
+            target = .condition(condition.text)
+        case .tokens, .deviceGroup:
+            preconditionFailure("a topic step for a send that is not to a topic or condition")
+        }
+        try admitProject(send, project: project, count: 1)
         if let error = send.messageError {
             metrics.sendRejected(error.code)
-            return .error(error)
+            return .answer(.error(error))
         }
         if send.dryRun {
-            return .dryRun
+            return .answer(.dryRun)
         }
         guard quotas.admit(topic: target, project: project.id) else {
             metrics.sendRejected(FCMError.topicsMessageRateExceeded.code)
-            return .error(.topicsMessageRateExceeded)
+            return .answer(.error(.topicsMessageRateExceeded))
         }
         // A topic message is expanded in the background; "now or never" cannot be kept for it. Accept it as FCM
         // does and deliver to nobody who is not connected by the time it expands: the smallest TTL.
         let ttl: Duration = send.timeToLive > 0 ? .seconds(send.timeToLive) : .seconds(1)
-        let envelope = Envelope(request: send, senderID: senderID)
+        let envelope = Envelope(request: send, senderID: SenderID(UInt64(project.senderID)))
         // `restricted_package_name` goes with the message: the expansion skips the subscribers of other apps (the
         // answer is the message id all the same, as FCM's).
-        let id = try await store.enqueueTopicMessage(
+        return .store(
             NewTopicMessage(
                 project: project.id, target: target, body: envelope.body, collapseKey: send.collapseKey, timeToLive: ttl,
-                restrictedPackageName: send.restrictedPackageName)
-        )
-        metrics.sendsAccepted()
-        return .messageID(id)
+                restrictedPackageName: send.restrictedPackageName))
     }
 }

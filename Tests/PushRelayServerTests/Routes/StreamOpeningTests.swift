@@ -76,6 +76,27 @@ struct StreamOpeningTests {
         await relay.close()
     }
 
+    @Test("with the cooperative pool blocked, a topic send and a condition send are committed and answered")
+    func topicSendsWithoutThePool() async throws {
+        let (relay, project, known) = try await Self.relayWithOneDevice()
+        // The first send puts the server key in memory.
+        _ = try await relay.messageID(#"{"to": "\#(known.token)", "data": {"n": "1"}}"#, key: project.serverKey)
+        let headers: HTTPFields = [.authorization: "key=\(project.serverKey)", .contentType: "application/json"]
+        for body in [
+            #"{"to": "/topics/news", "data": {"n": "2"}}"#,
+            #"{"condition": "'news' in topics && 'sport' in topics", "data": {"n": "3"}}"#,
+        ] {
+            let answer = Self.answerWithThePoolBlocked(relay, .post, "/fcm/send", headers, body: body)
+            #expect(answer?.status == 200)
+            #expect(answer?.text.contains(#""message_id":"#) == true, "\(String(describing: answer))")
+        }
+        // Refused on the loop as in a task: a condition every unsubscribed device would match.
+        let refused = Self.answerWithThePoolBlocked(
+            relay, .post, "/fcm/send", headers, body: #"{"condition": "!('news' in topics)", "data": {"n": "4"}}"#)
+        #expect(refused?.status == 400, "\(String(describing: refused))")
+        await relay.close()
+    }
+
     /// A relay with a project and a registered device. An hour between epoch checks: whatever is in memory stays
     /// usable, so what the tests find read from the store is what memory did not hold.
     private static func relayWithOneDevice() async throws -> (RelayHarness, ProjectCredentials, TestDevice) {
