@@ -134,9 +134,24 @@ extension PostgresStore {
 
     /// See ``PushStore/enqueueTopicMessage(_:)``.
     public func enqueueTopicMessage(_ message: NewTopicMessage) async throws -> MessageID {
-        let target = try message.storedTarget(compile: self.context.configuration.conditionCompiler)
+        try await withCheckedThrowingContinuation { continuation in
+            self.enqueueTopicMessage(message) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// See ``PushStore/enqueueTopicMessage(_:completion:)``: no task of the caller's; `completion` runs on the
+    /// writer's task after the commit (at once for a message refused before the store).
+    public func enqueueTopicMessage(
+        _ message: NewTopicMessage, completion: @escaping @Sendable (Result<MessageID, any Error>) -> Void
+    ) {
+        let target: NewTopicMessage.StoredTarget
+        do {
+            target = try message.storedTarget(compile: self.context.configuration.conditionCompiler)
+        } catch {
+            return completion(.failure(error))
+        }
         let context = self.context
-        return try await self.writer.write { write in
+        self.writer.write({ write in
             let floor = context.ids.withLockedValue { max(write.nowMicros, $0.last + 1) }
             guard try await !write.rows("SELECT 1 FROM projects WHERE id = \(message.project.rawValue)").isEmpty else {
                 throw StoreError.notFound("no project with id \(message.project)")
@@ -166,7 +181,7 @@ extension PostgresStore {
             )
             write.topicMessageAdded = true
             return MessageID(rawValue: id)
-        }
+        }, completion: completion)
     }
 
     private enum TokenLookup {

@@ -49,25 +49,34 @@ final class PostgresWriter: @unchecked Sendable {
     /// Runs `body` in its own transaction and returns its result once committed.
     func write<T: Sendable>(_ body: @escaping @Sendable (PostgresWriteContext) async throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let result = NIOLockedValueBox<T?>(nil)
-            let request = PostgresIsolatedRequest(
-                perform: { context in
-                    let value = try await body(context)
-                    result.withLockedValue { $0 = value }
-                },
-                complete: { error in
-                    if let error {
-                        continuation.resume(throwing: error)
-                    } else if let value = result.withLockedValue({ $0 }) {
-                        continuation.resume(returning: value)
-                    } else {
-                        continuation.resume(throwing: StoreError.unavailable("write produced no result"))
-                    }
+            self.write(body) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// ``write(_:)`` without a task of the caller's: `completion` gets the result once committed, on the writer's
+    /// task (at once when closed).
+    func write<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresWriteContext) async throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        let result = NIOLockedValueBox<T?>(nil)
+        let request = PostgresIsolatedRequest(
+            perform: { context in
+                let value = try await body(context)
+                result.withLockedValue { $0 = value }
+            },
+            complete: { error in
+                if let error {
+                    completion(.failure(error))
+                } else if let value = result.withLockedValue({ $0 }) {
+                    completion(.success(value))
+                } else {
+                    completion(.failure(StoreError.unavailable("write produced no result")))
                 }
-            )
-            if !self.queue.submit(.isolated(request)) {
-                continuation.resume(throwing: StoreError.closed)
             }
+        )
+        if !self.queue.submit(.isolated(request)) {
+            completion(.failure(StoreError.closed))
         }
     }
 
