@@ -130,6 +130,19 @@ final class AuthCache: Sendable {
         return entry.project
     }
 
+    /// The project of a cached OAuth2 access token, from memory only (``PushStore/cachedProject(accessToken:)``):
+    /// nil when the token is not cached, has expired by `nowMicros` (an access token always has an expiry), or the
+    /// epoch is due for a check.
+    func cachedProject(accessToken token: String, recheckInterval: Duration, nowMicros: Int64) -> Project? {
+        guard !self.epochCheckPending(interval: recheckInterval),
+            let entry = self.lookUp(token, in: { state, hash in state.accessTokens[hash] }),
+            let expiresAt = entry.validUntil, expiresAt > nowMicros
+        else {
+            return nil
+        }
+        return entry.project
+    }
+
     /// Every token's cached device, or nil when one is not cached or the epoch is due for a check
     /// (``PushStore/cachedDevices(tokens:)``).
     func cachedDevices(tokens: [String], recheckInterval: Duration) -> [Device]? {

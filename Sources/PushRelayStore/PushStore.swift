@@ -187,6 +187,11 @@ public protocol PushStore: Sendable {
     /// ``authenticateServerKey(_:)``). Never does I/O and never waits: the event-loop send path calls it.
     func cachedProject(serverKey key: String) -> Project?
 
+    /// The project of this OAuth2 access token (FCM HTTP v1) when the answer is in memory and current, else nil
+    /// (then ask ``authenticateAccessToken(_:)``). Never does I/O and never waits: the event-loop v1 send path calls
+    /// it.
+    func cachedProject(accessToken token: String) -> Project?
+
     /// The devices of these tokens, in order, when every one of them is in memory; else nil (then ask
     /// ``resolveTokens(_:)``). Never does I/O and never waits.
     func cachedDevices(tokens: [String]) -> [Device]?
@@ -311,6 +316,9 @@ extension PushStore {
 
     /// Nothing in memory: every send takes the async path.
     public func cachedProject(serverKey key: String) -> Project? { nil }
+
+    /// Nothing in memory: every v1 send takes the async path.
+    public func cachedProject(accessToken token: String) -> Project? { nil }
 
     /// No write-ahead log in the node's files.
     public var walPages: Int? { nil }

@@ -9,6 +9,13 @@ extension SQLiteStore {
             nowMicros: self.context.nowMicros)
     }
 
+    /// See ``PushStore/cachedProject(accessToken:)``.
+    public func cachedProject(accessToken token: String) -> Project? {
+        self.context.authCache.cachedProject(
+            accessToken: token, recheckInterval: self.context.configuration.authRecheckInterval,
+            nowMicros: self.context.nowMicros)
+    }
+
     /// See ``PushStore/cachedDevices(tokens:)``.
     public func cachedDevices(tokens: [String]) -> [Device]? {
         self.context.authCache.cachedDevices(tokens: tokens, recheckInterval: self.context.configuration.authRecheckInterval)

@@ -50,6 +50,36 @@ import Testing
         }
     }
 
+    /// PostgreSQL caches access tokens like server keys, so a revocation on one node must reach the others: it bumps
+    /// the auth epoch and notifies them. (Without that, another node would go on accepting the revoked key's tokens
+    /// from its cache until they expired.)
+    @Test("PostgreSQL: a key revoked on one node refuses its tokens on another that had them in memory")
+    func revocationReachesOtherNodes() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withStore(.postgres, in: directory) { first in
+                // An hour between epoch checks: what it holds stays usable, and only the notification can tell it.
+                var options = StoreOptions()
+                options.authRecheckInterval = .seconds(3600)
+                let second = try #require(try await openStore(.postgres, in: directory, options: options) as? PostgresStore)
+                _ = try await first.createProject(name: "shop")
+                let key = try await first.addServiceAccountKey(
+                    project: "shop", keyID: "k1", clientEmail: "a@shop", publicKeyPEM: "PEM1")
+                try await first.issueAccessToken("token-1", key: key, expiresAt: Date().addingTimeInterval(3600))
+                #expect(try await second.authenticateAccessToken("token-1")?.name == "shop")
+                #expect(second.cachedProject(accessToken: "token-1")?.name == "shop", "held in the second node's memory")
+                #expect(try await first.revokeServiceAccountKey(project: "shop", keyID: "k1"))
+                var refused = false
+                for _ in 0..<100 where !refused {
+                    refused = try await second.authenticateAccessToken("token-1") == nil
+                    if !refused { try await Task.sleep(for: .milliseconds(50)) }
+                }
+                #expect(refused, "the second node still accepted the revoked key's token after 5 s")
+                #expect(second.cachedProject(accessToken: "token-1") == nil)
+                await second.close()
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aVersion1DatabaseIsMigrated(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
             try await withStore(kind, in: directory) { store in

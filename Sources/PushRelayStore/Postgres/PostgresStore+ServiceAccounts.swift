@@ -69,6 +69,7 @@ extension PostgresStore {
             )
             guard !revoked.isEmpty else { return false }
             try await write.run("DELETE FROM access_tokens WHERE key_id = \(keyID)")
+            write.authChanged = true  // every node's cached access tokens of the key go
             return true
         }
     }
@@ -92,23 +93,42 @@ extension PostgresStore {
         }
     }
 
-    /// See ``PushStore/authenticateAccessToken(_:)``.
+    /// See ``PushStore/authenticateAccessToken(_:)``. Cached like server keys (``AuthCache``): a revocation or a
+    /// project deletion bumps the auth epoch and tells every node (`NOTIFY`).
     public func authenticateAccessToken(_ token: String) async throws -> Project? {
         let hash = KeyHash(of: token)
+        let now = self.context.nowMicros
+        try await self.refreshAuthCacheIfDue()
+        let cache = self.context.authCache
+        if let entry = cache.accessToken(hash) {
+            return entry.validUntil.map { $0 > now } ?? false ? entry.project : nil
+        }
+        let generation = cache.generation
         let rows = try await self.rows(
             """
-            SELECT p.id, p.name, p.sender_id, p.created_at, t.token_hash
+            SELECT p.id, p.name, p.sender_id, p.created_at, t.token_hash, t.expires_at
             FROM access_tokens t JOIN projects p ON p.id = t.project_id
-            WHERE t.token_hash = \(ByteBuffer(bytes: hash.bytes)) AND t.expires_at > \(self.context.nowMicros)
+            WHERE t.token_hash = \(ByteBuffer(bytes: hash.bytes))
             """
         )
         guard let row = rows.first else { return nil }
+        let entry: AuthCache.ServerKeyEntry
         do {
-            let (_, _, _, _, stored) = try row.decode((Int64, String, Int64, Int64, ByteBuffer).self)
-            return hash.matches(Array(stored.readableBytesView)) ? try Self.project(row) : nil
+            let (_, _, _, _, stored, expiresAt) = try row.decode((Int64, String, Int64, Int64, ByteBuffer, Int64).self)
+            guard hash.matches(Array(stored.readableBytesView)) else { return nil }
+            entry = AuthCache.ServerKeyEntry(project: try Self.project(row), validUntil: expiresAt)
         } catch {
             throw PostgresStoreContext.storeError(error)
         }
+        cache.insertAccessToken(hash, entry, generation: generation)
+        return entry.validUntil.map { $0 > now } ?? false ? entry.project : nil
+    }
+
+    /// See ``PushStore/cachedProject(accessToken:)``: from this node's cache, as ``cachedProject(serverKey:)``.
+    public func cachedProject(accessToken token: String) -> Project? {
+        self.context.authCache.cachedProject(
+            accessToken: token, recheckInterval: self.context.configuration.authRecheckInterval,
+            nowMicros: self.context.nowMicros)
     }
 
     /// A key from columns 0…5 (key_id, project_id, client_email, public_key, created_at, revoked_at).
