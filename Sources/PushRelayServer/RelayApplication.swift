@@ -171,7 +171,7 @@ public final class RelayApplication: Sendable {
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
             router.add(
                 method, "/v1/projects/{path*}", maxBodyBytes: options.maxSendBodyBytes, gate: v1.gate,
-                errors: RouteErrors.v1, .collected(v1.handle))
+                errors: RouteErrors.v1, .promised(v1.handle))
             router.add(
                 method, "/v1/projects", maxBodyBytes: options.maxSendBodyBytes, errors: RouteErrors.v1,
                 .collected(v1.handle))

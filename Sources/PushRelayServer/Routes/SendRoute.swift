@@ -56,7 +56,7 @@ final class SendRoute: Sendable {
             key = found
         }
         // The gate found the key in memory a moment ago (the body was read since): one SHA-256 per send, not two.
-        guard let project = (request.admission as? Admitted)?.project ?? store.cachedProject(serverKey: String(key))
+        guard let project = (request.admission as? AdmittedProject)?.project ?? store.cachedProject(serverKey: String(key))
         else {
             promise.completeWithTask { try await self.handle(request) }
             return
@@ -95,7 +95,7 @@ final class SendRoute: Sendable {
         case .answer(let response): return .deny(response)
         case .key(let found): key = found
         }
-        if let project = store.cachedProject(serverKey: String(key)) { return .admit(Admitted(project: project)) }
+        if let project = store.cachedProject(serverKey: String(key)) { return .admit(AdmittedProject(project: project)) }
         let encoding = Self.encoding(of: head)
         let store = self.store, metrics = self.metrics, candidate = String(key)
         return .verify {
@@ -192,15 +192,6 @@ final class SendRoute: Sendable {
             return .answer(Self.answer(FCMHTTPAnswer(error: .missingAuthentication, encoding: Self.encoding(of: head))))
         }
         return .key(key)
-    }
-
-    /// The project the gate found for the request's key, handed to the handler.
-    private final class Admitted: Sendable {
-        let project: Project
-
-        init(project: Project) {
-            self.project = project
-        }
     }
 
     /// A body that is not a valid send: its answer.

@@ -41,6 +41,9 @@ struct V1ProjectRoutes: Sendable {
         guard let header = head.headerFields.onlyValue(for: .authorization),
             let token = AuthorizationHeader.bearer(header)
         else { return .deny(unauthenticated()) }
+        if let project = store.cachedProject(accessToken: String(token)) {
+            return .admit(AdmittedProject(project: project))
+        }
         let store = self.store, candidate = String(token), routes = self
         return .verify {
             // As the legacy route's gate: a store error is the handler's to answer (UNAVAILABLE), not a 401.
@@ -53,12 +56,45 @@ struct V1ProjectRoutes: Sendable {
         }
     }
 
-    /// The one handler of `/v1/projects/{path*}`, all methods.
-    func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
-        let rest = request.pathParameters["path"] ?? ""
-        let segments = rest.split(separator: "/", omittingEmptySubsequences: false).map {
-            String($0).removingPercentEncoding ?? String($0)
+    /// The event-loop path of `/v1/projects/{path*}` (a `.promised` route): a `messages:send` whose access token's
+    /// project is in memory (from the gate, or the cache) is parsed, mapped onto the legacy request, committed and
+    /// answered without a task (``SendDispatcher/dispatchOnLoop(_:project:on:completion:)``: the tokens from memory
+    /// or a store thread, the answer on this connection's loop after the commit), as the legacy route's sends are.
+    /// Anything else — another path, a token that must be read, a device-group send — continues in a task through
+    /// ``handle(_:)``, which answers alike.
+    func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
+        guard request.head.method == .post, let projectID = Self.sendProjectID(request),
+            let project = (request.admission as? AdmittedProject)?.project ?? cachedProject(request)
+        else {
+            promise.completeWithTask { try await self.handle(request) }
+            return
         }
+        guard Self.project(project, isNamed: projectID) else {
+            promise.succeed(permissionDenied(projectID))
+            return
+        }
+        if readiness?.current == .draining {
+            promise.succeed(unavailable(nil))
+            return
+        }
+        let send: FCMSendRequest
+        do {
+            send = try parse(body)
+        } catch {
+            promise.succeed(error.answer)
+            return
+        }
+        let onLoop = dispatcher.dispatchOnLoop(send, project: project, on: promise.eventLoop) { [self] result in
+            do { promise.succeed(try answer(result, projectID)) } catch { promise.fail(error) }
+        }
+        if !onLoop {
+            promise.completeWithTask { try await self.dispatch(send, project, projectID) }
+        }
+    }
+
+    /// The one handler of `/v1/projects/{path*}`, all methods, in a task.
+    func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+        let segments = Self.segments(request)
         let method = request.head.method
         guard segments.count >= 2, !segments[0].isEmpty else { return unimplemented(request) }
         let projectID = segments[0]
@@ -76,6 +112,39 @@ struct V1ProjectRoutes: Sendable {
         default:
             return unimplemented(request)
         }
+    }
+
+    /// The path below `/v1/projects/`, split at `/`, each segment percent-decoded.
+    private static func segments(_ request: HTTPServerRequest) -> [String] {
+        let rest = request.pathParameters["path"] ?? ""
+        return rest.split(separator: "/", omittingEmptySubsequences: false).map {
+            String($0).removingPercentEncoding ?? String($0)
+        }
+    }
+
+    /// The `{project_id}` of a `…/{project_id}/messages:send` path, else nil.
+    private static func sendProjectID(_ request: HTTPServerRequest) -> String? {
+        let segments = segments(request)
+        guard segments.count == 2, !segments[0].isEmpty, segments[1] == "messages:send" else { return nil }
+        return segments[0]
+    }
+
+    /// The project of the request's bearer token when memory holds it, else nil.
+    private func cachedProject(_ request: HTTPServerRequest) -> Project? {
+        guard let header = request.head.headerFields.onlyValue(for: .authorization),
+            let token = AuthorizationHeader.bearer(header)
+        else { return nil }
+        return store.cachedProject(accessToken: String(token))
+    }
+
+    /// Whether `{project_id}` names `project`: its name or its sender id (Google accepts the id or the number).
+    private static func project(_ project: Project, isNamed projectID: String) -> Bool {
+        projectID == project.name || projectID == String(project.senderID)
+    }
+
+    private func permissionDenied(_ projectID: String) -> HTTPServerResponse {
+        metrics.sendsRejected(error: "PERMISSION_DENIED")
+        return Self.answer(.permissionDenied(project: projectID))
     }
 
     private func unimplemented(_ request: HTTPServerRequest) -> HTTPServerResponse {
@@ -98,10 +167,7 @@ struct V1ProjectRoutes: Sendable {
             return unavailable(error)
         }
         guard let project else { return unauthenticated() }
-        guard projectID == project.name || projectID == String(project.senderID) else {
-            metrics.sendsRejected(error: "PERMISSION_DENIED")
-            return Self.answer(.permissionDenied(project: projectID))
-        }
+        guard Self.project(project, isNamed: projectID) else { return permissionDenied(projectID) }
         return try await body(project)
     }
 
@@ -112,15 +178,50 @@ struct V1ProjectRoutes: Sendable {
         let body = try await request.body.collect(upTo: maxBodyBytes)
         let send: FCMSendRequest
         do {
+            send = try parse(body)
+        } catch {
+            return error.answer
+        }
+        return try await dispatch(send, project, projectID)
+    }
+
+    /// A body that is not a valid v1 message: its answer.
+    private struct Refused: Error {
+        let answer: HTTPServerResponse
+    }
+
+    /// The v1 message in the body, mapped onto the legacy request, or its refusal (counted).
+    private func parse(_ body: ByteBuffer) throws(Refused) -> FCMSendRequest {
+        do {
             let message = try FCMv1Message.parse(json: Array(body.readableBytesView))
-            send = try message.legacyRequest(nowSeconds: Int64(Date().timeIntervalSince1970))
+            return try message.legacyRequest(nowSeconds: Int64(Date().timeIntervalSince1970))
         } catch {
             metrics.sendsRejected(error: error.metricName)
-            return Self.answer(error)
+            throw Refused(answer: Self.answer(error))
         }
+    }
+
+    /// The task path of a parsed send: the dispatcher's answer, as ``answer(_:_:)`` renders it.
+    private func dispatch(_ send: FCMSendRequest, _ project: Project, _ projectID: String) async throws
+        -> HTTPServerResponse
+    {
+        let outcome: Result<SendDispatcher.Outcome, any Error>
+        do {
+            outcome = .success(try await dispatcher.dispatch(send, project: project))
+        } catch {
+            outcome = .failure(error)
+        }
+        return try answer(outcome, projectID)
+    }
+
+    /// The v1 answer of a dispatched send: `{"name": "projects/{project_id}/messages/{id}"}`, or the
+    /// `google.rpc.Status` of its error; rethrows what is neither the client's nor the store's (a 500).
+    private func answer(_ outcome: Result<SendDispatcher.Outcome, any Error>, _ projectID: String) throws
+        -> HTTPServerResponse
+    {
         let result: FCMSendResponse.Result
         do {
-            switch try await dispatcher.dispatch(send, project: project) {
+            switch try outcome.get() {
             case .tokens(let response): result = response.results.first ?? .error(.internalServerError)
             case .topic(.messageID(let id)): result = .messageID(id, canonicalRegistrationID: nil)
             case .topic(.dryRun): result = .dryRun

@@ -11,7 +11,7 @@ import Testing
 /// pool blocked, a stream still opens — its device and project read from the store, its `Last-Event-ID`
 /// acknowledged, its backlog read and written. (As an async route it needed the pool for the route and again for the
 /// backlog: a reconnection storm after a restart paid both hops per device.) So do an acknowledgement whose secret
-/// and a send whose token must be read from the store.
+/// and a send whose token must be read from the store, topic and condition sends, and FCM HTTP v1 sends.
 // Serialized: two of these tests blocking the pool at once would wait for each other's threads.
 @Suite("Routes: streams open, acknowledgements and sends are answered, on the event loop when the store must be read", .serialized)
 struct StreamOpeningTests {
@@ -94,6 +94,35 @@ struct StreamOpeningTests {
         let refused = Self.answerWithThePoolBlocked(
             relay, .post, "/fcm/send", headers, body: #"{"condition": "!('news' in topics)", "data": {"n": "4"}}"#)
         #expect(refused?.status == 400, "\(String(describing: refused))")
+        await relay.close()
+    }
+
+    @Test("with the cooperative pool blocked, an FCM HTTP v1 send is committed and answered")
+    func v1SendsWithoutThePool() async throws {
+        let (relay, project, known) = try await Self.relayWithOneDevice()
+        let other = try await relay.registerDevice(project)
+        let key = try await relay.store.addServiceAccountKey(
+            project: project.project.name, keyID: "loop-test", clientEmail: "sender@shop.iam.test",
+            publicKeyPEM: "-----BEGIN PUBLIC KEY-----\nunused by this test\n-----END PUBLIC KEY-----\n")
+        try await relay.store.issueAccessToken("loop-test-token", key: key, expiresAt: Date().addingTimeInterval(3600))
+        let headers: HTTPFields = [.authorization: "Bearer loop-test-token", .contentType: "application/json"]
+        let path = "/v1/projects/\(project.project.name)/messages:send"
+        // The first send puts the access token in memory; the other device's token is not.
+        let first = try await relay.request(
+            .post, path, headers: headers, body: #"{"message": {"token": "\#(known.token)", "data": {"n": "1"}}}"#)
+        #expect(first.status == 200, "\(first.text)")
+        #expect(relay.store.cachedDevices(tokens: [other.token]) == nil)
+        let answer = Self.answerWithThePoolBlocked(
+            relay, .post, path, headers, body: #"{"message": {"token": "\#(other.token)", "data": {"n": "2"}}}"#)
+        #expect(answer?.status == 200)
+        #expect(answer?.text.contains(#""name":"projects/\#(project.project.name)/messages/"#) == true, "\(String(describing: answer))")
+        let found = try #require(try await relay.store.resolveTokens([other.token]).first ?? nil)
+        #expect(try await relay.store.pendingMessages(for: found.id, after: nil, limit: 10).count == 1)
+        // Another project's name in the path: refused on the loop as in a task.
+        let denied = Self.answerWithThePoolBlocked(
+            relay, .post, "/v1/projects/elsewhere/messages:send", headers,
+            body: #"{"message": {"token": "\#(other.token)", "data": {"n": "3"}}}"#)
+        #expect(denied?.status == 403, "\(String(describing: denied))")
         await relay.close()
     }
 
