@@ -11,6 +11,7 @@
 #
 #   Benchmarks/v1-send.sh                                   # defaults: -n 200000 -c 8 -m 32 -t 1
 #   H2LOAD_FLAGS="-n 50000 -c 8 -m 32 -t 1" Benchmarks/v1-send.sh
+#   H2LOAD_FLAGS="-n 30000 -c 8 -m 1 -t 1 --h1" Benchmarks/v1-send.sh    # real senders' shape: HTTP/1.1, one at a time
 #   PUSHRELAY_BIN=.build-release/release/pushrelay Benchmarks/v1-send.sh   # skip the build
 #
 # Needs nghttp2-client and python3 google-auth (scripts/setup.sh --test). Builds the release binary first.
@@ -62,11 +63,13 @@ setup_project() { # data dir
 
 source Benchmarks/lib/h2load-checked.sh
 
-# Runs h2load over h2c; prints "rate cpu_us_per_send"; stops the script on any failed or non-2xx answer.
+# Runs h2load over h2c (HTTP/1.1 with --h1 in the flags); prints "rate cpu_us_per_send"; stops the script on any failed or non-2xx answer.
 measure() { # h2load args...
   local before after out
   before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-  out=$(h2load_checked h2c $flags "$@") || exit 1
+  local protocol=h2c
+  case " $flags " in *" --h1 "*) protocol=http/1.1 ;; esac
+  out=$(h2load_checked "$protocol" $flags "$@") || exit 1
   after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   local r
   r=$(echo "$out" | sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p')
