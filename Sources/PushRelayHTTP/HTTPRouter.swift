@@ -273,7 +273,7 @@ public struct HTTPRouter: HTTPServerResponder {
         if let methods = root.exact[path] { return Self.select(methods, method, [:]) }
         var parameters: [String: String] = [:]
         var node = root
-        var remaining = path.split(separator: "/", omittingEmptySubsequences: true)[...]
+        var remaining = PathSegments.split(path, omittingEmpty: true)[...]
         while let segment = remaining.first {
             if let child = node.children[segment] {
                 node = child
