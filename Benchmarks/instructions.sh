@@ -8,6 +8,7 @@
 #   TOP=40 Benchmarks/instructions.sh               # functions listed by instructions per send (default 25)
 #   STREAM=1 Benchmarks/instructions.sh             # the device holds a stream: each send is also delivered
 #   SHAPE=h2 Benchmarks/instructions.sh             # h2load -c 16 -m 32 over HTTP/2 (h2c) instead of -c 1 -m 1 --h1
+#   API=v1 Benchmarks/instructions.sh               # the same send through FCM HTTP v1 (messages:send, Bearer token)
 #
 # The daemon runs under `valgrind --tool=callgrind` (every thread, one count) on loopback with a fresh data directory.
 # One device is registered; then `h2load -n COUNT -c 1 -m 1 --h1` POSTs COUNT single-token sends (the seed scenario's
@@ -22,6 +23,9 @@
 # time, so the groups are not the sizes of a real run; compare builds with each other, not with SHAPE=h1.)
 # With STREAM=1 the device holds `GET /v1/stream` (curl -N) throughout, so every send is also written to it as an
 # event (checked: every message id arrives); the difference from a run without it is the cost of a delivery.
+# With API=v1 the sends are the same message through FCM HTTP v1 (`/v1/projects/bench/messages:send` with an access
+# token that Python google-auth obtained from the daemon's `/token`, as in v1-send.sh); the token's issue is in both
+# runs, so it cancels out like the registration.
 # The daemon runs with `auth_recheck_interval = 1h` (through the environment, which older binaries ignore): callgrind
 # slows it ~50x, so the default 250 ms recheck of the credentials epoch came every few milliseconds of real-speed work,
 # and each time every send already in flight (SHAPE=h2: hundreds) took the database path for its server key (a task,
@@ -44,6 +48,8 @@ case $shape in
   h2) load=(h2c -c 16 -m 32) ;;
   *) echo "SHAPE must be h1 or h2, not '$shape'" >&2; exit 2 ;;
 esac
+api=${API:-legacy}
+case $api in legacy | v1) ;; *) echo "API must be legacy or v1, not '$api'" >&2; exit 2 ;; esac
 [ "$sends" -gt "$base" ] || { echo "SENDS ($sends) must be greater than BASE ($base)" >&2; exit 2; }
 
 for tool in valgrind h2load curl python3 cc strip; do
@@ -105,15 +111,26 @@ measure() { # count
     seed_open_stream "$port" "$work/stream-$count.txt" || exit 1  # measure runs in $(...): no errexit there
     listener=$SEED_LISTENER
   fi
-  seed_send_body "$work/send.json"
+  local url authorization expected
+  if [ "$api" = v1 ]; then
+    seed_v1_access_token "$work/pushrelay" "$dir" "$port" "$work"
+    seed_v1_send_body "$work/send.json"
+    url="http://127.0.0.1:$port/v1/projects/$SEED_PROJECT/messages:send"
+    authorization="Bearer $SEED_ACCESS_TOKEN"
+    expected='"name":"projects/'
+  else
+    seed_send_body "$work/send.json"
+    url="http://127.0.0.1:$port/fcm/send"
+    authorization="key=$SEED_SERVER_KEY"
+    expected='"success":1'
+  fi
   local answer
-  answer=$(curl -sf --max-time 60 -H "Authorization: key=$SEED_SERVER_KEY" -H 'Content-Type: application/json' \
-    -d @"$work/send.json" "http://127.0.0.1:$port/fcm/send")
-  case $answer in *'"success":1'*) ;; *) echo "the check send answered: $answer" >&2; exit 1 ;; esac
+  answer=$(curl -sf --max-time 60 -H "Authorization: $authorization" -H 'Content-Type: application/json' \
+    -d @"$work/send.json" "$url")
+  case $answer in *"$expected"*) ;; *) echo "the check send answered: $answer" >&2; exit 1 ;; esac
   # count - 1 more sends: with the check above, COUNT sends in all.
   h2load_checked "${load[0]}" -n $((count - 1)) "${load[@]:1}" -t 1 -d "$work/send.json" \
-    -H 'Content-Type: application/json' -H "Authorization: key=$SEED_SERVER_KEY" \
-    "http://127.0.0.1:$port/fcm/send" > "$work/h2load-$count.txt"
+    -H 'Content-Type: application/json' -H "Authorization: $authorization" "$url" > "$work/h2load-$count.txt"
   if [ -n "$listener" ]; then
     seed_wait_delivered "$work/stream-$count.txt" "$count" 120 || exit 1
     kill "$listener" 2> /dev/null || true
@@ -134,12 +151,12 @@ i_sends=$(measure "$sends")
 callgrind_annotate --threshold=100 "$work/callgrind.$base" > "$work/annotate.$base" 2> /dev/null || true
 callgrind_annotate --threshold=100 "$work/callgrind.$sends" > "$work/annotate.$sends" 2> /dev/null || true
 python3 - "$sends" "$base" "$i_sends" "$i_base" "$bin" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" \
-  "$work/annotate.$sends" "$work/annotate.$base" "${TOP:-25}" "$work/" "${STREAM:-0}" "${load[*]:1}" << 'PY' |
+  "$work/annotate.$sends" "$work/annotate.$base" "${TOP:-25}" "$work/" "${STREAM:-0}" "${load[*]:1}" "$api" << 'PY' |
 import re, sys
 sends, base, i_sends, i_base = map(int, sys.argv[1:5])
 print(f"binary {sys.argv[5]}")
 print(f"daemon instructions: {i_base:,} with {base:,} sends, {i_sends:,} with {sends:,} sends "
-      f"(h2load {sys.argv[13]}, single-token /fcm/send, one "
+      f"(h2load {sys.argv[13]}, single-token {'/fcm/send' if sys.argv[14] == 'legacy' else 'v1 messages:send'}, one "
       f"{'streaming device: every send delivered' if sys.argv[12] == '1' else 'offline device'})")
 per = (i_sends - i_base) / (sends - base)
 print(f"instructions per send: {per:,.0f}   "

@@ -45,7 +45,7 @@ public struct FCMv1Message: Sendable, Hashable {
         } catch {
             throw FCMv1Error.invalidPayload("Invalid JSON payload received. \(error.message)", field: "")
         }
-        guard case .object(let request) = try FCMv1Schema.request.check(root, at: "") else {
+        guard case .object(let request) = try FCMv1Schema.request.check(root, at: { "" }) else {
             throw FCMv1Error.invalidPayload("Invalid JSON payload received. The body must be an object.", field: "")
         }
         guard let message = request["message"]?.objectValue else {

@@ -78,19 +78,22 @@ indirect enum FCMv1Schema: Sendable {
     }
 
     /// Checks `value` at `path` and returns it with message field names in snake_case; `null` fields are dropped.
-    func check(_ value: JSONValue, at path: String) throws(FCMv1Error) -> JSONValue {
+    /// The path is made only for an error's text: building each field's on the way cost a valid send thousands of
+    /// instructions.
+    func check(_ value: JSONValue, at path: () -> String) throws(FCMv1Error) -> JSONValue {
         switch self {
         case .string:
-            guard case .string = value else { throw Self.invalidValue(path, self, value) }
+            guard case .string = value else { throw Self.invalidValue(path(), self, value) }
             return value
         case .bool:
-            guard case .bool = value else { throw Self.invalidValue(path, self, value) }
+            guard case .bool = value else { throw Self.invalidValue(path(), self, value) }
             return value
         case .integer:
-            guard value.int64Value != nil else { throw Self.invalidValue(path, self, value) }
+            guard value.int64Value != nil else { throw Self.invalidValue(path(), self, value) }
             return value
         case .duration:
             guard case .string(let text) = value, Self.durationSeconds(text) != nil else {
+                let path = path()
                 throw FCMv1Error.invalidPayload(
                     "Invalid value at '\(path)' (type.googleapis.com/google.protobuf.Duration), Field '\(path.lastField)', "
                         + "Illegal duration format; duration must end with 's'",
@@ -98,29 +101,30 @@ indirect enum FCMv1Schema: Sendable {
             }
             return value
         case .enumeration(let names):
-            guard case .string(let name) = value, names.contains(name) else { throw Self.invalidValue(path, self, value) }
+            guard case .string(let name) = value, names.contains(name) else { throw Self.invalidValue(path(), self, value) }
             return value
         case .stringMap:
-            guard case .object(let object) = value else { throw Self.invalidValue(path, self, value) }
+            guard case .object(let object) = value else { throw Self.invalidValue(path(), self, value) }
             for (index, member) in object.entries.enumerated() {
                 guard case .string = member.value else {
-                    throw Self.invalidValue("\(path)[\(index)].value", self, member.value)
+                    throw Self.invalidValue("\(path())[\(index)].value", self, member.value)
                 }
             }
             return value
         case .stringArray:
-            guard case .array(let elements) = value else { throw Self.invalidValue(path, self, value) }
+            guard case .array(let elements) = value else { throw Self.invalidValue(path(), self, value) }
             for (index, element) in elements.enumerated() {
-                guard case .string = element else { throw Self.invalidValue("\(path)[\(index)]", self, element) }
+                guard case .string = element else { throw Self.invalidValue("\(path())[\(index)]", self, element) }
             }
             return value
         case .anyObject:
-            guard case .object = value else { throw Self.invalidValue(path, self, value) }
+            guard case .object = value else { throw Self.invalidValue(path(), self, value) }
             return value
         case .anyValue:
             return value
         case .message(let fields):
             guard case .object(let object) = value else {
+                let path = path()
                 throw FCMv1Error.invalidPayload(
                     "Invalid JSON payload received. Expected an object at '\(path)', got \(value.serializedString().prefix(64)).",
                     field: path)
@@ -130,15 +134,20 @@ indirect enum FCMv1Schema: Sendable {
             for member in object.entries {
                 let name = Self.snakeCase(member.key)
                 guard let schema = fields[name] else {
+                    let path = path()
                     let at = path.isEmpty ? "" : " at '\(path)'"
                     throw FCMv1Error.invalidPayload(
                         "Invalid JSON payload received. Unknown name \"\(member.key)\"\(at): Cannot find field.",
                         field: path)
                 }
                 if case .null = member.value { continue }
-                let fieldPath = path.isEmpty ? name : "\(path).\(name)"
+                func fieldPath() -> String {
+                    let path = path()
+                    return path.isEmpty ? name : "\(path).\(name)"
+                }
                 // One field given twice, as `collapse_key` and `collapseKey`: refused as proto3 JSON refuses it.
                 guard checked[name] == nil else {
+                    let fieldPath = fieldPath()
                     throw FCMv1Error.invalidPayload(
                         "Invalid JSON payload received. Duplicate field \"\(member.key)\" at '\(fieldPath)'.", field: fieldPath)
                 }
