@@ -46,7 +46,7 @@ sources_config() {
 # -sanitize=fuzzer,address in its own scratch directory (the first build takes several minutes).
 build_http2() {
     # shellcheck disable=SC2046
-    if stale .build-fuzz/http2 $(find Sources/PushRelayHTTP Fuzz/HTTP2 -name '*.swift') Package.swift "$0"; then
+    if stale .build-fuzz/http2 $(find Sources/PushRelayHTTP Sources/PushRelayWire Fuzz/HTTP2 -name '*.swift') Package.swift "$0"; then
         echo "building fuzz binary http2 (SwiftPM, every module instrumented)" >&2
         local spm=(--product FuzzHTTP2 --scratch-path .build-fuzz/spm -Xswiftc -sanitize=fuzzer,address)
         if ! PUSHRELAY_FUZZ_HTTP2=1 swift build "${spm[@]}" >.build-fuzz/http2.build.log 2>&1; then

@@ -21,6 +21,13 @@ let fuzzRouter: HTTPRouter = {
             writer.finish()
         })
     })
+    // Captures: the trie walk splits the path into segments and decodes them (a single capture) or joins the rest.
+    router.add(.get, "/items/{id}", .immediate { request, _ in
+        HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: request.pathParameters["id"] ?? "")))
+    })
+    router.add(.post, "/v1/projects/{path*}", maxBodyBytes: 4096, .immediate { request, _ in
+        HTTPServerResponse(status: .ok, body: .bytes(ByteBuffer(string: request.pathParameters["path"] ?? "")))
+    })
     return router
 }()
 
