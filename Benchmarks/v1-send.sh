@@ -62,6 +62,7 @@ setup_project() { # data dir
 }
 
 source Benchmarks/lib/h2load-checked.sh
+source Benchmarks/lib/seed-device.sh
 
 # Runs h2load over h2c (HTTP/1.1 with --h1 in the flags); prints "rate cpu_us_per_send"; stops the script on any failed or non-2xx answer.
 measure() { # h2load args...
@@ -94,25 +95,10 @@ stop
 # v1: the token obtained once with google-auth.
 start "$work/v1"
 read -r _ token < <(setup_project "$work/v1")
-"$bin" project service-account shop --data-dir "$work/v1" --public-url "http://127.0.0.1:$port" --out "$work/sa.json" >/dev/null
-access=$(python3 - "$work/sa.json" <<'PY'
-import sys
-from google.oauth2 import service_account
-from google.auth.transport.requests import Request
-c = service_account.Credentials.from_service_account_file(sys.argv[1],
-    scopes=["https://www.googleapis.com/auth/firebase.messaging"])
-c.refresh(Request())
-print(c.token)
-PY
-)
-python3 - "$token" > "$work/v1.json" <<'PY'
-import json, sys
-order = json.dumps({"infoReason": "Status de pedido", "orderID": 3, "userEmail": "matilde@siecola.com.br",
-                    "newOrderStatus": "Novo pedido"})
-print(json.dumps({"message": {"token": sys.argv[1],
-    "notification": {"title": "Provedor de Mensagens", "body": "Status do pedido"}, "data": {"orderInfo": order},
-    "apns": {"headers": {"apns-priority": "10"}, "payload": {"aps": {"content-available": 1}}}}}))
-PY
+SEED_PROJECT=shop SEED_TOKEN=$token
+seed_v1_access_token "$bin" "$work/v1" "$port" "$work"
+access=$SEED_ACCESS_TOKEN
+seed_v1_send_body "$work/v1.json"
 v1=$(measure -d "$work/v1.json" -H 'Content-Type: application/json' -H "Authorization: Bearer $access" \
   "http://127.0.0.1:$port/v1/projects/shop/messages:send")
 stop

@@ -205,6 +205,25 @@ final class AuthCache: Sendable {
         self.state.withLockedValue { $0.accessTokens[hash] }
     }
 
+    /// The project of an access token (``PushStore/authenticateAccessToken(_:)``): its entry from memory, else from
+    /// `read` (the store's row, nil for none), which is then kept under the generation taken before the read; nil
+    /// also once the token has expired by `nowMicros`. Both engines' look-up.
+    func accessTokenProject(
+        _ hash: KeyHash, nowMicros: Int64, read: () async throws -> ServerKeyEntry?
+    ) async throws -> Project? {
+        let entry: ServerKeyEntry
+        if let cached = self.accessToken(hash) {
+            entry = cached
+        } else {
+            let generation = self.generation
+            guard let found = try await read() else { return nil }
+            self.insertAccessToken(hash, found, generation: generation)
+            entry = found
+        }
+        guard let expiresAt = entry.validUntil, expiresAt > nowMicros else { return nil }
+        return entry.project
+    }
+
     func insertAccessToken(_ hash: KeyHash, _ entry: ServerKeyEntry, generation: UInt64) {
         self.insert(generation: generation) { $0.accessTokens[hash] = entry }
     }

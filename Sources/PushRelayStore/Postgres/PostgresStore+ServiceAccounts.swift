@@ -97,31 +97,24 @@ extension PostgresStore {
     /// project deletion bumps the auth epoch and tells every node (`NOTIFY`).
     public func authenticateAccessToken(_ token: String) async throws -> Project? {
         let hash = KeyHash(of: token)
-        let now = self.context.nowMicros
         try await self.refreshAuthCacheIfDue()
-        let cache = self.context.authCache
-        if let entry = cache.accessToken(hash) {
-            return entry.validUntil.map { $0 > now } ?? false ? entry.project : nil
+        return try await self.context.authCache.accessTokenProject(hash, nowMicros: self.context.nowMicros) {
+            let rows = try await self.rows(
+                """
+                SELECT p.id, p.name, p.sender_id, p.created_at, t.token_hash, t.expires_at
+                FROM access_tokens t JOIN projects p ON p.id = t.project_id
+                WHERE t.token_hash = \(ByteBuffer(bytes: hash.bytes))
+                """
+            )
+            guard let row = rows.first else { return nil }
+            do {
+                let (_, _, _, _, stored, expiresAt) = try row.decode((Int64, String, Int64, Int64, ByteBuffer, Int64).self)
+                guard hash.matches(Array(stored.readableBytesView)) else { return nil }
+                return AuthCache.ServerKeyEntry(project: try Self.project(row), validUntil: expiresAt)
+            } catch {
+                throw PostgresStoreContext.storeError(error)
+            }
         }
-        let generation = cache.generation
-        let rows = try await self.rows(
-            """
-            SELECT p.id, p.name, p.sender_id, p.created_at, t.token_hash, t.expires_at
-            FROM access_tokens t JOIN projects p ON p.id = t.project_id
-            WHERE t.token_hash = \(ByteBuffer(bytes: hash.bytes))
-            """
-        )
-        guard let row = rows.first else { return nil }
-        let entry: AuthCache.ServerKeyEntry
-        do {
-            let (_, _, _, _, stored, expiresAt) = try row.decode((Int64, String, Int64, Int64, ByteBuffer, Int64).self)
-            guard hash.matches(Array(stored.readableBytesView)) else { return nil }
-            entry = AuthCache.ServerKeyEntry(project: try Self.project(row), validUntil: expiresAt)
-        } catch {
-            throw PostgresStoreContext.storeError(error)
-        }
-        cache.insertAccessToken(hash, entry, generation: generation)
-        return entry.validUntil.map { $0 > now } ?? false ? entry.project : nil
     }
 
     /// See ``PushStore/cachedProject(accessToken:)``: from this node's cache, as ``cachedProject(serverKey:)``.

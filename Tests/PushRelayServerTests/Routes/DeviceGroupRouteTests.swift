@@ -161,10 +161,7 @@ struct DeviceGroupRouteTests {
     @Test("a v1 access token with access_token_auth: true manages groups as the server key does")
     func accessTokenAuth() async throws {
         let f = try await Fixture()
-        let account = try await f.relay.store.addServiceAccountKey(
-            project: f.project.project.name, keyID: "groups", clientEmail: "sender@shop.iam.test",
-            publicKeyPEM: "-----BEGIN PUBLIC KEY-----\nunused by this test\n-----END PUBLIC KEY-----\n")
-        try await f.relay.store.issueAccessToken("groups-token", key: account, expiresAt: Date().addingTimeInterval(3600))
+        try await f.relay.issueAccessToken("groups-token", for: f.project, keyID: "groups")
         var headers: HTTPFields = [
             .authorization: "Bearer groups-token", Self.projectID: f.senderID, ServerCredentials.accessTokenAuth: "true",
         ]
@@ -267,10 +264,7 @@ struct DeviceGroupRouteTests {
     @Test("FCM HTTP v1: the key in message.token sends to every member and answers one name")
     func v1SendsToTheGroup() async throws {
         let f = try await Fixture()
-        let account = try await f.relay.store.addServiceAccountKey(
-            project: f.project.project.name, keyID: "v1", clientEmail: "sender@shop.iam.test",
-            publicKeyPEM: "-----BEGIN PUBLIC KEY-----\nunused by this test\n-----END PUBLIC KEY-----\n")
-        try await f.relay.store.issueAccessToken("v1-token", key: account, expiresAt: Date().addingTimeInterval(3600))
+        try await f.relay.issueAccessToken("v1-token", for: f.project, keyID: "v1")
         let headers: HTTPFields = [.authorization: "Bearer v1-token", .contentType: "application/json"]
         let path = "/v1/projects/\(f.project.project.name)/messages:send"
         let members = Array(f.devices[0..<2])

@@ -68,10 +68,7 @@ struct QuotaRouteTests {
         let relay = try Self.relay(devicePerMinute: 1)
         let project = try await relay.createProject()
         let device = try await relay.registerDevice(project)
-        let key = try await relay.store.addServiceAccountKey(
-            project: project.project.name, keyID: "quota-test", clientEmail: "sender@shop.iam.test",
-            publicKeyPEM: "-----BEGIN PUBLIC KEY-----\nunused by this test\n-----END PUBLIC KEY-----\n")
-        try await relay.store.issueAccessToken("quota-test-token", key: key, expiresAt: Date().addingTimeInterval(3600))
+        try await relay.issueAccessToken("quota-test-token", for: project, keyID: "quota-test")
         let headers: HTTPFields = [.authorization: "Bearer quota-test-token", .contentType: "application/json"]
         let path = "/v1/projects/\(project.project.name)/messages:send"
         let body = #"{"message": {"token": "\#(device.token)", "data": {"k": "v"}}}"#
@@ -113,10 +110,7 @@ struct QuotaRouteTests {
         // The last one fits a topic send; then the project is out, on HTTP v1 too; another project is not.
         let topic = try await relay.send(#"{"to": "/topics/news", "data": {"k": "v"}}"#, key: project.serverKey)
         #expect(try topic.json()["message_id"] != nil, "\(topic.text)")
-        let key = try await relay.store.addServiceAccountKey(
-            project: project.project.name, keyID: "project-quota", clientEmail: "sender@shop.iam.test",
-            publicKeyPEM: "-----BEGIN PUBLIC KEY-----\nunused by this test\n-----END PUBLIC KEY-----\n")
-        try await relay.store.issueAccessToken("project-quota-token", key: key, expiresAt: Date().addingTimeInterval(3600))
+        try await relay.issueAccessToken("project-quota-token", for: project, keyID: "project-quota")
         let v1 = try await relay.request(
             .post, "/v1/projects/\(project.project.name)/messages:send",
             headers: [.authorization: "Bearer project-quota-token", .contentType: "application/json"],

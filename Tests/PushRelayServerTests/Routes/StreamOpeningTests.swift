@@ -101,10 +101,7 @@ struct StreamOpeningTests {
     func v1SendsWithoutThePool() async throws {
         let (relay, project, known) = try await Self.relayWithOneDevice()
         let other = try await relay.registerDevice(project)
-        let key = try await relay.store.addServiceAccountKey(
-            project: project.project.name, keyID: "loop-test", clientEmail: "sender@shop.iam.test",
-            publicKeyPEM: "-----BEGIN PUBLIC KEY-----\nunused by this test\n-----END PUBLIC KEY-----\n")
-        try await relay.store.issueAccessToken("loop-test-token", key: key, expiresAt: Date().addingTimeInterval(3600))
+        try await relay.issueAccessToken("loop-test-token", for: project, keyID: "loop-test")
         let headers: HTTPFields = [.authorization: "Bearer loop-test-token", .contentType: "application/json"]
         let path = "/v1/projects/\(project.project.name)/messages:send"
         // The first send puts the access token in memory; the other device's token is not.

@@ -122,6 +122,15 @@ final class RelayHarness: Sendable {
     }
 
     /// A device registered through `POST /v1/register`, as an app does.
+    /// Issues the FCM HTTP v1 access token `token` for `project` from a new service-account key `keyID` (its public
+    /// key unused: the token goes straight into the store, as `POST /token` would put it there), valid for an hour.
+    func issueAccessToken(_ token: String, for project: ProjectCredentials, keyID: String) async throws {
+        let key = try await store.addServiceAccountKey(
+            project: project.project.name, keyID: keyID, clientEmail: "sender@shop.iam.test",
+            publicKeyPEM: "-----BEGIN PUBLIC KEY-----\nunused by this test\n-----END PUBLIC KEY-----\n")
+        try await store.issueAccessToken(token, key: key, expiresAt: Date().addingTimeInterval(3600))
+    }
+
     func registerDevice(_ project: ProjectCredentials, app: String = "br.com.siecola.shop") async throws -> TestDevice {
         let answer = try await request(
             .post, "/v1/register", headers: [.authorization: "key=\(project.clientKey)", .contentType: "application/json"],
