@@ -205,23 +205,35 @@ final class AuthCache: Sendable {
         self.state.withLockedValue { $0.accessTokens[hash] }
     }
 
-    /// The project of an access token (``PushStore/authenticateAccessToken(_:)``): its entry from memory, else from
-    /// `read` (the store's row, nil for none), which is then kept under the generation taken before the read; nil
-    /// also once the token has expired by `nowMicros`. Both engines' look-up.
-    func accessTokenProject(
-        _ hash: KeyHash, nowMicros: Int64, read: () async throws -> ServerKeyEntry?
+    /// A credential the cache keeps by its hash.
+    enum Credential {
+        /// A project's server key (FCM legacy): valid until its end, if it has one.
+        case serverKey
+        /// An OAuth2 access token (FCM HTTP v1): valid until its expiry.
+        case accessToken
+    }
+
+    /// The project of a credential (``PushStore/authenticateServerKey(_:)``,
+    /// ``PushStore/authenticateAccessToken(_:)``): its entry from memory, else from `read` (the store's row, nil for
+    /// none), which is then kept under the generation taken before the read; nil also once the credential has ended
+    /// by `nowMicros`. Both engines' look-up.
+    func project(
+        of credential: Credential, _ hash: KeyHash, nowMicros: Int64, read: () async throws -> ServerKeyEntry?
     ) async throws -> Project? {
         let entry: ServerKeyEntry
-        if let cached = self.accessToken(hash) {
+        if let cached = credential == .serverKey ? self.serverKey(hash) : self.accessToken(hash) {
             entry = cached
         } else {
             let generation = self.generation
             guard let found = try await read() else { return nil }
-            self.insertAccessToken(hash, found, generation: generation)
+            switch credential {
+            case .serverKey: self.insertServerKey(hash, found, generation: generation)
+            case .accessToken: self.insertAccessToken(hash, found, generation: generation)
+            }
             entry = found
         }
-        guard let expiresAt = entry.validUntil, expiresAt > nowMicros else { return nil }
-        return entry.project
+        guard let end = entry.validUntil else { return credential == .serverKey ? entry.project : nil }
+        return end > nowMicros ? entry.project : nil
     }
 
     func insertAccessToken(_ hash: KeyHash, _ entry: ServerKeyEntry, generation: UInt64) {

@@ -195,40 +195,41 @@ extension SQLiteStore {
 
     /// See ``PushStore/authenticateServerKey(_:)``.
     public func authenticateServerKey(_ key: String) async throws -> Project? {
-        let hash = KeyHash(of: key)
-        let now = self.context.nowMicros
+        try await self.authenticate(.serverKey, key)
+    }
+
+    /// The project of a server key or an access token: from memory, else its row (read on a reader thread), which
+    /// the cache then keeps (``AuthCache/project(of:_:nowMicros:read:)``).
+    func authenticate(_ credential: AuthCache.Credential, _ text: String) async throws -> Project? {
+        let hash = KeyHash(of: text)
         try await self.refreshAuthCacheIfDue()
-        let cache = self.context.authCache
-        if let entry = cache.serverKey(hash) {
-            if let validUntil = entry.validUntil, validUntil <= now {
-                return nil
+        // The project, the credential's hash and its end (NULL: none).
+        let sql: StaticString =
+            switch credential {
+            case .serverKey:
+                """
+                SELECT p.id, p.name, p.sender_id, p.created_at, c.key_hash, c.valid_until
+                FROM server_keys c JOIN projects p ON p.id = c.project_id WHERE c.key_hash = ?1
+                """
+            case .accessToken:
+                """
+                SELECT p.id, p.name, p.sender_id, p.created_at, c.token_hash, c.expires_at
+                FROM access_tokens c JOIN projects p ON p.id = c.project_id WHERE c.token_hash = ?1
+                """
             }
-            return entry.project
+        return try await self.context.authCache.project(of: credential, hash, nowMicros: self.context.nowMicros) {
+            try await self.readers.read { connection throws(StoreError) -> AuthCache.ServerKeyEntry? in
+                let select = try connection.statement(sql)
+                try select.bind(hash.bytes, at: 1)
+                guard try select.step() else { return nil }
+                let project = Self.project(from: select)
+                let stored = select.blob(4)
+                let end = select.isNull(5) ? nil : select.int64(5)
+                try select.run()
+                guard hash.matches(stored) else { return nil }
+                return AuthCache.ServerKeyEntry(project: project, validUntil: end)
+            }
         }
-        let generation = cache.generation
-        let entry = try await self.readers.read { connection throws(StoreError) -> AuthCache.ServerKeyEntry? in
-            let select = try connection.statement(
-                """
-                SELECT p.id, p.name, p.sender_id, p.created_at, k.key_hash, k.valid_until
-                FROM server_keys k JOIN projects p ON p.id = k.project_id
-                WHERE k.key_hash = ?1
-                """
-            )
-            try select.bind(hash.bytes, at: 1)
-            guard try select.step() else { return nil }
-            let project = Self.project(from: select)
-            let stored = select.blob(4)
-            let validUntil = select.isNull(5) ? nil : select.int64(5)
-            try select.run()
-            guard hash.matches(stored) else { return nil }
-            return AuthCache.ServerKeyEntry(project: project, validUntil: validUntil)
-        }
-        guard let entry else { return nil }
-        cache.insertServerKey(hash, entry, generation: generation)
-        if let validUntil = entry.validUntil, validUntil <= now {
-            return nil
-        }
-        return entry.project
     }
 
     /// See ``PushStore/authenticateClientKey(_:project:)``.

@@ -125,26 +125,7 @@ extension SQLiteStore {
     /// See ``PushStore/authenticateAccessToken(_:)``.
     /// Cached like server keys (``AuthCache``): a revocation or a project deletion bumps the auth epoch.
     public func authenticateAccessToken(_ token: String) async throws -> Project? {
-        let hash = KeyHash(of: token)
-        try await self.refreshAuthCacheIfDue()
-        return try await self.context.authCache.accessTokenProject(hash, nowMicros: self.context.nowMicros) {
-            try await self.readers.read { connection throws(StoreError) -> AuthCache.ServerKeyEntry? in
-                let select = try connection.statement(
-                    """
-                    SELECT p.id, p.name, p.sender_id, p.created_at, t.token_hash, t.expires_at
-                    FROM access_tokens t JOIN projects p ON p.id = t.project_id
-                    WHERE t.token_hash = ?1
-                    """
-                )
-                try select.bind(hash.bytes, at: 1)
-                guard try select.step() else { return nil }
-                let project = Self.project(from: select)
-                let stored = select.blob(4)
-                let expiresAt = select.int64(5)
-                try select.run()
-                return hash.matches(stored) ? AuthCache.ServerKeyEntry(project: project, validUntil: expiresAt) : nil
-            }
-        }
+        try await self.authenticate(.accessToken, token)
     }
 
     /// A key from columns 0…5 (key_id, project_id, client_email, public_key, created_at, revoked_at).

@@ -139,33 +139,37 @@ extension PostgresStore {
 
     /// See ``PushStore/authenticateServerKey(_:)``.
     public func authenticateServerKey(_ key: String) async throws -> Project? {
-        let hash = KeyHash(of: key)
-        let now = self.context.nowMicros
+        try await self.authenticate(.serverKey, key)
+    }
+
+    /// The project of a server key or an access token: from this node's memory, else its row (the read pool), which
+    /// the cache then keeps (``AuthCache/project(of:_:nowMicros:read:)``).
+    func authenticate(_ credential: AuthCache.Credential, _ text: String) async throws -> Project? {
+        let hash = KeyHash(of: text)
         try await self.refreshAuthCacheIfDue()
-        let cache = self.context.authCache
-        if let entry = cache.serverKey(hash) {
-            if let validUntil = entry.validUntil, validUntil <= now {
-                return nil
+        // The credential's table, its hash column and its end (NULL: none).
+        let (table, hashColumn, endColumn) =
+            switch credential {
+            case .serverKey: ("server_keys", "key_hash", "valid_until")
+            case .accessToken: ("access_tokens", "token_hash", "expires_at")
             }
-            return entry.project
+        return try await self.context.authCache.project(of: credential, hash, nowMicros: self.context.nowMicros) {
+            let rows = try await self.rows(
+                """
+                SELECT p.id, p.name, p.sender_id, p.created_at, c.\(unescaped: hashColumn), c.\(unescaped: endColumn)
+                FROM \(unescaped: table) c JOIN projects p ON p.id = c.project_id
+                WHERE c.\(unescaped: hashColumn) = \(ByteBuffer(bytes: hash.bytes))
+                """
+            )
+            guard let row = rows.first else { return nil }
+            do {
+                let (_, _, _, _, stored, end) = try row.decode((Int64, String, Int64, Int64, ByteBuffer, Int64?).self)
+                guard hash.matches(Array(stored.readableBytesView)) else { return nil }
+                return AuthCache.ServerKeyEntry(project: try Self.project(row), validUntil: end)
+            } catch {
+                throw PostgresStoreContext.storeError(error)
+            }
         }
-        let generation = cache.generation
-        let rows = try await self.rows(
-            """
-            SELECT p.id, p.name, p.sender_id, p.created_at, k.key_hash, k.valid_until
-            FROM server_keys k JOIN projects p ON p.id = k.project_id
-            WHERE k.key_hash = \(ByteBuffer(bytes: hash.bytes))
-            """
-        )
-        guard let row = rows.first else { return nil }
-        let (_, _, _, _, stored, validUntil) = try row.decode((Int64, String, Int64, Int64, ByteBuffer, Int64?).self)
-        guard hash.matches(Array(stored.readableBytesView)) else { return nil }
-        let entry = AuthCache.ServerKeyEntry(project: try Self.project(row), validUntil: validUntil)
-        cache.insertServerKey(hash, entry, generation: generation)
-        if let validUntil = entry.validUntil, validUntil <= now {
-            return nil
-        }
-        return entry.project
     }
 
     /// See ``PushStore/authenticateClientKey(_:project:)``.

@@ -96,25 +96,7 @@ extension PostgresStore {
     /// See ``PushStore/authenticateAccessToken(_:)``. Cached like server keys (``AuthCache``): a revocation or a
     /// project deletion bumps the auth epoch and tells every node (`NOTIFY`).
     public func authenticateAccessToken(_ token: String) async throws -> Project? {
-        let hash = KeyHash(of: token)
-        try await self.refreshAuthCacheIfDue()
-        return try await self.context.authCache.accessTokenProject(hash, nowMicros: self.context.nowMicros) {
-            let rows = try await self.rows(
-                """
-                SELECT p.id, p.name, p.sender_id, p.created_at, t.token_hash, t.expires_at
-                FROM access_tokens t JOIN projects p ON p.id = t.project_id
-                WHERE t.token_hash = \(ByteBuffer(bytes: hash.bytes))
-                """
-            )
-            guard let row = rows.first else { return nil }
-            do {
-                let (_, _, _, _, stored, expiresAt) = try row.decode((Int64, String, Int64, Int64, ByteBuffer, Int64).self)
-                guard hash.matches(Array(stored.readableBytesView)) else { return nil }
-                return AuthCache.ServerKeyEntry(project: try Self.project(row), validUntil: expiresAt)
-            } catch {
-                throw PostgresStoreContext.storeError(error)
-            }
-        }
+        try await self.authenticate(.accessToken, token)
     }
 
     /// See ``PushStore/cachedProject(accessToken:)``: from this node's cache, as ``cachedProject(serverKey:)``.
