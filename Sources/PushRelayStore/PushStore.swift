@@ -232,6 +232,11 @@ public protocol PushStore: Sendable {
     /// the deletion is durable, on the store's writer thread. It must be quick: hand the result over, do not wait.
     func acknowledge(device: DeviceID, upTo: MessageID, completion: @escaping @Sendable (Result<Int, any Error>) -> Void)
 
+    /// ``deviceGroup(notificationKey:)`` without a task (a device-group send on an event loop); `completion` as for
+    /// ``authenticateDevice(secret:completion:)``.
+    func deviceGroup(
+        notificationKey: String, completion: @escaping @Sendable (Result<DeviceGroup?, any Error>) -> Void)
+
     /// ``enqueueTopicMessage(_:)`` without a task (a topic or condition send on an event loop): `completion` gets
     /// the id once the row is durable (or the error), on the store's writer thread, or at once on the caller's thread
     /// when the store is closed. It must be quick: hand the result over, do not wait.
@@ -374,6 +379,13 @@ extension PushStore {
         device: DeviceID, upTo: MessageID, completion: @escaping @Sendable (Result<Int, any Error>) -> Void
     ) {
         Self.complete(completion) { try await self.acknowledge(device: device, upTo: upTo) }
+    }
+
+    /// Runs ``deviceGroup(notificationKey:)`` in a task.
+    public func deviceGroup(
+        notificationKey: String, completion: @escaping @Sendable (Result<DeviceGroup?, any Error>) -> Void
+    ) {
+        Self.complete(completion) { try await self.deviceGroup(notificationKey: notificationKey) }
     }
 
     /// Runs ``enqueueTopicMessage(_:)`` in a task.

@@ -98,7 +98,16 @@ extension SQLiteStore {
 
     /// See ``PushStore/deviceGroup(notificationKey:)``: the group and its members in one statement (one snapshot).
     public func deviceGroup(notificationKey: String) async throws -> DeviceGroup? {
-        try await self.readers.read { connection throws(StoreError) -> DeviceGroup? in
+        try await withCheckedThrowingContinuation { continuation in
+            self.deviceGroup(notificationKey: notificationKey) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// See ``PushStore/deviceGroup(notificationKey:completion:)``: read on a reader thread, `completion` there.
+    public func deviceGroup(
+        notificationKey: String, completion: @escaping @Sendable (Result<DeviceGroup?, any Error>) -> Void
+    ) {
+        self.readers.read({ connection throws(StoreError) -> DeviceGroup? in
             // Columns 0…5 are those of ``selectDevice``, for ``device(from:)``.
             let select = try connection.statement(
                 """
@@ -114,7 +123,7 @@ extension SQLiteStore {
                 group.project = ProjectID(rawValue: select.int64(7))
             }
             return group.members.isEmpty ? nil : group
-        }
+        }, completion: { completion($0.mapError { $0 }) })
     }
 
     /// The project's group matching `condition` (`?1` the project, `?2` the name or the key) with its members' ids.

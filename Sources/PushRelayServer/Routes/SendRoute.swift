@@ -43,8 +43,8 @@ final class SendRoute: Sendable {
     /// The event-loop path (a `.promised` route): when the server key is in memory, a send to tokens is parsed,
     /// validated, committed and answered without a task (``SendDispatcher/dispatchOnLoop(_:project:on:completion:)``:
     /// its tokens from memory or a store thread); the answer is completed on this connection's loop after the
-    /// commit; a topic or condition send likewise. A server key that must be read and a device-group send continue
-    /// in a task through ``handle(_:)``.
+    /// commit; topic, condition and device-group sends likewise. A server key that must be read continues in a task
+    /// through ``handle(_:)``.
     func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
         let head = request.head
         let key: Substring
@@ -70,16 +70,12 @@ final class SendRoute: Sendable {
         }
         // The answer needs the send's encoding only: the closure captures that, not a copy of the whole request.
         let encoding = send.encoding
-        let onLoop = dispatcher.dispatchOnLoop(send, project: project, on: promise.eventLoop) {
-            [self] result in
+        dispatcher.dispatchOnLoop(send, project: project, on: promise.eventLoop) { [self] result in
             do {
                 promise.succeed(answer(try result.get(), encoding))
             } catch {
                 do { promise.succeed(try failure(error, encoding)) } catch { promise.fail(error) }
             }
-        }
-        if !onLoop {
-            promise.completeWithTask { try await self.dispatch(send, project: project) }
         }
     }
 

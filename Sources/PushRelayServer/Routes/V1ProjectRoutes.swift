@@ -59,8 +59,8 @@ struct V1ProjectRoutes: Sendable {
     /// project is in memory (from the gate, or the cache) is parsed, mapped onto the legacy request, committed and
     /// answered without a task (``SendDispatcher/dispatchOnLoop(_:project:on:completion:)``: the tokens from memory
     /// or a store thread, the answer on this connection's loop after the commit), as the legacy route's sends are.
-    /// Anything else — another path, a token that must be read, a device-group send — continues in a task through
-    /// ``handle(_:)``, which answers alike.
+    /// Anything else — another path, a token that must be read — continues in a task through ``handle(_:)``, which
+    /// answers alike.
     func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
         guard request.head.method == .post, let projectID = Self.sendProjectID(request),
             let project = (request.admission as? AdmittedProject)?.project ?? cachedProject(request)
@@ -83,11 +83,8 @@ struct V1ProjectRoutes: Sendable {
             promise.succeed(error.answer)
             return
         }
-        let onLoop = dispatcher.dispatchOnLoop(send, project: project, on: promise.eventLoop) { [self] result in
+        dispatcher.dispatchOnLoop(send, project: project, on: promise.eventLoop) { [self] result in
             do { promise.succeed(try answer(result, projectID)) } catch { promise.fail(error) }
-        }
-        if !onLoop {
-            promise.completeWithTask { try await self.dispatch(send, project, projectID) }
         }
     }
 

@@ -9,9 +9,9 @@ import PushRelayStore
 /// hand time-to-live-0 copies to live streams, and give each target its message id. Routes parse and answer in their own wire format; everything
 /// between is here, once.
 ///
-/// Two ways in: ``dispatchOnLoop(_:project:on:completion:)`` for the event-loop path of a send to tokens, a topic
-/// or a condition (no task: the tokens from memory or a store thread, the answer completed on the loop after the
-/// commit), and ``dispatch(_:project:)`` for everything else (a task). Both run ``TokenSend`` and ``MessagePath``, so they answer
+/// Two ways in: ``dispatchOnLoop(_:project:on:completion:)`` for the event-loop path (no task: the tokens from
+/// memory or a store thread, the answer completed on the loop after the commit), and ``dispatch(_:project:)`` for a
+/// route already in a task (its credential had to be read). Both run ``TokenSend`` and ``MessagePath``, so they answer
 /// alike.
 ///
 /// A class for the reason ``SendRoute`` is one: captured by each send's closures, it costs one reference count.
@@ -61,38 +61,35 @@ final class SendDispatcher: Sendable {
         }
     }
 
-    /// The event-loop path of a send to tokens: validates, looks the tokens up — in memory, or on a thread of the
-    /// store's (``PushStore/resolveTokens(_:completion:)``) whose answer comes back to `eventLoop` —, commits
-    /// through ``MessagePath`` and calls `completion` on `eventLoop` after the commit (or at once when nothing is to
-    /// be committed), without a task, and returns true. A topic or condition send is committed the same way (its
-    /// row through ``PushStore/enqueueTopicMessage(_:completion:)``). Returns false, having done nothing, for a
-    /// device-group send: the caller then uses ``dispatch(_:project:)``.
+    /// The event-loop path of a send: validates, looks the tokens up — in memory, or on a thread of the store's
+    /// (``PushStore/resolveTokens(_:completion:)``) whose answer comes back to `eventLoop` —, commits through
+    /// ``MessagePath`` and calls `completion` on `eventLoop` after the commit (or at once when nothing is to be
+    /// committed), without a task. A topic or condition send's row goes through
+    /// ``PushStore/enqueueTopicMessage(_:completion:)``, a device group's members come through
+    /// ``PushStore/deviceGroup(notificationKey:completion:)``. Answers as ``dispatch(_:project:)`` does.
     func dispatchOnLoop(
         _ send: FCMSendRequest,
         project: Project,
         on eventLoop: any EventLoop,
         completion: @escaping @Sendable (Result<Outcome, any Error>) -> Void
-    ) -> Bool {
+    ) {
         let recipients: [FCMRecipient]
         switch send.addressing {
         case .tokens(let tokens):
             recipients = tokens
         case .topic, .condition:
-            dispatchTopicOnLoop(send, project: project, on: eventLoop, completion: completion)
-            return true
-        case .deviceGroup:
-            return false
+            return dispatchTopicOnLoop(send, project: project, on: eventLoop, completion: completion)
+        case .deviceGroup(let key):
+            return dispatchGroupOnLoop(send, key: key, project: project, on: eventLoop, completion: completion)
         }
         let tokenSend = TokenSend(recipients: recipients)
         do {
             try admitProject(send, project: project, count: tokenSend.lookups.count)
         } catch {
-            completion(.failure(error))
-            return true
+            return completion(.failure(error))
         }
         if let devices = store.cachedDevices(tokens: tokenSend.tokens) {
-            commit(tokenSend, devices.lazy.map(Optional.some), send, project, on: eventLoop, completion)
-            return true
+            return commit(tokenSend, devices.lazy.map(Optional.some), send, project, on: eventLoop, completion)
         }
         store.resolveTokens(tokenSend.tokens) { [self] result in
             eventLoop.execute { [self] in
@@ -102,7 +99,39 @@ final class SendDispatcher: Sendable {
                 }
             }
         }
-        return true
+    }
+
+    /// ``dispatchOnLoop(_:project:on:completion:)`` for a device-group send: its members read on a store thread,
+    /// the answer handed back to `eventLoop`.
+    private func dispatchGroupOnLoop(
+        _ send: FCMSendRequest,
+        key: NotificationKey,
+        project: Project,
+        on eventLoop: any EventLoop,
+        completion: @escaping @Sendable (Result<Outcome, any Error>) -> Void
+    ) {
+        if let error = send.messageError { return completion(.success(refusedGroupSend(error))) }
+        store.deviceGroup(notificationKey: key.rawValue) { [self] result in
+            eventLoop.execute { [self] in
+                let step: GroupStep
+                do {
+                    step = try groupStep(send, try result.get(), project: project)
+                } catch {
+                    return completion(.failure(error))
+                }
+                switch step {
+                case .answer(let outcome):
+                    completion(.success(outcome))
+                case .commit(let tokenSend, let group):
+                    guard !tokenSend.messages.isEmpty else {
+                        return completion(.success(groupAnswer(tokenSend, group, outcomes: [])))
+                    }
+                    path.commit(tokenSend.messages, on: eventLoop) { [self] result in
+                        completion(result.map { groupAnswer(tokenSend, group, outcomes: $0) })
+                    }
+                }
+            }
+        }
     }
 
     /// ``dispatchOnLoop(_:project:on:completion:)`` for a topic or condition send: its row committed through
@@ -187,18 +216,41 @@ final class SendDispatcher: Sendable {
     private func sendToDeviceGroup(_ send: FCMSendRequest, key: NotificationKey, project: Project) async throws
         -> Outcome
     {
-        func refused(_ error: FCMError) -> Outcome {
-            .tokens(answered(FCMSendResponse(multicastID: .generate(), results: [.error(error)])))
+        if let error = send.messageError { return refusedGroupSend(error) }
+        let group = try await store.deviceGroup(notificationKey: key.rawValue)
+        switch try groupStep(send, group, project: project) {
+        case .answer(let outcome):
+            return outcome
+        case .commit(let tokenSend, let group):
+            let outcomes = tokenSend.messages.isEmpty ? [] : try await path.commit(tokenSend.messages)
+            return groupAnswer(tokenSend, group, outcomes: outcomes)
         }
-        if let error = send.messageError { return refused(error) }
-        guard let group = try await store.deviceGroup(notificationKey: key.rawValue) else {
-            return refused(FCMError(code: .notRegistered))
-        }
-        guard group.project == project.id else { return refused(FCMError(code: .mismatchSenderId)) }
+    }
+
+    /// A device-group send once its group is read: an answer already, or its members' copies to commit.
+    private enum GroupStep {
+        case answer(Outcome)
+        case commit(TokenSend, DeviceGroup)
+    }
+
+    /// The group's members resolved as a send to their tokens, counted against `project_message_rate`; the
+    /// refusal of a key no group has or another project's group. Throws ``ProjectQuotaExceeded``.
+    private func groupStep(_ send: FCMSendRequest, _ group: DeviceGroup?, project: Project) throws -> GroupStep {
+        guard let group else { return .answer(refusedGroupSend(FCMError(code: .notRegistered))) }
+        guard group.project == project.id else { return .answer(refusedGroupSend(FCMError(code: .mismatchSenderId))) }
         var tokenSend = TokenSend(recipients: group.members.map { FCMRecipient(token: $0.token) })
         try admitProject(send, project: project, count: tokenSend.lookups.count)
         tokenSend.resolve(group.members, send: send, project: project, quotas: quotas)
-        let outcomes = tokenSend.messages.isEmpty ? [] : try await path.commit(tokenSend.messages)
+        return .commit(tokenSend, group)
+    }
+
+    /// A device-group send refused before its members are known: answered as a send to one token.
+    private func refusedGroupSend(_ error: FCMError) -> Outcome {
+        .tokens(answered(FCMSendResponse(multicastID: .generate(), results: [.error(error)])))
+    }
+
+    /// FCM's group answer: one result per member, in member order.
+    private func groupAnswer(_ tokenSend: TokenSend, _ group: DeviceGroup, outcomes: [EnqueueResult]) -> Outcome {
         let response = answered(tokenSend.response(outcomes: outcomes))
         return .deviceGroup(
             FCMDeviceGroupResponse(

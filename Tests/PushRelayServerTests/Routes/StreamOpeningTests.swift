@@ -11,7 +11,7 @@ import Testing
 /// pool blocked, a stream still opens — its device and project read from the store, its `Last-Event-ID`
 /// acknowledged, its backlog read and written. (As an async route it needed the pool for the route and again for the
 /// backlog: a reconnection storm after a restart paid both hops per device.) So do an acknowledgement whose secret
-/// and a send whose token must be read from the store, topic and condition sends, and FCM HTTP v1 sends.
+/// and a send whose token must be read from the store, topic, condition and device-group sends, and FCM HTTP v1 sends.
 // Serialized: two of these tests blocking the pool at once would wait for each other's threads.
 @Suite("Routes: streams open, acknowledgements and sends are answered, on the event loop when the store must be read", .serialized)
 struct StreamOpeningTests {
@@ -120,6 +120,45 @@ struct StreamOpeningTests {
             relay, .post, "/v1/projects/elsewhere/messages:send", headers,
             body: #"{"message": {"token": "\#(other.token)", "data": {"n": "3"}}}"#)
         #expect(denied?.status == 403, "\(String(describing: denied))")
+        await relay.close()
+    }
+
+    @Test("with the cooperative pool blocked, a device-group send through either API is committed and answered")
+    func groupSendsWithoutThePool() async throws {
+        let (relay, project, known) = try await Self.relayWithOneDevice()
+        let other = try await relay.registerDevice(project)
+        let created = try await relay.request(
+            .post, "/fcm/notification",
+            headers: [
+                .authorization: "key=\(project.serverKey)", HTTPField.Name("project_id")!: String(project.project.senderID),
+                .contentType: "application/json",
+            ],
+            body: #"{"operation": "create", "notification_key_name": "pair", "registration_ids": ["\#(known.token)", "\#(other.token)"]}"#)
+        let key = try #require(try created.json()["notification_key"] as? String, "\(created.text)")
+        try await relay.issueAccessToken("group-loop-token", for: project, keyID: "group-loop")
+        let v1Headers: HTTPFields = [.authorization: "Bearer group-loop-token", .contentType: "application/json"]
+        let v1Path = "/v1/projects/\(project.project.name)/messages:send"
+        // The server key and the access token in memory.
+        _ = try await relay.messageID(#"{"to": "\#(known.token)", "data": {"n": "0"}}"#, key: project.serverKey)
+        #expect(try await relay.request(
+            .post, v1Path, headers: v1Headers, body: #"{"message": {"token": "\#(known.token)"}}"#).status == 200)
+
+        let legacy = Self.answerWithThePoolBlocked(
+            relay, .post, "/fcm/send", [.authorization: "key=\(project.serverKey)", .contentType: "application/json"],
+            body: #"{"to": "\#(key)", "data": {"n": "1"}}"#)
+        #expect(legacy?.status == 200)
+        #expect(legacy?.text.contains(#""success":2"#) == true, "\(String(describing: legacy))")
+        let v1 = Self.answerWithThePoolBlocked(
+            relay, .post, v1Path, v1Headers, body: #"{"message": {"token": "\#(key)", "data": {"n": "2"}}}"#)
+        #expect(v1?.status == 200)
+        #expect(v1?.text.contains(#""name":"projects/"#) == true, "\(String(describing: v1))")
+        let found = try #require(try await relay.store.resolveTokens([other.token]).first ?? nil)
+        #expect(try await relay.store.pendingMessages(for: found.id, after: nil, limit: 10).count == 2)
+        // A key no group has: refused on the loop as in a task.
+        let unknown = Self.answerWithThePoolBlocked(
+            relay, .post, "/fcm/send", [.authorization: "key=\(project.serverKey)", .contentType: "application/json"],
+            body: #"{"to": "\#(String(key.dropLast(4)) + "AAAA")", "data": {"n": "3"}}"#)
+        #expect(unknown?.text.contains("NotRegistered") == true, "\(String(describing: unknown))")
         await relay.close()
     }
 
