@@ -174,7 +174,7 @@ public final class RelayApplication: Sendable {
                 errors: RouteErrors.v1, .promised(v1.handle))
             router.add(
                 method, "/v1/projects", maxBodyBytes: options.maxSendBodyBytes, errors: RouteErrors.v1,
-                .collected(v1.handle))
+                .promised(v1.handle))
         }
 
         let devices = DeviceRoutes(

@@ -44,7 +44,7 @@ final class SendRoute: Sendable {
     /// validated, committed and answered without a task (``SendDispatcher/dispatchOnLoop(_:project:on:completion:)``:
     /// its tokens from memory or a store thread); the answer is completed on this connection's loop after the
     /// commit; topic, condition and device-group sends likewise. A server key that must be read continues in a task
-    /// through ``handle(_:)``.
+    /// through ``handle(_:on:)``.
     func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
         let head = request.head
         let key: Substring
@@ -58,7 +58,7 @@ final class SendRoute: Sendable {
         // The gate found the key in memory a moment ago (the body was read since): one SHA-256 per send, not two.
         guard let project = (request.admission as? AdmittedProject)?.project ?? store.cachedProject(serverKey: String(key))
         else {
-            promise.completeWithTask { try await self.handle(request) }
+            promise.completeWithTask { try await self.handle(request, on: promise.eventLoop) }
             return
         }
         let send: FCMSendRequest
@@ -107,8 +107,9 @@ final class SendRoute: Sendable {
         }
     }
 
-    /// The task path: the same send, for look-ups that read the store.
-    func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+    /// The task path: the same send once its server key is read from the store; the send itself then runs on
+    /// `eventLoop` as the event-loop path's does.
+    func handle(_ request: HTTPServerRequest, on eventLoop: any EventLoop) async throws -> HTTPServerResponse {
         let key: Substring
         switch authorize(request.head) {
         case .answer(let response): return response
@@ -132,12 +133,8 @@ final class SendRoute: Sendable {
         } catch {
             return error.answer
         }
-        return try await dispatch(send, project: project)
-    }
-
-    private func dispatch(_ send: FCMSendRequest, project: Project) async throws -> HTTPServerResponse {
         do {
-            return answer(try await dispatcher.dispatch(send, project: project), send.encoding)
+            return answer(try await dispatcher.dispatch(send, project: project, on: eventLoop), send.encoding)
         } catch {
             return try failure(error, send.encoding)
         }

@@ -59,13 +59,13 @@ struct V1ProjectRoutes: Sendable {
     /// project is in memory (from the gate, or the cache) is parsed, mapped onto the legacy request, committed and
     /// answered without a task (``SendDispatcher/dispatchOnLoop(_:project:on:completion:)``: the tokens from memory
     /// or a store thread, the answer on this connection's loop after the commit), as the legacy route's sends are.
-    /// Anything else — another path, a token that must be read — continues in a task through ``handle(_:)``, which
-    /// answers alike.
+    /// Anything else — another path, a token that must be read — continues in a task through ``handle(_:on:)``,
+    /// which answers alike.
     func handle(_ request: HTTPServerRequest, _ body: ByteBuffer, _ promise: HTTPResponsePromise) {
         guard request.head.method == .post, let projectID = Self.sendProjectID(request),
             let project = (request.admission as? AdmittedProject)?.project ?? cachedProject(request)
         else {
-            promise.completeWithTask { try await self.handle(request) }
+            promise.completeWithTask { try await self.handle(request, on: promise.eventLoop) }
             return
         }
         guard Self.project(project, isNamed: projectID) else {
@@ -96,15 +96,16 @@ struct V1ProjectRoutes: Sendable {
         return utf8[..<end].reversed().starts(with: ":send".utf8.reversed())
     }
 
-    /// The one handler of `/v1/projects/{path*}`, all methods, in a task.
-    func handle(_ request: HTTPServerRequest) async throws -> HTTPServerResponse {
+    /// The one handler of `/v1/projects/{path*}`, all methods, in a task; a send, once its token is read, runs on
+    /// `eventLoop` as the event-loop path's does.
+    func handle(_ request: HTTPServerRequest, on eventLoop: any EventLoop) async throws -> HTTPServerResponse {
         let segments = Self.segments(request)
         let method = request.head.method
         guard segments.count >= 2, !segments[0].isEmpty else { return unimplemented(request) }
         let projectID = segments[0]
         switch (method, Array(segments.dropFirst())) {
         case (.post, ["messages:send"]):
-            return try await authorized(request, projectID) { project in try await send(request, projectID, project) }
+            return try await authorized(request, projectID) { project in try await send(request, projectID, project, on: eventLoop) }
         case (.post, let path) where path.count == 3 && path[0] == "registrations" && path[2] == "topicSubscriptions":
             return try await authorized(request, projectID) { project in
                 try await membership(request, projectID, project, token: path[1], topic: request.queryParameter("topic_name"), subscribe: true)
@@ -176,9 +177,9 @@ struct V1ProjectRoutes: Sendable {
         return try await body(project)
     }
 
-    private func send(_ request: HTTPServerRequest, _ projectID: String, _ project: Project) async throws
-        -> HTTPServerResponse
-    {
+    private func send(
+        _ request: HTTPServerRequest, _ projectID: String, _ project: Project, on eventLoop: any EventLoop
+    ) async throws -> HTTPServerResponse {
         if readiness?.current == .draining { return unavailable(nil) }
         let body = try await request.body.collect(upTo: maxBodyBytes)
         let send: FCMSendRequest
@@ -187,7 +188,13 @@ struct V1ProjectRoutes: Sendable {
         } catch {
             return error.answer
         }
-        return try await dispatch(send, project, projectID)
+        let outcome: Result<SendDispatcher.Outcome, any Error>
+        do {
+            outcome = .success(try await dispatcher.dispatch(send, project: project, on: eventLoop))
+        } catch {
+            outcome = .failure(error)
+        }
+        return try answer(outcome, projectID)
     }
 
     /// A body that is not a valid v1 message: its answer.
@@ -204,19 +211,6 @@ struct V1ProjectRoutes: Sendable {
             metrics.sendsRejected(error: error.metricName)
             throw Refused(answer: Self.answer(error))
         }
-    }
-
-    /// The task path of a parsed send: the dispatcher's answer, as ``answer(_:_:)`` renders it.
-    private func dispatch(_ send: FCMSendRequest, _ project: Project, _ projectID: String) async throws
-        -> HTTPServerResponse
-    {
-        let outcome: Result<SendDispatcher.Outcome, any Error>
-        do {
-            outcome = .success(try await dispatcher.dispatch(send, project: project))
-        } catch {
-            outcome = .failure(error)
-        }
-        return try answer(outcome, projectID)
     }
 
     /// The v1 answer of a dispatched send: `{"name": "projects/{project_id}/messages/{id}"}`, or the

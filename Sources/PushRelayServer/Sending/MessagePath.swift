@@ -37,13 +37,6 @@ final class MessagePath: Sendable {
         }
     }
 
-    /// Commits `messages`; the task form of ``commit(_:on:completion:)``, for sends whose look-ups missed memory.
-    func commit(_ messages: [NewMessage]) async throws -> [EnqueueResult] {
-        try await withCheckedThrowingContinuation { continuation in
-            commit(messages) { continuation.resume(with: $0) }
-        }
-    }
-
     /// `completion` runs on the store's writer thread (or at once when nothing is stored).
     private func commit(
         _ messages: [NewMessage],

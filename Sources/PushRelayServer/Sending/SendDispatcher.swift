@@ -9,10 +9,9 @@ import PushRelayStore
 /// hand time-to-live-0 copies to live streams, and give each target its message id. Routes parse and answer in their own wire format; everything
 /// between is here, once.
 ///
-/// Two ways in: ``dispatchOnLoop(_:project:on:completion:)`` for the event-loop path (no task: the tokens from
-/// memory or a store thread, the answer completed on the loop after the commit), and ``dispatch(_:project:)`` for a
-/// route already in a task (its credential had to be read). Both run ``TokenSend`` and ``MessagePath``, so they answer
-/// alike.
+/// One path: ``dispatchOnLoop(_:project:on:completion:)`` (no task: the tokens from memory or a store thread, the
+/// answer completed on the loop after the commit); ``dispatch(_:project:on:)`` awaits it for a route already in a
+/// task (its credential had to be read).
 ///
 /// A class for the reason ``SendRoute`` is one: captured by each send's closures, it costs one reference count.
 final class SendDispatcher: Sendable {
@@ -39,25 +38,15 @@ final class SendDispatcher: Sendable {
         case deviceGroup(FCMDeviceGroupResponse)
     }
 
-    /// Sends a validated request for `project`. Throws ``FCMError/invalidParameters(_:)`` for a condition that a
-    /// device subscribed to none of its topics would satisfy, and the store's errors (`unavailable`, `closed`).
-    func dispatch(_ send: FCMSendRequest, project: Project) async throws -> Outcome {
-        switch send.addressing {
-        case .tokens(let recipients):
-            let tokenSend = TokenSend(recipients: recipients)
-            try admitProject(send, project: project, count: tokenSend.lookups.count)
-            return .tokens(try await sendToTokens(send, tokenSend, project: project))
-        case .topic, .condition:
-            switch try topicStep(send, project: project) {
-            case .answer(let response):
-                return .topic(response)
-            case .store(let message):
-                let id = try await store.enqueueTopicMessage(message)
-                metrics.sendsAccepted()
-                return .topic(.messageID(id))
+    /// ``dispatchOnLoop(_:project:on:completion:)`` awaited, for a route already in a task (its credential had to be
+    /// read): the same path, started on `eventLoop`. Throws ``FCMError/invalidParameters(_:)`` for a condition that a
+    /// device subscribed to none of its topics would satisfy, ``ProjectQuotaExceeded``, and the store's errors
+    /// (`unavailable`, `closed`).
+    func dispatch(_ send: FCMSendRequest, project: Project, on eventLoop: any EventLoop) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { continuation in
+            eventLoop.execute { [self] in
+                dispatchOnLoop(send, project: project, on: eventLoop) { continuation.resume(with: $0) }
             }
-        case .deviceGroup(let key):
-            return try await sendToDeviceGroup(send, key: key, project: project)
         }
     }
 
@@ -66,7 +55,7 @@ final class SendDispatcher: Sendable {
     /// ``MessagePath`` and calls `completion` on `eventLoop` after the commit (or at once when nothing is to be
     /// committed), without a task. A topic or condition send's row goes through
     /// ``PushStore/enqueueTopicMessage(_:completion:)``, a device group's members come through
-    /// ``PushStore/deviceGroup(notificationKey:completion:)``. Answers as ``dispatch(_:project:)`` does.
+    /// ``PushStore/deviceGroup(notificationKey:completion:)``.
     func dispatchOnLoop(
         _ send: FCMSendRequest,
         project: Project,
@@ -101,8 +90,12 @@ final class SendDispatcher: Sendable {
         }
     }
 
-    /// ``dispatchOnLoop(_:project:on:completion:)`` for a device-group send: its members read on a store thread,
-    /// the answer handed back to `eventLoop`.
+    /// A send to a device group: a copy to each member, exactly as a send to the members' tokens in
+    /// `registration_ids` (the same quotas, queue rules and one group commit), answered in FCM's group form. What
+    /// fails before the members are known answers as a send to one token does, with the reason: a message error
+    /// (`InvalidTtl`, `MessageTooBig`, …), a key no group has (`NotRegistered`: the group was deleted with its last
+    /// member, or never was), another project's group (`MismatchSenderId`).
+    /// Its members are read on a store thread and the answer handed back to `eventLoop`.
     private func dispatchGroupOnLoop(
         _ send: FCMSendRequest,
         key: NotificationKey,
@@ -193,37 +186,6 @@ final class SendDispatcher: Sendable {
         if let wait = quotas.admit(project: project.id, count: count) {
             metrics.sendRejected(FCMError.Code.quotaExceeded)
             throw ProjectQuotaExceeded(retryAfterSeconds: wait)
-        }
-    }
-
-    private func sendToTokens(
-        _ send: FCMSendRequest,
-        _ tokenSend: TokenSend,
-        project: Project
-    ) async throws -> FCMSendResponse {
-        var tokenSend = tokenSend
-        let devices = tokenSend.lookups.isEmpty ? [] : try await store.resolveTokens(tokenSend.tokens)
-        tokenSend.resolve(devices, send: send, project: project, quotas: quotas)
-        let outcomes = tokenSend.messages.isEmpty ? [] : try await path.commit(tokenSend.messages)
-        return answered(tokenSend.response(outcomes: outcomes))
-    }
-
-    /// A send to a device group: a copy to each member, exactly as a send to the members' tokens in
-    /// `registration_ids` (the same quotas, queue rules and one group commit), answered in FCM's group form. What
-    /// fails before the members are known answers as a send to one token does, with the reason: a message error
-    /// (`InvalidTtl`, `MessageTooBig`, …), a key no group has (`NotRegistered`: the group was deleted with its last
-    /// member, or never was), another project's group (`MismatchSenderId`).
-    private func sendToDeviceGroup(_ send: FCMSendRequest, key: NotificationKey, project: Project) async throws
-        -> Outcome
-    {
-        if let error = send.messageError { return refusedGroupSend(error) }
-        let group = try await store.deviceGroup(notificationKey: key.rawValue)
-        switch try groupStep(send, group, project: project) {
-        case .answer(let outcome):
-            return outcome
-        case .commit(let tokenSend, let group):
-            let outcomes = tokenSend.messages.isEmpty ? [] : try await path.commit(tokenSend.messages)
-            return groupAnswer(tokenSend, group, outcomes: outcomes)
         }
     }
 
